@@ -1,0 +1,1 @@
+//! ocm-edge edge agent (stub until issue 3).

@@ -1,0 +1,1 @@
+//! ocm-edge hub (stub until issue 3).

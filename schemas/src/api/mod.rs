@@ -1,0 +1,1 @@
+//! OCM API types.

@@ -1,0 +1,1 @@
+//! Validation of works, manifests and names.

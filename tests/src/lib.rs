@@ -1,0 +1,1 @@
+//! ocm-edge integration test harness (stub until issue 3).
