@@ -1,0 +1,1 @@
+//! Admin API client used by the CLI.

@@ -1,0 +1,1 @@
+//! Admin API request and response messages.

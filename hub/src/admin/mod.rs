@@ -1,0 +1,5 @@
+//! The admin API: the CLI talks to the hub through the broker with MQTT 5 request/response.
+
+pub mod client;
+pub mod messages;
+pub mod server;

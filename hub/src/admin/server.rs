@@ -1,0 +1,1 @@
+//! Admin API server inside the hub.

@@ -1,0 +1,1 @@
+//! The `ocm-edge` command line.

@@ -1,0 +1,1 @@
+//! `ocm-edge demo`.
