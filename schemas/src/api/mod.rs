@@ -1,1 +1,18 @@
-//! OCM API types.
+//! OCM API types, serde-compatible with Open Cluster Management's own JSON and YAML.
+//!
+//! - [`meta`]: ObjectMeta, Condition, Time/MicroTime, LabelSelector, IntOrString, Quantity,
+//!   condition helpers.
+//! - [`cluster`]: ManagedCluster, ClusterClaim, ManagedClusterSet(Binding), constants.
+//! - [`work`]: ManifestWork and the wire payloads ManifestBundle / ManifestBundleStatus.
+//! - [`placement`]: Placement, PlacementDecision, AddOnPlacementScore.
+//! - [`replicaset`]: ManifestWorkReplicaSet and rollout strategies.
+//! - [`lease`]: coordination.k8s.io/v1 Lease.
+//! - [`yaml`]: multi-document YAML loading with located errors.
+//!
+//! Unknown fields are tolerated everywhere (and kept in `metadata`); optional fields are
+//! omitted when empty, except where Go always writes them (noted on each type).
+
+pub mod cluster;
+pub mod lease;
+pub mod meta;
+pub mod work;
