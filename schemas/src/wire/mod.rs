@@ -1,1 +1,74 @@
-//! The wire protocol.
+//! The wire protocol: OCM's CloudEvents binding over MQTT 5 (`shared/PROTOCOL.md`), independent of any
+//! MQTT client library. `cloudevents::Event` (CloudEvents SDK 0.9) is the event type everywhere.
+//!
+//! - [`event_type`]: `<group>.<version>.<resource>.<spec|status>.<action>` and the data types we use.
+//! - [`mqtt`]: an Event to and from an MQTT 5 PUBLISH in binary content mode ([`mqtt::MqttMessage`]).
+//! - [`structured`]: an Event to and from CloudEvents structured JSON (vectors, the proto tool).
+//! - [`extensions`]: typed getters and setters for `resourceid`, `resourceversion`, `clustername`, ...
+//! - [`topic`]: topic builders, subscriptions and the parsed [`topic::Topic`].
+//! - [`resync`]: `ResourceVersionList` and `StatusHashList` payloads.
+//! - [`sequence`]: the snowflake `sequenceid` generator and ordering.
+
+pub mod event_type;
+pub mod extensions;
+#[allow(dead_code)]
+mod go_json;
+pub mod mqtt;
+pub mod resync;
+pub mod sequence;
+pub mod structured;
+pub mod topic;
+
+pub use mqtt::{MqttMessage, WireError, decode, encode};
+
+use cloudevents::{AttributesReader, Data, Event};
+
+/// Errors reading an event's data as JSON.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DataError {
+    #[error("event {ty} has no data")]
+    Missing { ty: String },
+    #[error("data of event {ty} is not valid JSON: {reason}")]
+    NotJson { ty: String, reason: String },
+    #[error("data of event {ty} is not a valid {what}: {reason}")]
+    Shape {
+        ty: String,
+        what: &'static str,
+        reason: String,
+    },
+}
+
+/// The event's data as JSON, whichever form the SDK holds it in. `None` when the event has no data.
+///
+/// # Errors
+/// [`DataError::NotJson`] when the bytes or string are not JSON.
+pub fn data_json(event: &Event) -> Result<Option<serde_json::Value>, DataError> {
+    let not_json = |e: serde_json::Error| DataError::NotJson {
+        ty: event.ty().to_owned(),
+        reason: e.to_string(),
+    };
+    match event.data() {
+        None => Ok(None),
+        Some(Data::Json(v)) => Ok(Some(v.clone())),
+        Some(Data::Binary(b)) => serde_json::from_slice(b).map(Some).map_err(not_json),
+        Some(Data::String(s)) => serde_json::from_str(s).map(Some).map_err(not_json),
+    }
+}
+
+/// The event's data decoded into `T`.
+///
+/// # Errors
+/// [`DataError`] when data is missing, not JSON, or not shaped like `what`.
+pub fn data_as<T: serde::de::DeserializeOwned>(
+    event: &Event,
+    what: &'static str,
+) -> Result<T, DataError> {
+    let value = data_json(event)?.ok_or_else(|| DataError::Missing {
+        ty: event.ty().to_owned(),
+    })?;
+    serde_json::from_value(value).map_err(|e| DataError::Shape {
+        ty: event.ty().to_owned(),
+        what,
+        reason: e.to_string(),
+    })
+}
