@@ -1,1 +1,15 @@
-//! ocm-edge integration test harness (stub until issue 3).
+//! ocm-edge integration test harness and the fleet benchmark.
+//!
+//! Map:
+//! - [`broker`]: an embedded rumqttd (MQTT 5) on a free port that outlives hub restarts.
+//! - [`mosquitto`]: a real Mosquitto 2 with a generated config (and optional password file + ACL).
+//! - [`probe`]: a raw MQTT 5 client to speak the wire directly (maestro's role, spies, bad input).
+//! - [`wait`]: `wait_until` / `wait_for`: poll an observable condition with a bounded timeout.
+//!
+//! Integration tests live in `tests/` (one user-visible behaviour per test, sentence names);
+//! `src/bin/fleet-bench.rs` is the fleet benchmark.
+
+pub mod broker;
+pub mod mosquitto;
+pub mod probe;
+pub mod wait;

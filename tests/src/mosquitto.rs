@@ -1,0 +1,195 @@
+//! A real Mosquitto 2 broker for interop tests: generated config, free port, optional password file
+//! and ACL; killed when dropped.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use crate::broker::{BrokerError, MAX_PACKET_BYTES, free_port, wait_listening};
+
+/// Errors starting Mosquitto.
+#[derive(Debug, thiserror::Error)]
+pub enum MosquittoError {
+    #[error("cannot write mosquitto files in {dir}: {source}")]
+    Files {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot run {program}: {source}")]
+    Spawn {
+        program: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("mosquitto_passwd failed for user {user}: {detail}")]
+    Passwd { user: String, detail: String },
+    #[error("mosquitto did not come up: {0}; its log:\n{1}")]
+    NotListening(BrokerError, String),
+    #[error(transparent)]
+    Port(#[from] BrokerError),
+}
+
+/// Where `name` is installed: PATH, then the sbin folders Debian uses for mosquitto.
+pub fn find_program(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/usr/local/sbin", "/sbin"].map(PathBuf::from))
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// The `mosquitto` binary, or `None` after printing why the test is skipped.
+///
+/// # Panics
+/// When mosquitto is missing and the environment variable `CI` is set: CI must run these tests
+/// (`.ci/run` installs mosquitto).
+pub fn require_mosquitto(test: &str) -> Option<PathBuf> {
+    match find_program("mosquitto") {
+        Some(p) => Some(p),
+        None if std::env::var_os("CI").is_some() => panic!(
+            "{test}: `mosquitto` is not installed but CI is set; install it (apt-get install mosquitto, as .ci/run does)"
+        ),
+        None => {
+            eprintln!(
+                "SKIPPED {test}: `mosquitto` is not installed (apt-get install mosquitto); set CI=1 to make this a failure"
+            );
+            None
+        }
+    }
+}
+
+/// Authentication for a Mosquitto run: users with passwords and an ACL file.
+#[derive(Debug, Clone)]
+pub struct MosquittoAuth {
+    /// Users and their passwords (written with `mosquitto_passwd`).
+    pub users: Vec<(String, String)>,
+    /// The ACL file to use as is.
+    pub acl_file: PathBuf,
+}
+
+/// A running mosquitto; killed and reaped on drop.
+#[derive(Debug)]
+pub struct Mosquitto {
+    child: Child,
+    addr: SocketAddr,
+    dir: tempfile::TempDir,
+}
+
+impl Drop for Mosquitto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Mosquitto {
+    /// Starts `program` on a free port of 127.0.0.1, anonymous access allowed.
+    ///
+    /// # Errors
+    /// [`MosquittoError`] when it cannot be configured or does not listen.
+    pub fn start(program: &Path) -> Result<Self, MosquittoError> {
+        Self::start_with(program, None)
+    }
+
+    /// Starts `program` with optional authentication and ACL.
+    ///
+    /// # Errors
+    /// [`MosquittoError`] when it cannot be configured or does not listen.
+    pub fn start_with(program: &Path, auth: Option<&MosquittoAuth>) -> Result<Self, MosquittoError> {
+        let dir = tempfile::tempdir().map_err(|source| MosquittoError::Files {
+            dir: std::env::temp_dir(),
+            source,
+        })?;
+        let files = |source| MosquittoError::Files {
+            dir: dir.path().to_owned(),
+            source,
+        };
+        let port = free_port()?;
+        let mut conf = format!(
+            "per_listener_settings false\npersistence false\nmax_packet_size {MAX_PACKET_BYTES}\n\
+             log_dest stderr\nlog_type error\nlog_type warning\nlog_type notice\n\
+             listener {port} 127.0.0.1\nprotocol mqtt\n"
+        );
+        match auth {
+            None => conf.push_str("allow_anonymous true\n"),
+            Some(auth) => {
+                let passwd = dir.path().join("passwd");
+                write_password_file(program, &passwd, &auth.users)?;
+                conf.push_str(&format!(
+                    "allow_anonymous false\npassword_file {}\nacl_file {}\n",
+                    passwd.display(),
+                    auth.acl_file.display()
+                ));
+            }
+        }
+        let conf_path = dir.path().join("mosquitto.conf");
+        std::fs::write(&conf_path, conf).map_err(files)?;
+        let log_path = dir.path().join("mosquitto.log");
+        let log = std::fs::File::create(&log_path).map_err(files)?;
+        let child = Command::new(program)
+            .arg("-c")
+            .arg(&conf_path)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .map_err(|source| MosquittoError::Spawn {
+                program: program.to_owned(),
+                source,
+            })?;
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let broker = Self { child, addr, dir };
+        if let Err(e) = wait_listening(addr, Duration::from_secs(10)) {
+            let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+            return Err(MosquittoError::NotListening(e, log));
+        }
+        Ok(broker)
+    }
+
+    /// `mqtt://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("mqtt://{}", self.addr)
+    }
+
+    /// What mosquitto logged so far (errors, warnings, notices).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("mosquitto.log")).unwrap_or_default()
+    }
+}
+
+/// Writes a Mosquitto password file with `mosquitto_passwd -b`.
+fn write_password_file(
+    mosquitto: &Path,
+    path: &Path,
+    users: &[(String, String)],
+) -> Result<(), MosquittoError> {
+    let tool = mosquitto
+        .parent()
+        .map(|d| d.join("mosquitto_passwd"))
+        .filter(|p| p.is_file())
+        .or_else(|| find_program("mosquitto_passwd"))
+        .unwrap_or_else(|| PathBuf::from("mosquitto_passwd"));
+    std::fs::write(path, "").map_err(|source| MosquittoError::Files {
+        dir: path.to_owned(),
+        source,
+    })?;
+    for (user, pass) in users {
+        let out = Command::new(&tool)
+            .arg("-b")
+            .arg(path)
+            .arg(user)
+            .arg(pass)
+            .output()
+            .map_err(|source| MosquittoError::Spawn {
+                program: tool.clone(),
+                source,
+            })?;
+        if !out.status.success() {
+            return Err(MosquittoError::Passwd {
+                user: user.clone(),
+                detail: String::from_utf8_lossy(&out.stderr).into_owned(),
+            });
+        }
+    }
+    Ok(())
+}
