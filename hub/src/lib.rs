@@ -1,9 +1,27 @@
 //! ocm-edge hub: registration, leases, works, the admin API, and the `ocm-edge` CLI.
 //!
 //! Map (kept current by the module owners):
+//! - [`core`]: the pure hub logic (registration, lease, works, resync); data in, records and
+//!   messages out, `now` passed in.
+//! - [`store`]: the redb file that makes the core's state survive restarts.
+//! - [`events`]: CloudEvents to and from the core's inputs and outputs.
+//! - [`transport`]: the hub's MQTT 5 client (rumqttc) and the MqttMessage <-> Publish mapping.
+//! - [`broker`]: the embedded rumqttd broker.
+//! - [`hub`]: [`start_hub`] / [`run_hub`]: wires broker, store, transport, core and admin server.
+//! - [`config`]: [`HubConfig`] and [`BrokerConfig`].
 //! - [`admin`]: the admin API over MQTT 5 request/response: message types, the CLI's client, the hub's server.
 //! - [`cli`]: the `ocm-edge` command line (one file per command) and [`demo`].
 
 pub mod admin;
+pub mod broker;
 pub mod cli;
+pub mod config;
+pub mod core;
 pub mod demo;
+pub mod events;
+pub mod hub;
+pub mod store;
+pub mod transport;
+
+pub use config::{BrokerConfig, HubConfig};
+// pub use hub::{HubError, HubHandle, run_hub, start_hub};

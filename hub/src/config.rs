@@ -1,0 +1,103 @@
+//! Hub configuration: a plain struct with defaults, filled by the CLI or by tests.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Default source id (`ce-source` of hub events, `S` in `sources/S/...`).
+pub const DEFAULT_SOURCE_ID: &str = "ocm-edge";
+/// Default MQTT port of the embedded broker.
+pub const DEFAULT_BROKER_PORT: u16 = 1883;
+/// OCM's hub marks a cluster's availability Unknown after `5 x leaseDurationSeconds`
+/// without a renewal (registration's `LeaseDurationTimes`); we keep that default.
+pub const DEFAULT_LEASE_GRACE_MULTIPLIER: u32 = 5;
+/// Statuses per `status.resync_request`, as maestro batches them.
+pub const DEFAULT_STATUS_RESYNC_BATCH: usize = 1000;
+
+/// Which broker the hub talks through.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BrokerConfig {
+    /// Start rumqttd inside the hub process. Port 0 picks a free port
+    /// ([`crate::HubHandle::broker_url`] tells which).
+    Embedded {
+        /// Listen address of the MQTT 5 listener.
+        listen: SocketAddr,
+    },
+    /// Use a broker that is already running, e.g. `mqtt://mosquitto:1883`.
+    External {
+        /// `mqtt://host:port` (port defaults to 1883).
+        url: String,
+    },
+}
+
+impl Default for BrokerConfig {
+    fn default() -> Self {
+        BrokerConfig::Embedded {
+            listen: SocketAddr::from((Ipv4Addr::LOCALHOST, DEFAULT_BROKER_PORT)),
+        }
+    }
+}
+
+/// Everything the hub needs to run.
+#[derive(Debug, Clone)]
+pub struct HubConfig {
+    /// Directory of the hub's redb file (`hub.redb`); created when missing.
+    pub data_dir: PathBuf,
+    /// Embedded or external broker.
+    pub broker: BrokerConfig,
+    /// Source id; must match `[a-z0-9-]+`.
+    pub source_id: String,
+    /// A cluster's `ManagedClusterConditionAvailable` becomes Unknown when no lease renewal arrived
+    /// for `lease_grace_multiplier x leaseDurationSeconds` (OCM's default: 5).
+    pub lease_grace_multiplier: u32,
+    /// MQTT keepalive of the hub's own client.
+    pub keepalive: Duration,
+    /// Status hashes per `status.resync_request` message (at most 1000, like maestro).
+    pub status_resync_batch: usize,
+    /// MQTT client id of the hub; defaults to `<source_id>-hub`. Two hubs on one broker need
+    /// different ids (a second connection with the same id kicks the first one off).
+    pub client_id: Option<String>,
+}
+
+impl HubConfig {
+    /// Defaults: embedded broker on 127.0.0.1:1883, source id `ocm-edge`, grace 5 x lease,
+    /// keepalive 30 s, resync batches of 1000.
+    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+        HubConfig {
+            data_dir: data_dir.into(),
+            broker: BrokerConfig::default(),
+            source_id: DEFAULT_SOURCE_ID.to_owned(),
+            lease_grace_multiplier: DEFAULT_LEASE_GRACE_MULTIPLIER,
+            keepalive: Duration::from_secs(30),
+            status_resync_batch: DEFAULT_STATUS_RESYNC_BATCH,
+            client_id: None,
+        }
+    }
+
+    /// The MQTT client id the hub connects with.
+    pub fn mqtt_client_id(&self) -> String {
+        self.client_id
+            .clone()
+            .unwrap_or_else(|| format!("{}-hub", self.source_id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_ocm_and_the_documented_ports() {
+        let cfg = HubConfig::new("/tmp/x");
+        assert_eq!(cfg.source_id, "ocm-edge");
+        assert_eq!(cfg.lease_grace_multiplier, 5);
+        assert_eq!(cfg.status_resync_batch, 1000);
+        assert_eq!(
+            cfg.broker,
+            BrokerConfig::Embedded {
+                listen: "127.0.0.1:1883".parse().unwrap()
+            }
+        );
+        assert_eq!(cfg.mqtt_client_id(), "ocm-edge-hub");
+    }
+}

@@ -1,0 +1,421 @@
+//! The hub's pure core: registration, leases, works and resync as plain data in, data out.
+//!
+//! No IO here (no MQTT client, no redb, no clock): every entry point takes `now` and returns a
+//! [`Change`]: the [`Record`]s to store and the [`Outbound`] messages to publish. Computing a change
+//! (`&self`) and applying it ([`HubCore::apply`]) are separate steps, so the shell can persist the
+//! records first and only then update the index and publish (linkerd's index pattern).
+//!
+//! - [`registration`]: join requests, accept / deny, the hub's view of a cluster.
+//! - [`lease`]: lease renewals and the `ManagedClusterConditionAvailable` deadline.
+//! - [`works`]: create / update / delete of works and the statuses agents report.
+//! - [`resync`]: both resync directions (PROTOCOL.md section 7).
+
+pub mod lease;
+pub mod registration;
+pub mod resync;
+pub mod works;
+
+pub use registration::{RegistrationError, hub_view};
+pub use works::{WorkError, WorkInput, WriteOutcome, resource_id};
+
+use std::collections::{BTreeMap, HashMap};
+
+use chrono::{DateTime, Utc};
+use ocm_edge_schemas::api::cluster::{
+    ManagedCluster, ManagedClusterClaim, ManagedClusterStatus, Taint,
+};
+use ocm_edge_schemas::api::lease::Lease;
+use ocm_edge_schemas::api::meta::{Condition, Time};
+use ocm_edge_schemas::api::work::{ManifestBundle, ManifestWorkSpec, ManifestWorkStatus};
+use ocm_edge_schemas::wire::event_type::Action;
+use ocm_edge_schemas::wire::resync::{ResourceVersionList, StatusHashList};
+use serde::{Deserialize, Serialize};
+
+/// Registration state of a cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Acceptance {
+    /// Asked to join; waiting for an operator.
+    Pending,
+    /// Accepted by an operator: events are processed and works delivered.
+    Accepted,
+    /// Denied by an operator: events are ignored.
+    Denied,
+}
+
+/// Everything the hub keeps about one cluster.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClusterRecord {
+    pub name: String,
+    pub acceptance: Acceptance,
+    pub labels: BTreeMap<String, String>,
+    pub claims: Vec<ManagedClusterClaim>,
+    pub lease_duration_seconds: i32,
+    /// Conditions the hub owns (accepted / denied / joined / available).
+    pub conditions: Vec<Condition>,
+    pub taints: Vec<Taint>,
+    /// When the hub last saw a lease renewal (hub clock, so agent clock skew does not matter);
+    /// on acceptance it starts the grace period.
+    pub last_lease: Option<Time>,
+    /// What the agent reports about itself (claims, capacity, version, its own conditions).
+    pub reported: ManagedClusterStatus,
+    /// Latest presence (birth / will) the agent published.
+    pub presence: Option<Presence>,
+    pub requested_at: Time,
+}
+
+/// The agent's MQTT presence: birth on connect, will on a broken connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Presence {
+    pub online: bool,
+    /// The agent's connection sequence number; a will with an older number is stale.
+    pub connection_seq: u64,
+}
+
+/// A work is identified by (cluster, name).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct WorkKey {
+    pub cluster: String,
+    pub name: String,
+}
+
+impl WorkKey {
+    pub fn new(cluster: impl Into<String>, name: impl Into<String>) -> Self {
+        WorkKey {
+            cluster: cluster.into(),
+            name: name.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for WorkKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.cluster, self.name)
+    }
+}
+
+/// Everything the hub keeps about one work.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkRecord {
+    pub key: WorkKey,
+    /// UUID v5 of `<source>/<cluster>/<work>` (CONTRACTS "Work identity").
+    pub resource_id: String,
+    /// 1 at creation, +1 per spec change.
+    pub resource_version: i64,
+    pub spec: ManifestWorkSpec,
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+    pub created: Time,
+    /// Set when deletion was requested; the work is forgotten on the agent's `Deleted` status.
+    pub deleting: Option<Time>,
+    pub status: Option<ManifestWorkStatus>,
+    pub status_hash: Option<String>,
+    pub last_sequence_id: Option<String>,
+    pub status_updated: Option<Time>,
+}
+
+/// Named counters (ignored, stale, malformed, ...), kept across restarts.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Counters(pub BTreeMap<String, u64>);
+
+/// Counter names.
+pub mod counter {
+    /// Events from clusters that are unknown, pending or denied.
+    pub const IGNORED_NOT_ACCEPTED: &str = "eventsIgnoredNotAccepted";
+    /// MQTT messages that were not valid CloudEvents or payloads.
+    pub const MALFORMED: &str = "messagesMalformed";
+    /// Status events for an older resourceversion or with an old sequenceid.
+    pub const STALE_STATUS: &str = "statusesStale";
+    /// Status events whose hash equals the stored one.
+    pub const UNCHANGED_STATUS: &str = "statusesUnchanged";
+    /// Status events for a resourceid the hub does not hold.
+    pub const UNKNOWN_WORK: &str = "statusesUnknownWork";
+    /// Accepted status events.
+    pub const STATUS_ACCEPTED: &str = "statusesAccepted";
+    /// Admin requests that could not be answered (no response topic, bad JSON).
+    pub const ADMIN_DROPPED: &str = "adminRequestsDropped";
+}
+
+impl Counters {
+    pub fn get(&self, name: &str) -> u64 {
+        self.0.get(name).copied().unwrap_or(0)
+    }
+
+    pub fn bump(&mut self, name: &str) {
+        *self.0.entry(name.to_owned()).or_insert(0) += 1;
+    }
+}
+
+/// One thing to store. Applying a record is idempotent.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Record {
+    Cluster(Box<ClusterRecord>),
+    Work(Box<WorkRecord>),
+    ForgetWork(WorkKey),
+    Counters(Counters),
+}
+
+/// A spec event for one work (create, update, delete, resync response).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpecMessage {
+    pub cluster: String,
+    pub resource_id: String,
+    pub resource_version: i64,
+    /// `spec.create_request`, `update_request`, `delete_request` or `resync_response`.
+    pub action: Action,
+    /// The `metadata` extension; `None` for a bare delete of a work the hub no longer has.
+    pub metadata: Option<WorkMetadata>,
+    /// `None` for deletes.
+    pub bundle: Option<ManifestBundle>,
+    pub deletion_timestamp: Option<DateTime<Utc>>,
+}
+
+/// The `metadata` extension of spec events (an ObjectMeta subset).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkMetadata {
+    pub name: String,
+    pub namespace: String,
+    pub uid: String,
+    pub generation: i64,
+    pub creation_timestamp: Time,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// A message to publish.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outbound {
+    /// The hub's view of a cluster (`managedclusters.spec.update_request` on its sourceevents).
+    HubView(Box<ManagedCluster>),
+    /// A work spec event on the cluster's sourceevents.
+    Spec(Box<SpecMessage>),
+    /// A `status.resync_request` with the hashes the hub holds for that cluster.
+    StatusResyncRequest {
+        cluster: String,
+        hashes: StatusHashList,
+    },
+}
+
+/// What one input does: records to store, then messages to publish.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Change {
+    pub records: Vec<Record>,
+    pub outbound: Vec<Outbound>,
+}
+
+impl Change {
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty() && self.outbound.is_empty()
+    }
+
+    pub fn extend(&mut self, other: Change) {
+        self.records.extend(other.records);
+        self.outbound.extend(other.outbound);
+    }
+}
+
+/// A status event from an agent, decoded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkStatusReport {
+    pub cluster: String,
+    pub resource_id: String,
+    pub resource_version: i64,
+    pub sequence_id: Option<String>,
+    pub status: ManifestWorkStatus,
+}
+
+/// Something an agent said, decoded from its CloudEvent.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AgentInput {
+    /// `managedclusters.spec.create_request`.
+    JoinRequest {
+        cluster: String,
+        request: Box<ManagedCluster>,
+    },
+    /// `managedclusters.status.update_request`.
+    ClusterStatus {
+        cluster: String,
+        status: Box<ManagedClusterStatus>,
+    },
+    /// `leases.spec.update_request`.
+    LeaseRenewal { cluster: String, lease: Box<Lease> },
+    /// `presences.status.update_request` (birth, or the will).
+    Presence { cluster: String, presence: Presence },
+    /// `manifestbundles.status.update_request` or `status.resync_response`.
+    WorkStatus(Box<WorkStatusReport>),
+    /// `manifestbundles.spec.resync_request`.
+    SpecResyncRequest {
+        cluster: String,
+        versions: ResourceVersionList,
+    },
+}
+
+impl AgentInput {
+    pub fn cluster(&self) -> &str {
+        match self {
+            AgentInput::JoinRequest { cluster, .. }
+            | AgentInput::ClusterStatus { cluster, .. }
+            | AgentInput::LeaseRenewal { cluster, .. }
+            | AgentInput::Presence { cluster, .. }
+            | AgentInput::SpecResyncRequest { cluster, .. } => cluster,
+            AgentInput::WorkStatus(r) => &r.cluster,
+        }
+    }
+}
+
+/// Settings of the core.
+#[derive(Debug, Clone)]
+pub struct CoreConfig {
+    pub source_id: String,
+    pub lease_grace_multiplier: u32,
+    pub status_resync_batch: usize,
+}
+
+/// The hub's state: one owner (the hub task), changed only through [`HubCore::apply`].
+#[derive(Debug)]
+pub struct HubCore {
+    cfg: CoreConfig,
+    clusters: BTreeMap<String, ClusterRecord>,
+    works: BTreeMap<WorkKey, WorkRecord>,
+    by_resource_id: HashMap<String, WorkKey>,
+    counters: Counters,
+}
+
+impl HubCore {
+    pub fn new(cfg: CoreConfig) -> Self {
+        HubCore {
+            cfg,
+            clusters: BTreeMap::new(),
+            works: BTreeMap::new(),
+            by_resource_id: HashMap::new(),
+            counters: Counters::default(),
+        }
+    }
+
+    /// A core holding what the store loaded.
+    pub fn restore(
+        cfg: CoreConfig,
+        clusters: Vec<ClusterRecord>,
+        works: Vec<WorkRecord>,
+        counters: Counters,
+    ) -> Self {
+        let mut core = HubCore::new(cfg);
+        core.counters = counters;
+        for c in clusters {
+            core.clusters.insert(c.name.clone(), c);
+        }
+        for w in works {
+            core.by_resource_id
+                .insert(w.resource_id.clone(), w.key.clone());
+            core.works.insert(w.key.clone(), w);
+        }
+        core
+    }
+
+    pub fn config(&self) -> &CoreConfig {
+        &self.cfg
+    }
+
+    /// Applies records (after the shell stored them).
+    pub fn apply(&mut self, records: &[Record]) {
+        for r in records {
+            match r {
+                Record::Cluster(c) => {
+                    self.clusters.insert(c.name.clone(), (**c).clone());
+                }
+                Record::Work(w) => {
+                    self.by_resource_id
+                        .insert(w.resource_id.clone(), w.key.clone());
+                    self.works.insert(w.key.clone(), (**w).clone());
+                }
+                Record::ForgetWork(key) => {
+                    if let Some(w) = self.works.remove(key) {
+                        self.by_resource_id.remove(&w.resource_id);
+                    }
+                }
+                Record::Counters(c) => self.counters = c.clone(),
+            }
+        }
+    }
+
+    pub fn cluster(&self, name: &str) -> Option<&ClusterRecord> {
+        self.clusters.get(name)
+    }
+
+    pub fn clusters(&self) -> impl Iterator<Item = &ClusterRecord> {
+        self.clusters.values()
+    }
+
+    pub fn work(&self, key: &WorkKey) -> Option<&WorkRecord> {
+        self.works.get(key)
+    }
+
+    pub fn work_by_resource_id(&self, id: &str) -> Option<&WorkRecord> {
+        self.by_resource_id.get(id).and_then(|k| self.works.get(k))
+    }
+
+    /// Works of every cluster, sorted by (cluster, name).
+    pub fn works(&self) -> impl Iterator<Item = &WorkRecord> {
+        self.works.values()
+    }
+
+    /// Works of one cluster, sorted by name.
+    pub fn works_of<'a>(&'a self, cluster: &'a str) -> impl Iterator<Item = &'a WorkRecord> + 'a {
+        let start = WorkKey::new(cluster, "");
+        self.works
+            .range(start..)
+            .take_while(move |(k, _)| k.cluster == cluster)
+            .map(|(_, w)| w)
+    }
+
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// A change that only bumps a counter.
+    pub fn count(&self, name: &str) -> Change {
+        let mut counters = self.counters.clone();
+        counters.bump(name);
+        Change {
+            records: vec![Record::Counters(counters)],
+            outbound: vec![],
+        }
+    }
+
+    fn is_accepted(&self, cluster: &str) -> bool {
+        self.clusters
+            .get(cluster)
+            .is_some_and(|c| c.acceptance == Acceptance::Accepted)
+    }
+
+    /// Handles one agent event. Events from clusters that are not accepted are ignored and
+    /// counted, except the join request and presence.
+    pub fn handle_agent(&self, input: AgentInput, now: DateTime<Utc>) -> Change {
+        match input {
+            AgentInput::JoinRequest { cluster, request } => {
+                self.join_request(&cluster, &request, now)
+            }
+            AgentInput::Presence { cluster, presence } => self.presence(&cluster, presence),
+            other if !self.is_accepted(other.cluster()) => {
+                self.count(counter::IGNORED_NOT_ACCEPTED)
+            }
+            AgentInput::ClusterStatus { cluster, status } => self.cluster_status(&cluster, *status),
+            AgentInput::LeaseRenewal { cluster, lease } => {
+                self.lease_renewal(&cluster, &lease, now)
+            }
+            AgentInput::WorkStatus(report) => self.work_status(*report, now),
+            AgentInput::SpecResyncRequest { cluster, versions } => {
+                self.spec_resync(&cluster, &versions, now)
+            }
+        }
+    }
+}
+
+pub(crate) fn time(now: DateTime<Utc>) -> Time {
+    Time::new(now)
+}
+
+#[cfg(test)]
+pub(crate) mod testkit;

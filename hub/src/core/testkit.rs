@@ -1,0 +1,154 @@
+//! Builders for core tests: clusters, works, agent events and simulated time.
+
+use chrono::{DateTime, TimeDelta, Utc};
+use ocm_edge_schemas::api::cluster::ManagedCluster;
+use ocm_edge_schemas::api::lease::Lease;
+use ocm_edge_schemas::api::meta::{Condition, ConditionStatus};
+use ocm_edge_schemas::api::work::{Manifest, ManifestWorkStatus};
+use serde_json::json;
+
+use super::{
+    AgentInput, Change, CoreConfig, HubCore, Outbound, Presence, SpecMessage, WorkInput,
+    WorkStatusReport,
+};
+
+pub fn cfg() -> CoreConfig {
+    CoreConfig {
+        source_id: "ocm-edge".into(),
+        lease_grace_multiplier: 5,
+        status_resync_batch: 1000,
+    }
+}
+
+pub fn core() -> HubCore {
+    HubCore::new(cfg())
+}
+
+/// Seconds after a fixed epoch.
+pub fn t(secs: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp(1_800_000_000, 0).unwrap() + TimeDelta::seconds(secs)
+}
+
+/// Handles an agent event at `t(secs)` and applies the change.
+pub fn step(core: &mut HubCore, input: AgentInput, secs: i64) -> Change {
+    let change = core.handle_agent(input, t(secs));
+    core.apply(&change.records);
+    change
+}
+
+pub fn join(cluster: &str) -> AgentInput {
+    let mut request = ManagedCluster::new(cluster);
+    request.metadata.labels.insert("env".into(), "test".into());
+    request.spec.lease_duration_seconds = 60;
+    AgentInput::JoinRequest {
+        cluster: cluster.into(),
+        request: Box::new(request),
+    }
+}
+
+pub fn lease(cluster: &str) -> AgentInput {
+    let mut lease = Lease::default();
+    lease.spec.lease_duration_seconds = Some(60);
+    AgentInput::LeaseRenewal {
+        cluster: cluster.into(),
+        lease: Box::new(lease),
+    }
+}
+
+pub fn presence(cluster: &str, online: bool, seq: u64) -> AgentInput {
+    AgentInput::Presence {
+        cluster: cluster.into(),
+        presence: Presence {
+            online,
+            connection_seq: seq,
+        },
+    }
+}
+
+/// A core where every cluster in `names` joined and was accepted at t(0).
+pub fn accepted_core(names: &[&str]) -> HubCore {
+    let mut core = core();
+    for name in names {
+        step(&mut core, join(name), 0);
+        let c = core.accept(name, t(0)).unwrap();
+        core.apply(&c.records);
+    }
+    core
+}
+
+/// An accepted cluster holding one work (a Deployment with 1 replica).
+pub fn core_with_work(cluster: &str, work: &str) -> HubCore {
+    let mut core = accepted_core(&[cluster]);
+    let (c, _) = core
+        .write_works(&work_input(work, 1), &clusters(&[cluster]), false, t(0))
+        .unwrap();
+    core.apply(&c.records);
+    core
+}
+
+pub fn clusters(names: &[&str]) -> Vec<String> {
+    names.iter().map(|s| (*s).to_owned()).collect()
+}
+
+pub fn work_input(name: &str, replicas: i64) -> WorkInput {
+    let mut input = WorkInput {
+        name: name.into(),
+        ..WorkInput::default()
+    };
+    input.spec.workload.manifests.push(Manifest(json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"replicas": replicas}
+    })));
+    input
+}
+
+pub fn applied() -> ManifestWorkStatus {
+    let mut s = ManifestWorkStatus::default();
+    s.conditions.push(Condition::new(
+        "Applied",
+        ConditionStatus::True,
+        "AppliedManifestWorkComplete",
+        "Apply manifest work complete",
+    ));
+    s
+}
+
+pub fn status_input(
+    cluster: &str,
+    id: &str,
+    version: i64,
+    seq: &str,
+    status: ManifestWorkStatus,
+) -> AgentInput {
+    AgentInput::WorkStatus(Box::new(WorkStatusReport {
+        cluster: cluster.into(),
+        resource_id: id.into(),
+        resource_version: version,
+        sequence_id: Some(seq.into()),
+        status,
+    }))
+}
+
+pub fn hub_views(change: &Change) -> Vec<ManagedCluster> {
+    change
+        .outbound
+        .iter()
+        .filter_map(|o| match o {
+            Outbound::HubView(v) => Some((**v).clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+pub fn specs(change: &Change) -> Vec<SpecMessage> {
+    change
+        .outbound
+        .iter()
+        .filter_map(|o| match o {
+            Outbound::Spec(s) => Some((**s).clone()),
+            _ => None,
+        })
+        .collect()
+}
