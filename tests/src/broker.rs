@@ -26,7 +26,10 @@ pub enum BrokerError {
 /// [`BrokerError::NoFreePort`] when the OS gives none.
 pub fn free_port() -> Result<u16, BrokerError> {
     let listener = TcpListener::bind("127.0.0.1:0").map_err(BrokerError::NoFreePort)?;
-    let port = listener.local_addr().map_err(BrokerError::NoFreePort)?.port();
+    let port = listener
+        .local_addr()
+        .map_err(BrokerError::NoFreePort)?
+        .port();
     Ok(port)
 }
 

@@ -95,7 +95,10 @@ impl Mosquitto {
     ///
     /// # Errors
     /// [`MosquittoError`] when it cannot be configured or does not listen.
-    pub fn start_with(program: &Path, auth: Option<&MosquittoAuth>) -> Result<Self, MosquittoError> {
+    pub fn start_with(
+        program: &Path,
+        auth: Option<&MosquittoAuth>,
+    ) -> Result<Self, MosquittoError> {
         let dir = tempfile::tempdir().map_err(|source| MosquittoError::Files {
             dir: std::env::temp_dir(),
             source,

@@ -26,7 +26,10 @@ pub enum ProbeError {
     #[error("client request failed: {0}")]
     Client(#[from] rumqttc::v5::ClientError),
     #[error("no {what} within {timeout:?}")]
-    Timeout { what: &'static str, timeout: Duration },
+    Timeout {
+        what: &'static str,
+        timeout: Duration,
+    },
 }
 
 /// Acknowledgements the broker sent back, in order.
@@ -106,7 +109,8 @@ impl Probe {
                             connected = true;
                             let _ = conn_tx.send(Ok(()));
                         } else {
-                            let _ = conn_tx.send(Err(ProbeError::Refused(format!("{:?}", ack.code))));
+                            let _ =
+                                conn_tx.send(Err(ProbeError::Refused(format!("{:?}", ack.code))));
                             return;
                         }
                     }
@@ -160,11 +164,16 @@ impl Probe {
     ///
     /// # Errors
     /// [`ProbeError`] when the request fails or no SUBACK arrives.
-    pub async fn subscribe(&mut self, filter: &str) -> Result<Vec<SubscribeReasonCode>, ProbeError> {
+    pub async fn subscribe(
+        &mut self,
+        filter: &str,
+    ) -> Result<Vec<SubscribeReasonCode>, ProbeError> {
         self.client.subscribe(filter, QoS::AtLeastOnce).await?;
         match self.next_ack("SUBACK").await? {
             Ack::Sub(codes) => Ok(codes),
-            Ack::Pub(_) => Err(ProbeError::Connection("PUBACK where a SUBACK was expected".into())),
+            Ack::Pub(_) => Err(ProbeError::Connection(
+                "PUBACK where a SUBACK was expected".into(),
+            )),
         }
     }
 
@@ -190,14 +199,18 @@ impl Probe {
             .await?;
         match self.next_ack("PUBACK").await? {
             Ack::Pub(r) => Ok(r),
-            Ack::Sub(_) => Err(ProbeError::Connection("SUBACK where a PUBACK was expected".into())),
+            Ack::Sub(_) => Err(ProbeError::Connection(
+                "SUBACK where a PUBACK was expected".into(),
+            )),
         }
     }
 
     async fn next_ack(&mut self, what: &'static str) -> Result<Ack, ProbeError> {
         match tokio::time::timeout(ACK_TIMEOUT, self.acks.recv()).await {
             Ok(Some(a)) => Ok(a),
-            Ok(None) => Err(ProbeError::Connection(format!("connection closed before {what}"))),
+            Ok(None) => Err(ProbeError::Connection(format!(
+                "connection closed before {what}"
+            ))),
             Err(_) => Err(ProbeError::Timeout {
                 what,
                 timeout: ACK_TIMEOUT,
@@ -207,7 +220,10 @@ impl Probe {
 
     /// The next received message, if one arrives within `timeout`.
     pub async fn recv(&mut self, timeout: Duration) -> Option<MqttMessage> {
-        tokio::time::timeout(timeout, self.messages.recv()).await.ok().flatten()
+        tokio::time::timeout(timeout, self.messages.recv())
+            .await
+            .ok()
+            .flatten()
     }
 
     /// The next received message matching `pred` within `timeout` (others are discarded).
@@ -218,7 +234,10 @@ impl Probe {
     ) -> Option<MqttMessage> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
-            let m = tokio::time::timeout_at(deadline, self.messages.recv()).await.ok().flatten()?;
+            let m = tokio::time::timeout_at(deadline, self.messages.recv())
+                .await
+                .ok()
+                .flatten()?;
             if pred(&m) {
                 return Some(m);
             }

@@ -23,7 +23,11 @@ pub struct WaitTimeout {
 ///
 /// # Errors
 /// [`WaitTimeout`] naming `what` when the condition never held.
-pub async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> Result<T, WaitTimeout>
+pub async fn wait_for<T, F, Fut>(
+    what: &str,
+    timeout: Duration,
+    mut check: F,
+) -> Result<T, WaitTimeout>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
@@ -38,17 +42,23 @@ where
             }
         }
     };
-    tokio::time::timeout(timeout, poll).await.map_err(|_| WaitTimeout {
-        what: what.to_owned(),
-        timeout,
-    })
+    tokio::time::timeout(timeout, poll)
+        .await
+        .map_err(|_| WaitTimeout {
+            what: what.to_owned(),
+            timeout,
+        })
 }
 
 /// Polls `check` until it returns `true`, or fails with [`WaitTimeout`] after `timeout`.
 ///
 /// # Errors
 /// [`WaitTimeout`] naming `what` when the condition never held.
-pub async fn wait_until<F, Fut>(what: &str, timeout: Duration, mut check: F) -> Result<(), WaitTimeout>
+pub async fn wait_until<F, Fut>(
+    what: &str,
+    timeout: Duration,
+    mut check: F,
+) -> Result<(), WaitTimeout>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = bool>,

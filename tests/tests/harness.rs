@@ -18,11 +18,16 @@ fn sample(topic: &str) -> MqttMessage {
 
 async fn round_trip(url: &str) {
     let mut sub = Probe::connect(url).await.unwrap();
-    sub.subscribe("sources/ocm-edge/consumers/+/agentevents").await.unwrap();
+    sub.subscribe("sources/ocm-edge/consumers/+/agentevents")
+        .await
+        .unwrap();
     let mut publisher = Probe::connect(url).await.unwrap();
     let sent = sample("sources/ocm-edge/consumers/c1/agentevents");
     publisher.publish(&sent).await.unwrap();
-    let got = sub.recv(Duration::from_secs(5)).await.expect("message delivered");
+    let got = sub
+        .recv(Duration::from_secs(5))
+        .await
+        .expect("message delivered");
     assert_eq!(got, sent);
 }
 
@@ -34,7 +39,9 @@ async fn the_embedded_test_broker_carries_mqtt5_properties_end_to_end() {
 
 #[tokio::test]
 async fn mosquitto_on_a_free_port_carries_mqtt5_properties_end_to_end() {
-    let Some(program) = require_mosquitto("mosquitto_on_a_free_port_carries_mqtt5_properties_end_to_end") else {
+    let Some(program) =
+        require_mosquitto("mosquitto_on_a_free_port_carries_mqtt5_properties_end_to_end")
+    else {
         return;
     };
     let broker = Mosquitto::start(&program).unwrap();
