@@ -15,4 +15,6 @@
 pub mod cluster;
 pub mod lease;
 pub mod meta;
+pub mod placement;
+pub mod replicaset;
 pub mod work;

@@ -1,0 +1,330 @@
+//! [`ManifestWorkReplicaSet`] (work.open-cluster-management.io/v1alpha1): one ManifestWork per
+//! cluster chosen by Placements, rolled out with a [`RolloutStrategy`]
+//! (cluster.open-cluster-management.io/v1alpha1 rollout types).
+
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::meta::{Condition, IntOrString, ObjectMeta, resource};
+use super::work::ManifestWorkSpec;
+
+/// Label on generated ManifestWorks: `<namespace>.<name>` of their ManifestWorkReplicaSet.
+pub const LABEL_MANIFEST_WORK_REPLICA_SET: &str =
+    "work.open-cluster-management.io/manifestworkreplicaset";
+/// Label on generated ManifestWorks: the Placement that selected the cluster.
+pub const LABEL_PLACEMENT_NAME: &str = "work.open-cluster-management.io/placementname";
+/// Condition: the referenced placements exist and have decisions.
+pub const CONDITION_PLACEMENT_VERIFIED: &str = "PlacementVerified";
+/// Condition: the rollout of every placement is complete.
+pub const CONDITION_PLACEMENT_ROLLED_OUT: &str = "PlacementRolledOut";
+/// Condition: a ManifestWork exists for every selected cluster.
+pub const CONDITION_MANIFESTWORK_APPLIED: &str = "ManifestworkApplied";
+/// Reason: no PlacementDecision found.
+pub const REASON_PLACEMENT_DECISION_NOT_FOUND: &str = "PlacementDecisionNotFound";
+/// Reason: the placement selected no cluster.
+pub const REASON_PLACEMENT_DECISION_EMPTY: &str = "PlacementDecisionEmpty";
+/// Reason: all is as expected.
+pub const REASON_AS_EXPECTED: &str = "AsExpected";
+/// Reason: still processing.
+pub const REASON_PROCESSING: &str = "Processing";
+/// Reason: something is not as expected.
+pub const REASON_NOT_AS_EXPECTED: &str = "NotAsExpected";
+/// Reason: a rollout is progressing.
+pub const REASON_PROGRESSING: &str = "Progressing";
+/// Reason: a rollout is complete.
+pub const REASON_COMPLETE: &str = "Complete";
+
+/// Deploys a ManifestWork to every cluster its placements select (namespaced).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ManifestWorkReplicaSet {
+    /// `work.open-cluster-management.io/v1alpha1`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub api_version: String,
+    /// `ManifestWorkReplicaSet`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    /// Metadata.
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    /// Template and placements.
+    #[serde(default)]
+    pub spec: ManifestWorkReplicaSetSpec,
+    /// Rollout progress.
+    #[serde(
+        default,
+        skip_serializing_if = "ManifestWorkReplicaSetStatus::is_empty"
+    )]
+    pub status: ManifestWorkReplicaSetStatus,
+}
+resource!(
+    ManifestWorkReplicaSet,
+    "work.open-cluster-management.io/v1alpha1",
+    "ManifestWorkReplicaSet",
+    [metadata, spec, status]
+);
+
+/// Spec of a [`ManifestWorkReplicaSet`].
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ManifestWorkReplicaSetSpec {
+    /// The spec of every generated ManifestWork.
+    #[serde(default)]
+    pub manifest_work_template: ManifestWorkSpec,
+    /// Placements (in the same namespace) and how to roll out to each.
+    #[serde(default)]
+    pub placement_refs: Vec<LocalPlacementReference>,
+    /// Background (default) or Foreground.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cascade_deletion_policy: Option<CascadeDeletionPolicy>,
+}
+
+/// Whether deleting the set waits for its ManifestWorks to be gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
+pub enum CascadeDeletionPolicy {
+    /// Delete the set without waiting.
+    #[default]
+    Background,
+    /// Delete the set after its works are gone.
+    Foreground,
+}
+
+/// A Placement in the set's namespace.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LocalPlacementReference {
+    /// Placement name.
+    #[serde(default)]
+    pub name: String,
+    /// How to roll out (All when absent).
+    #[serde(default, skip_serializing_if = "RolloutStrategy::is_empty")]
+    pub rollout_strategy: RolloutStrategy,
+}
+
+/// Rollout type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
+pub enum RolloutType {
+    /// Every cluster at once.
+    #[default]
+    All,
+    /// Clusters in batches of maxConcurrency, mandatory groups first.
+    Progressive,
+    /// One decision group after the other.
+    ProgressivePerGroup,
+}
+
+/// How a work reaches the selected clusters.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RolloutStrategy {
+    /// All, Progressive or ProgressivePerGroup.
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub type_: Option<RolloutType>,
+    /// Options for All.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub all: Option<RolloutAll>,
+    /// Options for Progressive.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progressive: Option<RolloutProgressive>,
+    /// Options for ProgressivePerGroup.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progressive_per_group: Option<RolloutProgressivePerGroup>,
+}
+
+impl RolloutStrategy {
+    /// Whether nothing is configured (meaning All).
+    pub fn is_empty(&self) -> bool {
+        self == &RolloutStrategy::default()
+    }
+
+    /// The effective type (All when unset).
+    pub fn effective_type(&self) -> RolloutType {
+        self.type_.unwrap_or_default()
+    }
+}
+
+/// Timing and failure budget shared by every rollout type.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RolloutConfig {
+    /// How long a cluster must stay successful before the rollout moves on (Go duration, e.g. `5m`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_success_time: Option<String>,
+    /// How long to wait for a cluster before counting it failed: a Go duration or `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress_deadline: Option<String>,
+    /// Failures tolerated before the rollout stops: a count or a percentage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_failures: Option<IntOrString>,
+}
+
+impl RolloutConfig {
+    /// `minSuccessTime` as a duration (zero when absent); `None` when malformed.
+    pub fn min_success_duration(&self) -> Option<Duration> {
+        self.min_success_time
+            .as_deref()
+            .map_or(Some(Duration::ZERO), parse_go_duration)
+    }
+
+    /// `progressDeadline` as a duration; `Ok(None)` for no deadline (absent or `None`),
+    /// `Err(())` when malformed.
+    #[allow(clippy::result_unit_err)]
+    pub fn progress_deadline_duration(&self) -> Result<Option<Duration>, ()> {
+        match self.progress_deadline.as_deref() {
+            None | Some("None") | Some("") => Ok(None),
+            Some(text) => parse_go_duration(text).map(Some).ok_or(()),
+        }
+    }
+}
+
+/// Options of the All rollout.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RolloutAll {
+    /// Timing and failure budget.
+    #[serde(flatten)]
+    pub config: RolloutConfig,
+}
+
+/// A decision group that must succeed before the rest.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MandatoryDecisionGroup {
+    /// By name.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub group_name: String,
+    /// By index (0 omitted, as in Go).
+    #[serde(default, skip_serializing_if = "super::meta::is_zero_i32")]
+    pub group_index: i32,
+}
+
+/// Options of the Progressive rollout.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RolloutProgressive {
+    /// Timing and failure budget.
+    #[serde(flatten)]
+    pub config: RolloutConfig,
+    /// Groups rolled out first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mandatory_decision_groups: Vec<MandatoryDecisionGroup>,
+    /// Clusters updated at once: a count or a percentage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrency: Option<IntOrString>,
+}
+
+/// Options of the ProgressivePerGroup rollout.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RolloutProgressivePerGroup {
+    /// Timing and failure budget.
+    #[serde(flatten)]
+    pub config: RolloutConfig,
+    /// Groups rolled out first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mandatory_decision_groups: Vec<MandatoryDecisionGroup>,
+}
+
+/// Status of a [`ManifestWorkReplicaSet`].
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ManifestWorkReplicaSetStatus {
+    /// PlacementVerified, PlacementRolledOut, ManifestworkApplied.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    /// Totals over all placements; always written.
+    #[serde(default)]
+    pub summary: ManifestWorkReplicaSetSummary,
+    /// Per placement (JSON name `placementSummary`, as in Go); always written.
+    #[serde(default, rename = "placementSummary")]
+    pub placements_summary: Vec<PlacementSummary>,
+}
+
+impl ManifestWorkReplicaSetStatus {
+    /// Whether nothing was computed yet.
+    pub fn is_empty(&self) -> bool {
+        self == &ManifestWorkReplicaSetStatus::default()
+    }
+}
+
+/// Counts of generated ManifestWorks by state; every field always written.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ManifestWorkReplicaSetSummary {
+    /// Works managed.
+    #[serde(default)]
+    pub total: i64,
+    /// Works Progressing.
+    #[serde(default)]
+    pub progressing: i64,
+    /// Works Available.
+    #[serde(default)]
+    pub available: i64,
+    /// Works Degraded.
+    #[serde(default)]
+    pub degraded: i64,
+    /// Works Applied.
+    #[serde(default)]
+    pub applied: i64,
+    /// Works that will exist when the rollout is done.
+    #[serde(default)]
+    pub desired_total: i64,
+    /// Clusters running the current revision.
+    #[serde(default)]
+    pub updated: i64,
+}
+
+/// Progress of one placement.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PlacementSummary {
+    /// Placement name.
+    #[serde(default)]
+    pub name: String,
+    /// e.g. `2/4`: groups whose works are all Available, out of all groups.
+    #[serde(default)]
+    pub available_decision_groups: String,
+    /// Counts for this placement.
+    #[serde(default)]
+    pub summary: ManifestWorkReplicaSetSummary,
+}
+
+/// Parses a Go duration such as `90s`, `5m`, `1h30m`, `250ms` (units h, m, s, ms, us, µs, ns;
+/// decimal fractions allowed). `None` when malformed or negative.
+pub fn parse_go_duration(text: &str) -> Option<Duration> {
+    if text == "0" {
+        return Some(Duration::ZERO);
+    }
+    let mut rest = text;
+    let mut total = 0f64;
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let number_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        if number_len == 0 {
+            return None;
+        }
+        let number: f64 = rest[..number_len].parse().ok()?;
+        rest = &rest[number_len..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let seconds_per_unit = match &rest[..unit_len] {
+            "h" => 3600.0,
+            "m" => 60.0,
+            "s" => 1.0,
+            "ms" => 1e-3,
+            "us" | "µs" => 1e-6,
+            "ns" => 1e-9,
+            _ => return None,
+        };
+        rest = &rest[unit_len..];
+        total += number * seconds_per_unit;
+    }
+    Duration::try_from_secs_f64(total).ok()
+}
