@@ -8,16 +8,21 @@
 //! - [`topic`]: topic builders, subscriptions and the parsed [`topic::Topic`].
 //! - [`resync`]: `ResourceVersionList` and `StatusHashList` payloads.
 //! - [`sequence`]: the snowflake `sequenceid` generator and ordering.
+//! - [`status_hash`]: the status hash exactly as Go peers compute it.
+//! - [`works`]: build and parse every work event (`WorkEvent`).
+//! - [`cluster_events`]: ocm-edge's registration, hub view, cluster status, lease and presence events.
 
+pub mod cluster_events;
 pub mod event_type;
 pub mod extensions;
-#[allow(dead_code)]
 mod go_json;
 pub mod mqtt;
 pub mod resync;
 pub mod sequence;
+pub mod status_hash;
 pub mod structured;
 pub mod topic;
+pub mod works;
 
 pub use mqtt::{MqttMessage, WireError, decode, encode};
 

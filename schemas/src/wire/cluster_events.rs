@@ -1,0 +1,216 @@
+//! ocm-edge's extension events (CONTRACTS: registration, hub view, cluster status, lease, presence),
+//! in the same grammar and on the same per-cluster topics as the work events.
+//!
+//! | event | type | direction |
+//! |---|---|---|
+//! | [`ClusterEvent::JoinRequest`] | `cluster.open-cluster-management.io.v1.managedclusters.spec.create_request` | agent to hub |
+//! | [`ClusterEvent::HubView`] | `...managedclusters.spec.update_request` | hub to agent |
+//! | [`ClusterEvent::Status`] | `...managedclusters.status.update_request` | agent to hub |
+//! | [`ClusterEvent::Lease`] | `coordination.k8s.io.v1.leases.spec.update_request` | agent to hub |
+//! | [`ClusterEvent::Presence`] | `edge.open-cluster-management.io.v1alpha1.presences.status.update_request` | agent to hub (birth and MQTT will) |
+//!
+//! All carry `clustername` and `originalsource` (empty from agents, the source id from the hub).
+
+use super::event_type::{Action, EventType, LEASES, MANAGED_CLUSTERS, PRESENCES, SubResource};
+use super::extensions as ext;
+use super::mqtt::APPLICATION_JSON;
+use super::works::{Header, WorkEventError};
+use super::{data_as, data_json};
+use crate::api::cluster::ManagedCluster;
+use crate::api::lease::Lease;
+use cloudevents::{AttributesReader, AttributesWriter, Event};
+use serde::{Deserialize, Serialize};
+
+/// Whether an agent's MQTT session is up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PresenceState {
+    Online,
+    Offline,
+}
+
+/// Presence payload `{"state":"online"|"offline","connectionSeq":N}`. Birth and will of one connection
+/// carry the same `connectionSeq`, so the hub can ignore a death that belongs to an older session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Presence {
+    pub state: PresenceState,
+    pub connection_seq: u64,
+}
+
+/// The envelope shared by every cluster event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClusterEnvelope<T> {
+    pub header: Header,
+    pub cluster: String,
+    /// Empty on agent-to-hub events, the source id on hub-to-agent events.
+    pub original_source: String,
+    pub data: T,
+}
+
+/// Any ocm-edge cluster event, as received.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClusterEvent {
+    /// Agent asks to join (name, labels, spec.leaseDurationSeconds, status.clusterClaims).
+    JoinRequest(ClusterEnvelope<ManagedCluster>),
+    /// The hub's view of the cluster (hubAcceptsClient, taints, conditions).
+    HubView(ClusterEnvelope<ManagedCluster>),
+    /// The agent's cluster status (claims, capacity, allocatable, version, conditions).
+    Status(ClusterEnvelope<ManagedCluster>),
+    /// Lease renewal.
+    Lease(ClusterEnvelope<Lease>),
+    /// Birth (online) or will (offline).
+    Presence(ClusterEnvelope<Presence>),
+    /// A well-formed type that is not one of the above.
+    Unknown { ty: String },
+}
+
+fn ty(event: &ClusterEvent) -> Option<EventType> {
+    Some(match event {
+        ClusterEvent::JoinRequest(_) => {
+            MANAGED_CLUSTERS.event_type(SubResource::Spec, Action::CreateRequest)
+        }
+        ClusterEvent::HubView(_) => {
+            MANAGED_CLUSTERS.event_type(SubResource::Spec, Action::UpdateRequest)
+        }
+        ClusterEvent::Status(_) => {
+            MANAGED_CLUSTERS.event_type(SubResource::Status, Action::UpdateRequest)
+        }
+        ClusterEvent::Lease(_) => LEASES.event_type(SubResource::Spec, Action::UpdateRequest),
+        ClusterEvent::Presence(_) => {
+            PRESENCES.event_type(SubResource::Status, Action::UpdateRequest)
+        }
+        ClusterEvent::Unknown { .. } => return None,
+    })
+}
+
+fn build<T: Serialize>(ty: EventType, env: &ClusterEnvelope<T>) -> Result<Event, WorkEventError> {
+    let mut e = Event::default();
+    e.set_id(env.header.id.clone());
+    e.set_source(env.header.source.clone());
+    e.set_type(ty.to_string());
+    e.set_time(env.header.time);
+    ext::set_cluster_name(&mut e, &env.cluster);
+    ext::set_original_source(&mut e, &env.original_source);
+    let v = serde_json::to_value(&env.data).map_err(|e| WorkEventError::Build(e.to_string()))?;
+    e.set_data(APPLICATION_JSON, v);
+    Ok(e)
+}
+
+impl ClusterEvent {
+    /// Whether this is one of the ocm-edge cluster event types (cheap check before decoding).
+    pub fn is_cluster_event_type(ty: &str) -> bool {
+        EventType::parse(ty).is_ok_and(|t| {
+            t.data_type == MANAGED_CLUSTERS || t.data_type == LEASES || t.data_type == PRESENCES
+        })
+    }
+
+    /// The event to send.
+    ///
+    /// # Errors
+    /// [`WorkEventError::Build`]; `Unknown` cannot be sent.
+    pub fn to_event(&self) -> Result<Event, WorkEventError> {
+        let Some(t) = ty(self) else {
+            return Err(WorkEventError::Build(
+                "an unknown cluster event cannot be sent".into(),
+            ));
+        };
+        match self {
+            Self::JoinRequest(env) | Self::HubView(env) | Self::Status(env) => build(t, env),
+            Self::Lease(env) => build(t, env),
+            Self::Presence(env) => build(t, env),
+            Self::Unknown { .. } => unreachable_unknown(),
+        }
+    }
+
+    /// Reads a cluster event.
+    ///
+    /// # Errors
+    /// [`WorkEventError`] naming the event id and what is wrong.
+    pub fn from_event(event: &Event) -> Result<Self, WorkEventError> {
+        let id = event.id().to_owned();
+        let ty_str = event.ty().to_owned();
+        let t = EventType::parse(&ty_str).map_err(|source| WorkEventError::Type {
+            id: id.clone(),
+            source,
+        })?;
+        let ext_err = |source| WorkEventError::Extension {
+            id: id.clone(),
+            ty: ty_str.clone(),
+            source,
+        };
+        let data_err = |source| WorkEventError::Data {
+            id: id.clone(),
+            source,
+        };
+        let envelope =
+            |what: &'static str| -> Result<ClusterEnvelope<serde_json::Value>, WorkEventError> {
+                let data =
+                    data_json(event)
+                        .map_err(data_err)?
+                        .ok_or_else(|| WorkEventError::Data {
+                            id: id.clone(),
+                            source: super::DataError::Missing {
+                                ty: format!("{ty_str} ({what})"),
+                            },
+                        })?;
+                Ok(ClusterEnvelope {
+                    header: Header {
+                        id: event.id().to_owned(),
+                        source: event.source().to_string(),
+                        time: event.time().copied(),
+                    },
+                    cluster: ext::cluster_name(event).map_err(ext_err)?.to_owned(),
+                    // Agents send "", but a missing originalsource is harmless here.
+                    original_source: ext::original_source(event).unwrap_or_default().to_owned(),
+                    data,
+                })
+            };
+        fn typed<T: serde::de::DeserializeOwned>(
+            event: &Event,
+            env: ClusterEnvelope<serde_json::Value>,
+            what: &'static str,
+        ) -> Result<ClusterEnvelope<T>, WorkEventError> {
+            let data = data_as(event, what).map_err(|source| WorkEventError::Data {
+                id: env.header.id.clone(),
+                source,
+            })?;
+            Ok(ClusterEnvelope {
+                header: env.header,
+                cluster: env.cluster,
+                original_source: env.original_source,
+                data,
+            })
+        }
+        use Action::*;
+        use SubResource::*;
+        Ok(if t.data_type == MANAGED_CLUSTERS {
+            match (t.sub_resource, t.action) {
+                (Spec, CreateRequest) => {
+                    Self::JoinRequest(typed(event, envelope("ManagedCluster")?, "ManagedCluster")?)
+                }
+                (Spec, UpdateRequest) => {
+                    Self::HubView(typed(event, envelope("ManagedCluster")?, "ManagedCluster")?)
+                }
+                (Status, UpdateRequest) => {
+                    Self::Status(typed(event, envelope("ManagedCluster")?, "ManagedCluster")?)
+                }
+                _ => Self::Unknown { ty: ty_str },
+            }
+        } else if t.data_type == LEASES && (t.sub_resource, t.action) == (Spec, UpdateRequest) {
+            Self::Lease(typed(event, envelope("Lease")?, "Lease")?)
+        } else if t.data_type == PRESENCES && (t.sub_resource, t.action) == (Status, UpdateRequest)
+        {
+            Self::Presence(typed(event, envelope("Presence")?, "Presence")?)
+        } else {
+            Self::Unknown { ty: ty_str }
+        })
+    }
+}
+
+// `ty()` returns None only for Unknown, handled before the match; keep the arm total without panicking.
+fn unreachable_unknown() -> Result<Event, WorkEventError> {
+    Err(WorkEventError::Build(
+        "an unknown cluster event cannot be sent".into(),
+    ))
+}
