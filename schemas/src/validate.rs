@@ -1,1 +1,273 @@
-//! Validation of works, manifests and names.
+//! Validation of works, manifests and names, with errors that say what is wrong, where, and
+//! how to fix it.
+//!
+//! # Names
+//! - Cluster names must be Kubernetes DNS-1123 labels (`[a-z0-9]([-a-z0-9]*[a-z0-9])?`, at most
+//!   63 characters): a cluster name is a namespace on an OCM hub, and it is a level of every
+//!   MQTT topic, where PROTOCOL.md (and sdk-go's topic regex) allow only `[a-z0-9-]+`. A label
+//!   satisfies both.
+//! - Work names must be Kubernetes DNS-1123 subdomains (labels joined by `.`, at most 253
+//!   characters), exactly what OCM accepts for a ManifestWork. Work names never appear in the
+//!   OCM topics (the resourceid does); in ocm-edge's dashboard topics a subdomain is still a
+//!   single valid topic level, because it cannot contain `/`, `+`, `#` or NUL.
+//!
+//! # Manifests
+//! As OCM's hub webhook: at least one manifest, at most [`MAX_MANIFESTS_BYTES`] of compact JSON
+//! in total, each a map with `apiVersion`, `kind` and `metadata.name`; `metadata.generateName`
+//! is refused because the agent must find each object again by name.
+
+use std::fmt;
+
+use serde_json::Value;
+
+use crate::api::work::{Manifest, ManifestBundle, ManifestWork};
+
+/// Limit on the total size of a work's manifests: 500 KiB, as OCM and maestro enforce.
+pub const MAX_MANIFESTS_BYTES: usize = 500 * 1024;
+/// Longest DNS-1123 label (cluster names).
+pub const MAX_CLUSTER_NAME_LEN: usize = 63;
+/// Longest DNS-1123 subdomain (work names).
+pub const MAX_WORK_NAME_LEN: usize = 253;
+
+/// What was wrong with a work, a bundle or a name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ValidationError {
+    /// The work has no manifests.
+    #[error(
+        "the work has no manifests: add at least one Kubernetes object under spec.workload.manifests"
+    )]
+    NoManifests,
+    /// The manifests are too large in total.
+    #[error(
+        "the manifests are {total_bytes} bytes in total, over the limit of {limit} bytes (500 KiB): \
+         split them over several works or make them smaller"
+    )]
+    TooLarge {
+        /// Compact JSON size of all manifests.
+        total_bytes: usize,
+        /// [`MAX_MANIFESTS_BYTES`].
+        limit: usize,
+    },
+    /// One manifest is not acceptable.
+    #[error("manifests[{index}]{}: {problem}", describe_suffix(.describe))]
+    Manifest {
+        /// Index in the manifest list.
+        index: usize,
+        /// `apiVersion kind name` as far as known, e.g. `apps/v1 Deployment web`.
+        describe: String,
+        /// What is wrong.
+        problem: ManifestProblem,
+    },
+    /// A name is not acceptable.
+    #[error("{what} {name:?} is invalid: {reason}")]
+    InvalidName {
+        /// `cluster name`, `work name`, ...
+        what: NameKind,
+        /// The offending name.
+        name: String,
+        /// Why, and what a valid name looks like.
+        reason: String,
+    },
+}
+
+fn describe_suffix(describe: &str) -> String {
+    if describe.is_empty() {
+        String::new()
+    } else {
+        format!(" ({describe})")
+    }
+}
+
+/// What is wrong with one manifest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ManifestProblem {
+    /// Not a map.
+    NotAnObject,
+    /// A required field is missing or not a non-empty string (`apiVersion`, `kind`, `metadata.name`).
+    Missing(&'static str),
+    /// `metadata.generateName` is set.
+    GenerateName,
+}
+
+impl fmt::Display for ManifestProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ManifestProblem::NotAnObject => f.write_str(
+                "is not a Kubernetes object: write each manifest as a map with apiVersion, kind and metadata",
+            ),
+            ManifestProblem::Missing("apiVersion") => {
+                f.write_str("apiVersion is missing: set it, e.g. apiVersion: apps/v1")
+            }
+            ManifestProblem::Missing("kind") => {
+                f.write_str("kind is missing: set it, e.g. kind: Deployment")
+            }
+            ManifestProblem::Missing("metadata.name") => f.write_str(
+                "metadata.name is missing: set it, every manifest needs a fixed name so the agent can find the object again",
+            ),
+            ManifestProblem::Missing(field) => write!(f, "{field} is missing: set it"),
+            ManifestProblem::GenerateName => f.write_str(
+                "metadata.generateName is not supported: use metadata.name instead, so the agent can find the object again",
+            ),
+        }
+    }
+}
+
+/// Which kind of name a [`ValidationError::InvalidName`] is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameKind {
+    /// A ManagedCluster name (also the work's namespace).
+    Cluster,
+    /// A ManifestWork name.
+    Work,
+}
+
+impl fmt::Display for NameKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            NameKind::Cluster => "cluster name",
+            NameKind::Work => "work name",
+        })
+    }
+}
+
+/// Checks a ManifestWork: its name, its namespace (the cluster name, when set) and its manifests.
+///
+/// # Errors
+/// The first problem found, in that order.
+pub fn validate_manifest_work(work: &ManifestWork) -> Result<(), ValidationError> {
+    validate_work_name(&work.metadata.name)?;
+    if !work.metadata.namespace.is_empty() {
+        validate_cluster_name(&work.metadata.namespace)?;
+    }
+    validate_manifests(&work.spec.workload.manifests)
+}
+
+/// Checks the manifests of a ManifestBundle (a spec event's data).
+///
+/// # Errors
+/// The first problem found.
+pub fn validate_bundle(bundle: &ManifestBundle) -> Result<(), ValidationError> {
+    validate_manifests(&bundle.manifests)
+}
+
+/// Checks a list of manifests: not empty, at most [`MAX_MANIFESTS_BYTES`] in total, each with
+/// apiVersion, kind and metadata.name and without generateName.
+///
+/// # Errors
+/// The first problem found; per-manifest problems come before the total size.
+pub fn validate_manifests(manifests: &[Manifest]) -> Result<(), ValidationError> {
+    if manifests.is_empty() {
+        return Err(ValidationError::NoManifests);
+    }
+    let mut total_bytes = 0usize;
+    for (index, manifest) in manifests.iter().enumerate() {
+        if let Some(problem) = manifest_problem(manifest) {
+            return Err(ValidationError::Manifest {
+                index,
+                describe: describe_manifest(manifest),
+                problem,
+            });
+        }
+        total_bytes += serde_json::to_vec(&manifest.0).map_or(0, |b| b.len());
+    }
+    if total_bytes > MAX_MANIFESTS_BYTES {
+        return Err(ValidationError::TooLarge {
+            total_bytes,
+            limit: MAX_MANIFESTS_BYTES,
+        });
+    }
+    Ok(())
+}
+
+fn manifest_problem(manifest: &Manifest) -> Option<ManifestProblem> {
+    let Value::Object(object) = &manifest.0 else {
+        return Some(ManifestProblem::NotAnObject);
+    };
+    let non_empty = |v: Option<&Value>| v.and_then(Value::as_str).is_some_and(|s| !s.is_empty());
+    if !non_empty(object.get("apiVersion")) {
+        return Some(ManifestProblem::Missing("apiVersion"));
+    }
+    if !non_empty(object.get("kind")) {
+        return Some(ManifestProblem::Missing("kind"));
+    }
+    let metadata = object.get("metadata");
+    if metadata
+        .and_then(|m| m.get("generateName"))
+        .is_some_and(|g| !g.is_null())
+    {
+        return Some(ManifestProblem::GenerateName);
+    }
+    if !non_empty(metadata.and_then(|m| m.get("name"))) {
+        return Some(ManifestProblem::Missing("metadata.name"));
+    }
+    None
+}
+
+/// `apiVersion kind name` for messages, leaving out what is missing.
+fn describe_manifest(manifest: &Manifest) -> String {
+    [manifest.api_version(), manifest.kind(), manifest.name()]
+        .into_iter()
+        .flatten()
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Checks a cluster name: a DNS-1123 label (see the module docs).
+///
+/// # Errors
+/// [`ValidationError::InvalidName`] saying which rule is broken.
+pub fn validate_cluster_name(name: &str) -> Result<(), ValidationError> {
+    let rule = "use lower case letters, digits and '-', starting and ending with a letter or digit, \
+                at most 63 characters (it is a Kubernetes namespace and an MQTT topic level)";
+    dns1123_label_problem(name, MAX_CLUSTER_NAME_LEN).map_or(Ok(()), |problem| {
+        Err(ValidationError::InvalidName {
+            what: NameKind::Cluster,
+            name: name.to_string(),
+            reason: format!("{problem}; {rule}"),
+        })
+    })
+}
+
+/// Checks a work name: a DNS-1123 subdomain (see the module docs).
+///
+/// # Errors
+/// [`ValidationError::InvalidName`] saying which rule is broken.
+pub fn validate_work_name(name: &str) -> Result<(), ValidationError> {
+    let rule = "use lower case letters, digits, '-' and '.', each '.'-separated part starting and \
+                ending with a letter or digit, at most 253 characters";
+    let problem = if name.len() > MAX_WORK_NAME_LEN {
+        Some(format!("it is {} characters long", name.len()))
+    } else if name.is_empty() {
+        Some("it is empty".to_string())
+    } else {
+        name.split('.')
+            .find_map(|part| dns1123_label_problem(part, MAX_WORK_NAME_LEN))
+    };
+    problem.map_or(Ok(()), |problem| {
+        Err(ValidationError::InvalidName {
+            what: NameKind::Work,
+            name: name.to_string(),
+            reason: format!("{problem}; {rule}"),
+        })
+    })
+}
+
+fn dns1123_label_problem(label: &str, max_len: usize) -> Option<String> {
+    if label.is_empty() {
+        return Some("it is empty".to_string());
+    }
+    if label.len() > max_len {
+        return Some(format!("it is {} characters long", label.len()));
+    }
+    if let Some(bad) = label
+        .chars()
+        .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-'))
+    {
+        return Some(format!("it contains {bad:?}"));
+    }
+    if label.starts_with('-') || label.ends_with('-') {
+        return Some("it starts or ends with '-'".to_string());
+    }
+    None
+}

@@ -18,3 +18,4 @@ pub mod meta;
 pub mod placement;
 pub mod replicaset;
 pub mod work;
+pub mod yaml;
