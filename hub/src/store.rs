@@ -1,1 +1,275 @@
-//! TODO
+//! The hub's redb file (`<data_dir>/hub.redb`): clusters, works (spec, version, status, status hash,
+//! last sequenceid) and counters, as JSON values. The core's [`Record`]s are written in one
+//! transaction per batch; [`Store::load`] gives them back after a restart.
+//!
+//! # Guarantees
+//! A batch is written atomically and durably before [`Store::write`] returns. The database file
+//! is closed when the [`Store`] is dropped, so another store can open the same directory.
+
+use std::path::{Path, PathBuf};
+
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+
+use crate::core::{ClusterRecord, Counters, Record, WorkKey, WorkRecord};
+
+const CLUSTERS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("clusters");
+const WORKS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("works");
+const META: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("meta");
+const COUNTERS_KEY: &str = "counters";
+
+/// File name of the hub's database inside the data directory.
+pub const DB_FILE: &str = "hub.redb";
+
+/// Store errors.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The data directory cannot be created. Not retryable without operator action.
+    #[error("cannot create data directory {path}: {source}")]
+    DataDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// redb failed (IO, corruption, or the file is open in another process).
+    #[error("hub database {path}: {source}")]
+    Db { path: PathBuf, source: redb::Error },
+    /// A stored value does not decode (written by an incompatible version).
+    #[error("hub database {path}: record {key:?} does not decode: {source}")]
+    Decode {
+        path: PathBuf,
+        key: String,
+        source: serde_json::Error,
+    },
+}
+
+/// The open database.
+#[derive(Debug)]
+pub struct Store {
+    db: Database,
+    path: PathBuf,
+}
+
+/// What a restart reloads.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub clusters: Vec<ClusterRecord>,
+    pub works: Vec<WorkRecord>,
+    pub counters: Counters,
+}
+
+fn work_key(key: &WorkKey) -> String {
+    format!("{}/{}", key.cluster, key.name)
+}
+
+impl Store {
+    /// Opens (or creates) `<data_dir>/hub.redb`.
+    ///
+    /// # Errors
+    /// [`StoreError`] when the directory or file cannot be created or opened.
+    pub fn open(data_dir: &Path) -> Result<Self, StoreError> {
+        std::fs::create_dir_all(data_dir).map_err(|source| StoreError::DataDir {
+            path: data_dir.to_owned(),
+            source,
+        })?;
+        let path = data_dir.join(DB_FILE);
+        let db = Database::create(&path).map_err(|e| StoreError::Db {
+            path: path.clone(),
+            source: e.into(),
+        })?;
+        let store = Store { db, path };
+        // Create the tables so a fresh file reads as empty.
+        store.write(&[])?;
+        Ok(store)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn db_err(&self, e: impl Into<redb::Error>) -> StoreError {
+        StoreError::Db {
+            path: self.path.clone(),
+            source: e.into(),
+        }
+    }
+
+    /// Writes `records` in one transaction.
+    ///
+    /// # Errors
+    /// [`StoreError::Db`]; nothing is written then.
+    pub fn write(&self, records: &[Record]) -> Result<(), StoreError> {
+        let txn = self.db.begin_write().map_err(|e| self.db_err(e))?;
+        {
+            let mut clusters = txn.open_table(CLUSTERS).map_err(|e| self.db_err(e))?;
+            let mut works = txn.open_table(WORKS).map_err(|e| self.db_err(e))?;
+            let mut meta = txn.open_table(META).map_err(|e| self.db_err(e))?;
+            for r in records {
+                match r {
+                    Record::Cluster(c) => {
+                        let v = to_json(c.as_ref());
+                        clusters
+                            .insert(c.name.as_str(), v.as_slice())
+                            .map_err(|e| self.db_err(e))?;
+                    }
+                    Record::Work(w) => {
+                        let v = to_json(w.as_ref());
+                        works
+                            .insert(work_key(&w.key).as_str(), v.as_slice())
+                            .map_err(|e| self.db_err(e))?;
+                    }
+                    Record::ForgetWork(key) => {
+                        works
+                            .remove(work_key(key).as_str())
+                            .map_err(|e| self.db_err(e))?;
+                    }
+                    Record::Counters(c) => {
+                        let v = to_json(c);
+                        meta.insert(COUNTERS_KEY, v.as_slice())
+                            .map_err(|e| self.db_err(e))?;
+                    }
+                }
+            }
+        }
+        txn.commit().map_err(|e| self.db_err(e))
+    }
+
+    /// Reads everything back.
+    ///
+    /// # Errors
+    /// [`StoreError::Db`] on IO errors, [`StoreError::Decode`] for a value this version cannot read.
+    pub fn load(&self) -> Result<Loaded, StoreError> {
+        let txn = self.db.begin_read().map_err(|e| self.db_err(e))?;
+        let mut loaded = Loaded::default();
+        let clusters = txn.open_table(CLUSTERS).map_err(|e| self.db_err(e))?;
+        for entry in clusters.iter().map_err(|e| self.db_err(e))? {
+            let (k, v) = entry.map_err(|e| self.db_err(e))?;
+            loaded.clusters.push(self.decode(k.value(), v.value())?);
+        }
+        let works = txn.open_table(WORKS).map_err(|e| self.db_err(e))?;
+        for entry in works.iter().map_err(|e| self.db_err(e))? {
+            let (k, v) = entry.map_err(|e| self.db_err(e))?;
+            loaded.works.push(self.decode(k.value(), v.value())?);
+        }
+        let meta = txn.open_table(META).map_err(|e| self.db_err(e))?;
+        if let Some(v) = meta.get(COUNTERS_KEY).map_err(|e| self.db_err(e))? {
+            loaded.counters = self.decode(COUNTERS_KEY, v.value())?;
+        }
+        Ok(loaded)
+    }
+
+    fn decode<T: serde::de::DeserializeOwned>(&self, key: &str, v: &[u8]) -> Result<T, StoreError> {
+        serde_json::from_slice(v).map_err(|source| StoreError::Decode {
+            path: self.path.clone(),
+            key: key.to_owned(),
+            source,
+        })
+    }
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> Vec<u8> {
+    // Records are plain data (strings, maps, numbers): serialising them cannot fail.
+    serde_json::to_vec(v).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::testkit::*;
+    use crate::core::{HubCore, WorkKey};
+
+    fn persist(
+        store: &Store,
+        core: &mut HubCore,
+        plan: impl FnOnce(&HubCore) -> crate::core::Change,
+    ) {
+        let change = plan(core);
+        store.write(&change.records).unwrap();
+        core.apply(&change.records);
+    }
+
+    #[test]
+    fn a_fresh_store_loads_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("nested/data")).unwrap();
+        let loaded = store.load().unwrap();
+        assert!(loaded.clusters.is_empty() && loaded.works.is_empty());
+        assert_eq!(loaded.counters, Counters::default());
+    }
+
+    #[test]
+    fn clusters_works_statuses_and_counters_survive_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut core = core();
+        {
+            let store = Store::open(dir.path()).unwrap();
+            persist(&store, &mut core, |c| c.handle_agent(join("a"), t(0)));
+            persist(&store, &mut core, |c| c.accept("a", t(1)).unwrap());
+            let (c, _) = core
+                .write_works(&work_input("web", 1), &clusters(&["a"]), false, t(2))
+                .unwrap();
+            persist(&store, &mut core, |_| c);
+            let (c, _) = core
+                .write_works(&work_input("db", 1), &clusters(&["a"]), false, t(2))
+                .unwrap();
+            persist(&store, &mut core, |_| c);
+            let id = core
+                .work(&WorkKey::new("a", "web"))
+                .unwrap()
+                .resource_id
+                .clone();
+            persist(&store, &mut core, |c| {
+                c.handle_agent(status_input("a", &id, 1, "42", applied()), t(3))
+            });
+            persist(&store, &mut core, |c| c.handle_agent(lease("ghost"), t(4)));
+            persist(&store, &mut core, |c| {
+                c.delete_work(&WorkKey::new("a", "db"), t(5)).unwrap()
+            });
+        }
+        let store = Store::open(dir.path()).unwrap();
+        let loaded = store.load().unwrap();
+        let reloaded = HubCore::restore(cfg(), loaded.clusters, loaded.works, loaded.counters);
+        assert_eq!(reloaded.cluster("a"), core.cluster("a"));
+        for name in ["web", "db"] {
+            let key = WorkKey::new("a", name);
+            assert_eq!(reloaded.work(&key), core.work(&key), "{name}");
+        }
+        let web = reloaded.work(&WorkKey::new("a", "web")).unwrap();
+        assert_eq!(web.last_sequence_id.as_deref(), Some("42"));
+        assert!(web.status_hash.is_some());
+        assert!(
+            reloaded
+                .work(&WorkKey::new("a", "db"))
+                .unwrap()
+                .deleting
+                .is_some()
+        );
+        assert_eq!(reloaded.counters(), core.counters());
+        assert_eq!(
+            reloaded
+                .work_by_resource_id(&web.resource_id)
+                .map(|w| &w.key),
+            Some(&web.key)
+        );
+    }
+
+    #[test]
+    fn a_forgotten_work_stays_forgotten_after_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = Store::open(dir.path()).unwrap();
+            let mut core = core_with_work("a", "web");
+            let all: Vec<_> = core
+                .clusters()
+                .map(|c| Record::Cluster(Box::new(c.clone())))
+                .chain(core.works().map(|w| Record::Work(Box::new(w.clone()))))
+                .collect();
+            store.write(&all).unwrap();
+            persist(&store, &mut core, |_| crate::core::Change {
+                records: vec![Record::ForgetWork(WorkKey::new("a", "web"))],
+                outbound: vec![],
+            });
+        }
+        let loaded = Store::open(dir.path()).unwrap().load().unwrap();
+        assert_eq!(loaded.clusters.len(), 1);
+        assert!(loaded.works.is_empty());
+    }
+}
