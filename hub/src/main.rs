@@ -1,1 +1,42 @@
-fn main() {}
+//! `ocm-edge`: the hub and its command line. Everything lives in the library ([`ocm_edge_hub::cli`]);
+//! this file parses arguments, sets up logging and the runtime, and turns errors into exit codes.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use ocm_edge_hub::cli::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(&cli.command);
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(ocm_edge_hub::cli::run(cli))?;
+    Ok(())
+}
+
+/// Logs go to stderr so tables and `-o json` on stdout stay clean. The hub logs at info by
+/// default; one-shot commands only warn. `RUST_LOG` overrides both.
+fn init_logging(command: &Command) {
+    let default = match command {
+        Command::Hub(_) => "info",
+        _ => "warn",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}

@@ -1,1 +1,207 @@
-//! The `ocm-edge` command line.
+//! The `ocm-edge` command line: one file per command, all of them thin shells over the admin
+//! client ([`crate::admin::client`]) or the hub library.
+//!
+//! - [`hub`]: `ocm-edge hub` runs the hub (embedded broker by default).
+//! - [`cluster`]: `ocm-edge cluster list|get|accept|deny`.
+//! - [`work`]: `ocm-edge work create|list|get|delete`.
+//! - [`apply`]: `ocm-edge apply -f` for OCM ManifestWork YAML.
+//! - `demo`: `ocm-edge demo` ([`crate::demo`]).
+//! - [`manifests`]: reading Kubernetes manifests from files and directories, with located errors.
+//! - [`output`]: tables and `-o json|yaml`.
+//!
+//! Every command either succeeds or returns a [`CliError`] whose message says what failed,
+//! where, and how to fix it; `main` prints it and exits non-zero.
+
+pub mod apply;
+pub mod cluster;
+pub mod hub;
+pub mod manifests;
+pub mod output;
+pub mod work;
+
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use thiserror::Error;
+
+use crate::admin::client::{AdminClient, AdminError};
+
+/// Default broker URL of the CLI (the hub's embedded broker on this machine).
+pub const DEFAULT_BROKER_URL: &str = "mqtt://127.0.0.1:1883";
+
+/// `ocm-edge`: Open Cluster Management for edge Kubernetes fleets over MQTT.
+#[derive(Debug, Parser)]
+#[command(
+    name = "ocm-edge",
+    version,
+    about = "Open Cluster Management for edge Kubernetes fleets, over MQTT",
+    propagate_version = true
+)]
+pub struct Cli {
+    /// Options shared by every command.
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options shared by every command.
+#[derive(Debug, Clone, Args)]
+pub struct GlobalArgs {
+    /// MQTT broker the hub listens on (for `hub`: use this external broker instead of the
+    /// embedded one) [default: mqtt://127.0.0.1:1883].
+    #[arg(long, global = true, env = "OCM_EDGE_BROKER", value_name = "URL")]
+    pub broker: Option<String>,
+    /// Source id of the hub (the `S` in `sources/S/...` topics).
+    #[arg(
+        long,
+        global = true,
+        env = "OCM_EDGE_SOURCE_ID",
+        default_value = "ocm-edge",
+        value_name = "ID"
+    )]
+    pub source_id: String,
+    /// How long to wait for the broker and the hub, e.g. `5s`, `500ms`, `1m`.
+    #[arg(long, global = true, default_value = "5s", value_parser = parse_duration, value_name = "DURATION")]
+    pub timeout: Duration,
+}
+
+impl GlobalArgs {
+    /// The broker URL the CLI talks through.
+    pub fn broker_url(&self) -> &str {
+        self.broker.as_deref().unwrap_or(DEFAULT_BROKER_URL)
+    }
+
+    /// Connects the admin client.
+    ///
+    /// # Errors
+    /// Broker unreachable, bad URL or source id.
+    pub async fn connect(&self) -> Result<AdminClient, CliError> {
+        Ok(
+            AdminClient::connect_with_timeout(self.broker_url(), &self.source_id, self.timeout)
+                .await?,
+        )
+    }
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the hub (with an embedded MQTT broker unless --broker is given).
+    Hub(hub::HubArgs),
+    /// List, inspect, accept and deny managed clusters.
+    #[command(subcommand)]
+    Cluster(cluster::ClusterCommand),
+    /// Create, list, inspect and delete works (ManifestWorks).
+    #[command(subcommand)]
+    Work(work::WorkCommand),
+    /// Create or update works from OCM ManifestWork YAML (as written for OCM).
+    Apply(apply::ApplyArgs),
+    /// Run a self-contained demo: broker, hub and three simulated clusters in one process.
+    Demo(DemoArgs),
+}
+
+/// `ocm-edge demo` options.
+#[derive(Debug, Clone, Args)]
+pub struct DemoArgs {
+    /// Give up when the fleet has not converged within this time.
+    #[arg(long, default_value = "90s", value_parser = parse_duration, value_name = "DURATION")]
+    pub converge_timeout: Duration,
+    /// How long the hub stays down in the middle of the demo.
+    #[arg(long, default_value = "6s", value_parser = parse_duration, value_name = "DURATION")]
+    pub hub_downtime: Duration,
+}
+
+/// Why a command failed.
+#[derive(Debug, Error)]
+pub enum CliError {
+    /// Talking to the hub failed or the hub refused the command.
+    #[error(transparent)]
+    Admin(#[from] AdminError),
+    /// Manifest or ManifestWork files could not be read or are invalid.
+    #[error(transparent)]
+    Input(#[from] manifests::InputError),
+    /// Command-line arguments that clap cannot check alone.
+    #[error("{0}")]
+    Usage(String),
+    /// The hub could not start or stopped with an error.
+    #[error("{0}")]
+    Hub(String),
+    /// The demo failed.
+    #[error(transparent)]
+    Demo(#[from] crate::demo::DemoError),
+    /// Writing the output failed.
+    #[error("cannot print the result: {0}")]
+    Output(String),
+}
+
+/// Runs one command.
+///
+/// # Errors
+/// See [`CliError`].
+pub async fn run(cli: Cli) -> Result<(), CliError> {
+    match cli.command {
+        Command::Hub(args) => hub::run(&cli.global, args).await,
+        Command::Cluster(cmd) => cluster::run(&cli.global, cmd).await,
+        Command::Work(cmd) => work::run(&cli.global, cmd).await,
+        Command::Apply(args) => apply::run(&cli.global, args).await,
+        Command::Demo(args) => {
+            let options = crate::demo::DemoOptions {
+                converge_timeout: args.converge_timeout,
+                hub_downtime: args.hub_downtime,
+                ..crate::demo::DemoOptions::default()
+            };
+            crate::demo::run(options, &mut std::io::stdout()).await?;
+            Ok(())
+        }
+    }
+}
+
+/// Parses `5`, `5s`, `500ms`, `2m` into a duration (a bare number means seconds).
+///
+/// # Errors
+/// A message naming the accepted forms.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let (number, unit) = match text.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
+        Some(at) => text.split_at(at),
+        None => (text, "s"),
+    };
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration: write e.g. 5s, 500ms or 2m"))?;
+    let seconds = match unit {
+        "ms" => value / 1000.0,
+        "s" => value,
+        "m" => value * 60.0,
+        "h" => value * 3600.0,
+        _ => return Err(format!("{text:?} has an unknown unit: use ms, s, m or h")),
+    };
+    if !seconds.is_finite() || seconds <= 0.0 {
+        return Err(format!("{text:?} must be more than zero"));
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn durations_take_common_units_and_bare_seconds() {
+        assert_eq!(parse_duration("5").unwrap(), Duration::from_secs(5));
+        assert_eq!(parse_duration("5s").unwrap(), Duration::from_secs(5));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("fast").unwrap_err().contains("5s"));
+        assert!(parse_duration("3d").unwrap_err().contains("unit"));
+    }
+}
