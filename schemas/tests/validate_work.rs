@@ -1,0 +1,150 @@
+//! Work and manifest validation: what is wrong, where, and how to fix it.
+
+use ocm_edge_schemas::api::work::{Manifest, ManifestBundle, ManifestWork};
+use ocm_edge_schemas::validate::{
+    MAX_MANIFESTS_BYTES, ValidationError, validate_bundle, validate_manifest_work,
+    validate_manifests,
+};
+use serde_json::json;
+
+fn work_with(manifests: Vec<serde_json::Value>) -> ManifestWork {
+    let mut work = ManifestWork::new("edge-1", "web");
+    work.spec.workload.manifests = manifests.into_iter().map(Manifest).collect();
+    work
+}
+
+fn deployment(name: &str) -> serde_json::Value {
+    json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": "default"}})
+}
+
+#[test]
+fn a_well_formed_work_is_accepted() {
+    assert_eq!(
+        validate_manifest_work(&work_with(vec![deployment("web"), deployment("api")])),
+        Ok(())
+    );
+}
+
+#[test]
+fn a_manifest_without_a_name_is_refused_with_its_index_and_identity() {
+    let work = work_with(vec![
+        deployment("a"),
+        deployment("b"),
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"namespace": "default"}}),
+    ]);
+    assert_eq!(
+        validate_manifest_work(&work).unwrap_err().to_string(),
+        "manifests[2] (apps/v1 Deployment): metadata.name is missing: set it, every manifest needs a fixed name so the agent can find the object again"
+    );
+}
+
+#[test]
+fn generate_name_is_refused_and_named_as_the_problem() {
+    let work = work_with(vec![
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"generateName": "job-"}}),
+    ]);
+    assert_eq!(
+        validate_manifest_work(&work).unwrap_err().to_string(),
+        "manifests[0] (v1 Pod): metadata.generateName is not supported: use metadata.name instead, so the agent can find the object again"
+    );
+}
+
+#[test]
+fn missing_api_version_and_kind_are_each_named() {
+    let no_version = work_with(vec![
+        json!({"kind": "ConfigMap", "metadata": {"name": "cm"}}),
+    ]);
+    assert_eq!(
+        validate_manifest_work(&no_version).unwrap_err().to_string(),
+        "manifests[0] (ConfigMap cm): apiVersion is missing: set it, e.g. apiVersion: apps/v1"
+    );
+    let no_kind = work_with(vec![
+        json!({"apiVersion": "v1", "metadata": {"name": "cm"}}),
+    ]);
+    assert_eq!(
+        validate_manifest_work(&no_kind).unwrap_err().to_string(),
+        "manifests[0] (v1 cm): kind is missing: set it, e.g. kind: Deployment"
+    );
+}
+
+#[test]
+fn a_manifest_that_is_not_a_map_is_refused() {
+    let work = work_with(vec![json!("just a string")]);
+    assert_eq!(
+        validate_manifest_work(&work).unwrap_err().to_string(),
+        "manifests[0]: is not a Kubernetes object: write each manifest as a map with apiVersion, kind and metadata"
+    );
+}
+
+#[test]
+fn a_work_without_manifests_is_refused() {
+    assert_eq!(
+        validate_manifest_work(&work_with(vec![])),
+        Err(ValidationError::NoManifests)
+    );
+}
+
+#[test]
+fn manifests_over_500_kib_in_total_are_refused_with_their_size() {
+    let big = |name: &str| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name},
+               "data": {"blob": "x".repeat(200 * 1024)}})
+    };
+    let manifests: Vec<Manifest> = ["a", "b", "c"].iter().map(|n| Manifest(big(n))).collect();
+    let total: usize = manifests
+        .iter()
+        .map(|m| serde_json::to_vec(&m.0).unwrap().len())
+        .sum();
+    let err = validate_manifests(&manifests).unwrap_err();
+    assert_eq!(
+        err,
+        ValidationError::TooLarge {
+            total_bytes: total,
+            limit: MAX_MANIFESTS_BYTES
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "the manifests are {total} bytes in total, over the limit of 512000 bytes (500 KiB): split them over several works or make them smaller"
+        )
+    );
+}
+
+#[test]
+fn manifests_of_exactly_500_kib_are_accepted() {
+    let skeleton = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}, "data": {"blob": ""}});
+    let pad = MAX_MANIFESTS_BYTES - serde_json::to_vec(&skeleton).unwrap().len();
+    let exact = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}, "data": {"blob": "x".repeat(pad)}});
+    assert_eq!(
+        serde_json::to_vec(&exact).unwrap().len(),
+        MAX_MANIFESTS_BYTES
+    );
+    assert_eq!(validate_manifests(&[Manifest(exact)]), Ok(()));
+}
+
+#[test]
+fn bundles_are_checked_like_works() {
+    let bundle = ManifestBundle {
+        manifests: vec![Manifest(
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {}}),
+        )],
+        ..Default::default()
+    };
+    assert_eq!(
+        validate_bundle(&bundle).unwrap_err().to_string(),
+        "manifests[0] (v1 Secret): metadata.name is missing: set it, every manifest needs a fixed name so the agent can find the object again"
+    );
+}
+
+#[test]
+fn a_work_in_an_invalid_cluster_namespace_is_refused() {
+    let mut work = work_with(vec![deployment("web")]);
+    work.metadata.namespace = "Edge_1".into();
+    assert!(
+        validate_manifest_work(&work)
+            .unwrap_err()
+            .to_string()
+            .starts_with("cluster name \"Edge_1\" is invalid: it contains 'E'")
+    );
+}
