@@ -2,6 +2,9 @@
 //!
 //! Map:
 //! - [`broker`]: an embedded rumqttd (MQTT 5) on a free port that outlives hub restarts.
+//! - [`fleet`]: a broker, a hub that can be restarted, N agents on the simulated cluster, an admin
+//!   client, and waits on what the hub and the simulated clusters show.
+//! - [`manifests`]: Kubernetes objects and work options for tests.
 //! - [`mosquitto`]: a real Mosquitto 2 with a generated config (and optional password file + ACL).
 //! - [`probe`]: a raw MQTT 5 client to speak the wire directly (maestro's role, spies, bad input).
 //! - [`wait`]: `wait_until` / `wait_for`: poll an observable condition with a bounded timeout.
@@ -10,6 +13,8 @@
 //! `src/bin/fleet-bench.rs` is the fleet benchmark.
 
 pub mod broker;
+// pub mod fleet; (waits for ocm_edge_hub::start_hub)
+pub mod manifests;
 pub mod mosquitto;
 pub mod probe;
 pub mod wait;

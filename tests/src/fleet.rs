@@ -1,0 +1,416 @@
+//! A whole fleet in one test process: a broker that outlives everything, a hub that can be stopped
+//! and restarted on the same data dir, N agents with the simulated cluster, and an admin client.
+//!
+//! ```ignore
+//! let mut fleet = Fleet::start().await;
+//! fleet.agent("c1").label("env", "prod").start().await;
+//! fleet.accept("c1").await;
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ocm_edge_agent::{AgentConfig, AgentCounters, AgentHandle, ApplierConfig, SimControl, start_agent};
+use ocm_edge_hub::admin::client::{AdminClient, NewWork};
+use ocm_edge_hub::admin::messages::{ClusterState, ClusterView, HubStats, WorkView, WorkWritten};
+use ocm_edge_hub::hub::HubHandle;
+use ocm_edge_hub::{BrokerConfig, HubConfig, start_hub};
+use serde_json::Value;
+
+use crate::broker::TestBroker;
+use crate::wait::{WaitTimeout, wait_for};
+
+/// Default bound for anything the fleet waits on (generous for a loaded 2-core CI machine;
+/// the awaited events normally take well under a second).
+pub const WAIT: Duration = Duration::from_secs(30);
+/// Simulated Deployments become ready this long after they change.
+pub const SIM_READY_DELAY: Duration = Duration::from_millis(300);
+/// Agents reconcile (and correct drift) this often in tests.
+pub const RECONCILE_INTERVAL: Duration = Duration::from_millis(500);
+
+/// Options shared by every agent of a fleet, and the hub's.
+#[derive(Debug, Clone)]
+pub struct FleetOptions {
+    /// Source id of the hub and the agents.
+    pub source_id: String,
+    /// Simulated ready delay of the agents.
+    pub ready_delay: Duration,
+    /// Reconcile interval of the agents.
+    pub reconcile_interval: Duration,
+    /// MQTT keepalive of the agents.
+    pub keepalive: Duration,
+    /// Lease duration announced by the agents.
+    pub lease_duration_seconds: i32,
+}
+
+impl Default for FleetOptions {
+    fn default() -> Self {
+        FleetOptions {
+            source_id: "ocm-edge".into(),
+            ready_delay: SIM_READY_DELAY,
+            reconcile_interval: RECONCILE_INTERVAL,
+            keepalive: Duration::from_secs(2),
+            lease_duration_seconds: 5,
+        }
+    }
+}
+
+/// A fleet: broker, hub, agents, admin client, all under one temporary directory.
+#[derive(Debug)]
+pub struct Fleet {
+    broker_url: String,
+    // Kept so the broker is reported in Debug output; rumqttd lives for the process anyway.
+    _broker: Option<TestBroker>,
+    dir: tempfile::TempDir,
+    opts: FleetOptions,
+    hub: Option<HubHandle>,
+    agents: BTreeMap<String, RunningAgent>,
+    admin: Option<AdminClient>,
+}
+
+#[derive(Debug)]
+struct RunningAgent {
+    cfg: AgentConfig,
+    handle: Option<AgentHandle>,
+}
+
+/// Builds one agent of a fleet: `fleet.agent("c1").label("env", "prod").start().await`.
+#[derive(Debug)]
+pub struct AgentBuilder<'f> {
+    fleet: &'f mut Fleet,
+    cfg: AgentConfig,
+}
+
+impl AgentBuilder<'_> {
+    /// Adds a label to the join request.
+    pub fn label(mut self, key: &str, value: &str) -> Self {
+        self.cfg.labels.insert(key.into(), value.into());
+        self
+    }
+
+    /// Adds a cluster claim.
+    pub fn claim(mut self, key: &str, value: &str) -> Self {
+        self.cfg.claims.insert(key.into(), value.into());
+        self
+    }
+
+    /// Changes any other config field.
+    pub fn configure(mut self, change: impl FnOnce(&mut AgentConfig)) -> Self {
+        change(&mut self.cfg);
+        self
+    }
+
+    /// Starts the agent (it connects and asks to join on its own).
+    ///
+    /// # Panics
+    /// When the agent does not start (bad config or data dir): a harness failure.
+    pub async fn start(self) {
+        let name = self.cfg.cluster_name.clone();
+        let handle = start_agent(self.cfg.clone())
+            .await
+            .unwrap_or_else(|e| panic!("agent {name} does not start: {e}"));
+        self.fleet.agents.insert(
+            name,
+            RunningAgent {
+                cfg: self.cfg,
+                handle: Some(handle),
+            },
+        );
+    }
+}
+
+impl Fleet {
+    /// A fleet with default options: a fresh embedded broker and a hub on it, no agents yet.
+    pub async fn start() -> Fleet {
+        Self::start_with(FleetOptions::default()).await
+    }
+
+    /// A fleet with `opts`: a fresh embedded broker and a hub on it, no agents yet.
+    ///
+    /// # Panics
+    /// When the broker or hub does not start.
+    pub async fn start_with(opts: FleetOptions) -> Fleet {
+        let broker = tokio::task::spawn_blocking(|| TestBroker::start(256))
+            .await
+            .expect("broker start task")
+            .expect("embedded test broker starts");
+        let mut fleet = Self::on_broker(broker.url(), opts);
+        fleet._broker = Some(broker);
+        fleet.start_hub().await;
+        fleet
+    }
+
+    /// A fleet on an already running broker (e.g. Mosquitto); no hub started yet.
+    pub fn on_broker(broker_url: String, opts: FleetOptions) -> Fleet {
+        Fleet {
+            broker_url,
+            _broker: None,
+            dir: tempfile::tempdir().expect("temporary directory"),
+            opts,
+            hub: None,
+            agents: BTreeMap::new(),
+            admin: None,
+        }
+    }
+
+    /// `mqtt://127.0.0.1:PORT` of the broker.
+    pub fn broker_url(&self) -> &str {
+        &self.broker_url
+    }
+
+    /// The fleet's options.
+    pub fn options(&self) -> &FleetOptions {
+        &self.opts
+    }
+
+    /// The hub's config (data dir under the fleet's directory, external broker).
+    pub fn hub_config(&self) -> HubConfig {
+        let mut cfg = HubConfig::new(self.dir.path().join("hub"));
+        cfg.broker = BrokerConfig::External {
+            url: self.broker_url.clone(),
+        };
+        cfg.source_id = self.opts.source_id.clone();
+        cfg.keepalive = Duration::from_secs(5);
+        cfg
+    }
+
+    /// Starts the hub (again) on its data dir.
+    ///
+    /// # Panics
+    /// When a hub is already running or it does not start.
+    pub async fn start_hub(&mut self) {
+        assert!(self.hub.is_none(), "the hub is already running");
+        let hub = start_hub(self.hub_config()).await.expect("hub starts");
+        self.hub = Some(hub);
+    }
+
+    /// Stops the hub (its data dir stays); agents keep running.
+    pub async fn stop_hub(&mut self) {
+        if let Some(hub) = self.hub.take() {
+            hub.shutdown().await;
+        }
+    }
+
+    /// Whether a hub is running.
+    pub fn hub_running(&self) -> bool {
+        self.hub.is_some()
+    }
+
+    /// An agent config for `cluster` with the fleet's options (data dir under the fleet's directory).
+    pub fn agent_config(&self, cluster: &str) -> AgentConfig {
+        let mut cfg = AgentConfig::new(cluster, self.broker_url.clone(), self.agent_dir(cluster));
+        cfg.source_id = self.opts.source_id.clone();
+        cfg.applier = ApplierConfig::Sim {
+            ready_delay: self.opts.ready_delay,
+        };
+        cfg.reconcile_interval = self.opts.reconcile_interval;
+        cfg.keepalive = self.opts.keepalive;
+        cfg.lease_duration_seconds = self.opts.lease_duration_seconds;
+        cfg.reconnect_min = Duration::from_millis(100);
+        cfg.reconnect_max = Duration::from_secs(1);
+        cfg
+    }
+
+    /// The data dir of `cluster`'s agent.
+    pub fn agent_dir(&self, cluster: &str) -> PathBuf {
+        self.dir.path().join("agents").join(cluster)
+    }
+
+    /// Starts building an agent for `cluster`.
+    pub fn agent(&mut self, cluster: &str) -> AgentBuilder<'_> {
+        let cfg = self.agent_config(cluster);
+        AgentBuilder { fleet: self, cfg }
+    }
+
+    /// Starts agents for every name, with the fleet's defaults.
+    pub async fn start_agents(&mut self, clusters: &[&str]) {
+        for c in clusters {
+            self.agent(c).start().await;
+        }
+    }
+
+    fn running(&self, cluster: &str) -> &AgentHandle {
+        self.agents
+            .get(cluster)
+            .and_then(|a| a.handle.as_ref())
+            .unwrap_or_else(|| panic!("agent {cluster} is not running"))
+    }
+
+    /// The simulated cluster of `cluster`'s agent (valid across restarts of the agent only until
+    /// it stops: take it again after a restart).
+    pub fn sim(&self, cluster: &str) -> SimControl {
+        self.running(cluster)
+            .sim()
+            .unwrap_or_else(|| panic!("agent {cluster} does not use the sim applier"))
+    }
+
+    /// The agent's counters right now.
+    pub fn counters(&self, cluster: &str) -> AgentCounters {
+        self.running(cluster).counters().borrow().clone()
+    }
+
+    /// Stops `cluster`'s agent gracefully (its data dir stays).
+    pub async fn stop_agent(&mut self, cluster: &str) {
+        let agent = self.agents.get_mut(cluster).unwrap_or_else(|| panic!("no agent {cluster}"));
+        if let Some(h) = agent.handle.take() {
+            h.shutdown().await.unwrap_or_else(|e| panic!("agent {cluster} stopped with an error: {e}"));
+        }
+    }
+
+    /// Stops `cluster`'s agent abruptly, like a killed process (the broker publishes its will).
+    pub async fn kill_agent(&mut self, cluster: &str) {
+        let agent = self.agents.get_mut(cluster).unwrap_or_else(|| panic!("no agent {cluster}"));
+        if let Some(h) = agent.handle.take() {
+            h.kill().await;
+        }
+    }
+
+    /// Starts `cluster`'s agent again with the same config and data dir.
+    ///
+    /// # Panics
+    /// When it is running or does not start.
+    pub async fn restart_agent(&mut self, cluster: &str) {
+        let agent = self.agents.get_mut(cluster).unwrap_or_else(|| panic!("no agent {cluster}"));
+        assert!(agent.handle.is_none(), "agent {cluster} is still running");
+        let handle = start_agent(agent.cfg.clone())
+            .await
+            .unwrap_or_else(|e| panic!("agent {cluster} does not restart: {e}"));
+        agent.handle = Some(handle);
+    }
+
+    /// The admin client (connected on first use; it talks to whichever hub is running).
+    pub async fn admin(&mut self) -> &AdminClient {
+        if self.admin.is_none() {
+            let client = AdminClient::connect(&self.broker_url, &self.opts.source_id)
+                .await
+                .expect("admin client connects to the broker");
+            self.admin = Some(client);
+        }
+        self.admin.as_ref().expect("just set")
+    }
+
+    /// Waits until the hub lists `cluster` in `state`.
+    ///
+    /// # Errors
+    /// [`WaitTimeout`] after [`WAIT`].
+    pub async fn wait_cluster_state(&mut self, cluster: &str, state: ClusterState) -> Result<ClusterView, WaitTimeout> {
+        let admin = self.admin().await;
+        wait_for(&format!("cluster {cluster} to be {state} at the hub"), WAIT, || async {
+            admin.get_cluster(cluster).await.ok().filter(|c| c.state == state)
+        })
+        .await
+    }
+
+    /// Waits until `cluster` asked to join, then accepts it and waits for the agent to see it.
+    ///
+    /// # Panics
+    /// When the cluster never asks to join or the accept fails.
+    pub async fn accept(&mut self, cluster: &str) {
+        self.wait_cluster_state(cluster, ClusterState::Pending).await.expect("join request reaches the hub");
+        self.admin().await.accept_cluster(cluster).await.expect("accept succeeds");
+        self.wait_cluster_state(cluster, ClusterState::Accepted).await.expect("accepted");
+    }
+
+    /// Accepts every cluster in `clusters`.
+    pub async fn accept_all(&mut self, clusters: &[&str]) {
+        for c in clusters {
+            self.accept(c).await;
+        }
+    }
+
+    /// Creates work `name` with `manifests` on `clusters`.
+    ///
+    /// # Panics
+    /// When the hub refuses it.
+    pub async fn create_work(&mut self, name: &str, clusters: &[&str], manifests: Vec<Value>) -> Vec<WorkWritten> {
+        self.write_work(NewWork {
+            name: name.into(),
+            clusters: clusters.iter().map(|c| c.to_string()).collect(),
+            manifests,
+            ..NewWork::default()
+        })
+        .await
+    }
+
+    /// Creates or (with `overwrite`) updates a work.
+    ///
+    /// # Panics
+    /// When the hub refuses it.
+    pub async fn write_work(&mut self, work: NewWork) -> Vec<WorkWritten> {
+        let name = work.name.clone();
+        self.admin()
+            .await
+            .create_work(work)
+            .await
+            .unwrap_or_else(|e| panic!("hub refuses work {name}: {e}"))
+    }
+
+    /// Waits until the hub's view of work `name` on `cluster` satisfies `pred`; returns that view.
+    ///
+    /// # Errors
+    /// [`WaitTimeout`] after [`WAIT`].
+    pub async fn wait_work(
+        &mut self,
+        cluster: &str,
+        name: &str,
+        what: &str,
+        pred: impl Fn(&WorkView) -> bool,
+    ) -> Result<WorkView, WaitTimeout> {
+        let admin = self.admin().await;
+        let pred = &pred;
+        wait_for(&format!("work {cluster}/{name}: {what}"), WAIT, || async move {
+            admin.get_work(cluster, name).await.ok().filter(|w| pred(w))
+        })
+        .await
+    }
+
+    /// Waits until the hub reports the work's condition `type_` with status True.
+    ///
+    /// # Errors
+    /// [`WaitTimeout`] after [`WAIT`].
+    pub async fn wait_work_condition(&mut self, cluster: &str, name: &str, type_: &str) -> Result<WorkView, WaitTimeout> {
+        self.wait_work(cluster, name, &format!("{type_}=True at the hub"), |w| {
+            has_true_condition(&w.conditions, type_)
+        })
+        .await
+    }
+
+    /// Waits until `pred` holds on `cluster`'s simulated cluster.
+    ///
+    /// # Errors
+    /// [`WaitTimeout`] after [`WAIT`].
+    pub async fn wait_sim<T>(&self, cluster: &str, what: &str, pred: impl Fn(&SimControl) -> Option<T>) -> Result<T, WaitTimeout> {
+        let sim = self.sim(cluster);
+        let pred = &pred;
+        let sim = &sim;
+        wait_for(&format!("{cluster}'s simulated cluster: {what}"), WAIT, || async move { pred(sim) }).await
+    }
+
+    /// The hub's counters.
+    ///
+    /// # Panics
+    /// When the hub does not answer.
+    pub async fn stats(&mut self) -> HubStats {
+        self.admin().await.stats().await.expect("hub answers stats")
+    }
+
+    /// Stops everything (agents gracefully, then the hub).
+    pub async fn shutdown(mut self) {
+        let names: Vec<String> = self.agents.keys().cloned().collect();
+        for n in names {
+            if let Some(h) = self.agents.get_mut(&n).and_then(|a| a.handle.take()) {
+                let _ = h.shutdown().await;
+            }
+        }
+        if let Some(admin) = self.admin.take() {
+            admin.disconnect().await;
+        }
+        self.stop_hub().await;
+    }
+}
+
+/// Whether `conditions` hold `type_` with status True.
+pub fn has_true_condition(conditions: &[ocm_edge_schemas::api::meta::Condition], type_: &str) -> bool {
+    ocm_edge_schemas::api::meta::is_condition_true(conditions, type_)
+}

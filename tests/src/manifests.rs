@@ -1,0 +1,77 @@
+//! Kubernetes objects and work options used across tests.
+
+use serde_json::{Value, json};
+
+/// A Deployment `name` in `namespace` with `replicas` and one nginx container of `image`.
+pub fn deployment(namespace: &str, name: &str, replicas: i64, image: &str) -> Value {
+    json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app": name}},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "app", "image": image}]}
+            }
+        }
+    })
+}
+
+/// A ConfigMap `name` in `namespace` with `data`.
+pub fn config_map(namespace: &str, name: &str, data: Value) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace},
+        "data": data
+    })
+}
+
+/// A Namespace.
+pub fn namespace(name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+}
+
+/// The image of the first container of a Deployment object, as found on a (simulated) cluster.
+pub fn deployment_image(object: &Value) -> Option<&str> {
+    object
+        .pointer("/spec/template/spec/containers/0/image")
+        .and_then(Value::as_str)
+}
+
+/// A manifest config asking for OCM's WellKnownStatus feedback of one resource
+/// (e.g. `("apps", "deployments", "web", "web")` for a Deployment's replica counts).
+///
+/// # Panics
+/// Never for valid names: the JSON is OCM's documented shape.
+pub fn well_known_status_feedback(
+    group: &str,
+    resource: &str,
+    namespace: &str,
+    name: &str,
+) -> ocm_edge_schemas::api::work::ManifestConfigOption {
+    serde_json::from_value(json!({
+        "resourceIdentifier": {"group": group, "resource": resource, "namespace": namespace, "name": name},
+        "feedbackRules": [{"type": "WellKnownStatus"}]
+    }))
+    .expect("OCM's ManifestConfigOption shape")
+}
+
+/// The integer feedback value `name` (e.g. `ReadyReplicas`) of manifest `ordinal` in a work status.
+pub fn feedback_integer(
+    resource_status: &[ocm_edge_schemas::api::work::ManifestCondition],
+    ordinal: i32,
+    name: &str,
+) -> Option<i64> {
+    resource_status
+        .iter()
+        .find(|m| m.resource_meta.ordinal == ordinal)?
+        .status_feedback
+        .values
+        .iter()
+        .find(|v| v.name == name)?
+        .field_value
+        .integer
+}

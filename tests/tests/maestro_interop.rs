@@ -1,0 +1,176 @@
+//! Interoperability with maestro (the OCM project's MQTT/CloudEvents work server) and OCM work
+//! agents, on the vectors in `fixtures/` (copied from `shared/vectors/maestro/`).
+
+use std::time::Duration;
+
+use cloudevents::{AttributesReader, Event};
+use ocm_edge_agent::{AgentConfig, ApplierConfig, start_agent};
+use ocm_edge_schemas::api::work::ManifestBundleStatus;
+use ocm_edge_schemas::wire::status_hash::{bundle_status_hash, status_hash_json};
+use ocm_edge_schemas::wire::{MqttMessage, decode, encode, extensions as ext, structured};
+use ocm_edge_tests::broker::TestBroker;
+use ocm_edge_tests::probe::Probe;
+use serde_json::{Value, json};
+
+const WAIT: Duration = Duration::from_secs(30);
+const SPEC_VECTOR: &[u8] = include_bytes!("../fixtures/cloudevents.spec.maestro.json");
+const WORK_TYPE_PREFIX: &str = "io.open-cluster-management.works.v1alpha1.manifestbundles.";
+
+fn event_of(m: &MqttMessage) -> Option<Event> {
+    decode(m).ok()
+}
+
+fn is_type(m: &MqttMessage, suffix: &str) -> bool {
+    event_of(m).is_some_and(|e| e.ty() == format!("{WORK_TYPE_PREFIX}{suffix}"))
+}
+
+#[tokio::test]
+async fn an_agent_with_source_maestro_applies_maestros_spec_and_answers_with_a_status_maestro_accepts()
+ {
+    let broker = tokio::task::spawn_blocking(|| TestBroker::start(16))
+        .await
+        .unwrap()
+        .unwrap();
+    let spec = structured::parse(SPEC_VECTOR).expect("the maestro spec vector parses");
+    let cluster = ext::cluster_name(&spec).unwrap().to_owned();
+    let resource_id = ext::resource_id(&spec).unwrap().to_owned();
+
+    // maestro: listens on every consumer's agentevents, publishes on the cluster's sourceevents.
+    let mut maestro = Probe::connect(&broker.url()).await.unwrap();
+    maestro
+        .subscribe("sources/maestro/consumers/+/agentevents")
+        .await
+        .unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = AgentConfig::new(&cluster, broker.url(), dir.path());
+    cfg.source_id = "maestro".into();
+    cfg.applier = ApplierConfig::Sim {
+        ready_delay: Duration::from_millis(200),
+    };
+    cfg.reconcile_interval = Duration::from_millis(500);
+    let agent = start_agent(cfg).await.expect("agent starts");
+
+    // The agent asks for a spec resync once it is subscribed: from then on it hears maestro.
+    let resync = maestro
+        .recv_matching(WAIT, |m| is_type(m, "spec.resync_request"))
+        .await
+        .expect("the agent sends a spec resync request to maestro after subscribing");
+    assert_eq!(
+        resync.topic,
+        format!("sources/maestro/consumers/{cluster}/agentevents")
+    );
+
+    let msg = encode(
+        &spec,
+        format!("sources/maestro/consumers/{cluster}/sourceevents"),
+    )
+    .unwrap();
+    maestro.publish(&msg).await.unwrap();
+
+    // The Deployment lands on the (simulated) cluster as maestro wrote it.
+    let sim = agent.sim().expect("sim applier");
+    ocm_edge_tests::wait::wait_until("the Deployment on the simulated cluster", WAIT, || {
+        let sim = sim.clone();
+        async move {
+            sim.get("Deployment", "default", "maestro-e2e-upgrade-test")
+                .is_some()
+        }
+    })
+    .await
+    .unwrap();
+    let deployed = sim
+        .get("Deployment", "default", "maestro-e2e-upgrade-test")
+        .unwrap();
+    assert_eq!(
+        deployed.pointer("/spec/template/spec/containers/0/image"),
+        Some(&json!("quay.io/nginx/nginx-unprivileged:latest"))
+    );
+
+    // The status event: everything maestro checks before it stores a status.
+    let status_msg = maestro
+        .recv_matching(WAIT, |m| {
+            event_of(m).is_some_and(|e| {
+                e.ty() == format!("{WORK_TYPE_PREFIX}status.update_request")
+                    && ext::resource_id(&e).ok() == Some(resource_id.as_str())
+                    && data_applied(&e)
+            })
+        })
+        .await
+        .expect("a status update with Applied=True for maestro's resource");
+    assert_eq!(
+        status_msg.topic,
+        format!("sources/maestro/consumers/{cluster}/agentevents")
+    );
+    assert_eq!(status_msg.content_type.as_deref(), Some("application/json"));
+    let status = decode(&status_msg).unwrap();
+    assert_eq!(status.specversion().to_string(), "1.0");
+    assert_eq!(
+        ext::original_source(&status).unwrap(),
+        "maestro",
+        "maestro rejects any other originalsource"
+    );
+    assert_eq!(ext::cluster_name(&status).unwrap(), cluster);
+    assert_eq!(ext::resource_version(&status).unwrap(), 1);
+    let seq: u64 = ext::sequence_id(&status)
+        .unwrap()
+        .parse()
+        .expect("sequenceid is a decimal snowflake id");
+    assert!(seq > 0);
+    // Every ce- extension name is [A-Za-z0-9] (Go receivers drop the message otherwise).
+    for (k, _) in &status_msg.user_properties {
+        if let Some(name) = k.strip_prefix("ce-") {
+            assert!(
+                name.bytes().all(|b| b.is_ascii_alphanumeric()),
+                "bad extension name {k}"
+            );
+        }
+    }
+
+    let data: Value = ocm_edge_schemas::wire::data_json(&status).unwrap().unwrap();
+    let bundle: ManifestBundleStatus =
+        serde_json::from_value(data.clone()).expect("data is a ManifestBundleStatus");
+    let claimed = ext::status_hash(&status).unwrap().to_owned();
+    assert_eq!(
+        claimed,
+        bundle_status_hash(&bundle),
+        "statushash is the hash of the status carried"
+    );
+    // The same hash from the raw JSON re-shaped as a ManifestWork status (no struct round trip).
+    let work_status = json!({
+        "conditions": data.get("conditions").cloned().unwrap_or(json!([])),
+        "resourceStatus": {"manifests": data.get("resourceStatus").cloned().unwrap_or(json!([]))},
+    });
+    assert_eq!(claimed, status_hash_json(&work_status));
+
+    let manifest = &bundle.resource_status[0];
+    assert_eq!(manifest.resource_meta.kind, "Deployment");
+    assert_eq!(manifest.resource_meta.group, "apps");
+    assert_eq!(manifest.resource_meta.resource, "deployments");
+    assert_eq!(manifest.resource_meta.name, "maestro-e2e-upgrade-test");
+    assert_eq!(manifest.resource_meta.namespace, "default");
+    // The spec asked for JSONPaths feedback named "status" on `.status`.
+    assert!(
+        manifest
+            .status_feedback
+            .values
+            .iter()
+            .any(|v| v.name == "status"),
+        "JSONPaths feedback `status` is reported: {:?}",
+        manifest.status_feedback
+    );
+
+    agent.shutdown().await.unwrap();
+}
+
+fn data_applied(e: &Event) -> bool {
+    ocm_edge_schemas::wire::data_json(e)
+        .ok()
+        .flatten()
+        .and_then(|d| d.get("conditions").cloned())
+        .and_then(|c| c.as_array().cloned())
+        .is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c["type"] == "Applied" && c["status"] == "True")
+        })
+}
