@@ -1,0 +1,528 @@
+//! The agent: wires the store, the applier, the transport and the pure core together.
+//!
+//! One task owns all state (no locks): it reacts to transport events, a reconcile tick and a
+//! lease/health tick. Everything works without a broker; the broker only carries specs in and
+//! statuses out. See [`work`] for bundles and statuses, this file for connection, registration,
+//! lease and cluster status.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use cloudevents::Event;
+use ocm_edge_schemas::api::cluster::{
+    HUB_ACCEPTED_MANAGED_CLUSTER, HUB_DENIED_MANAGED_CLUSTER, MANAGED_CLUSTER_CONDITION_AVAILABLE,
+    ManagedCluster, ManagedClusterClaim,
+};
+use ocm_edge_schemas::api::meta::{Condition, ConditionStatus, Time, is_condition_true};
+use ocm_edge_schemas::wire::encode;
+use ocm_edge_schemas::wire::sequence::SequenceIdGenerator;
+use ocm_edge_schemas::wire::topic;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::applier::kube::KubeApplier;
+use crate::applier::sim::{SimApplier, SimControl};
+use crate::applier::{AnyApplier, Applier, ApplyError};
+use crate::config::{AgentConfig, ApplierConfig, ConfigError, SIMULATED_LABEL};
+use crate::core::lease::LeaseSchedule;
+use crate::core::outbox::Outbox;
+use crate::events::{AgentIdentity, Inbound, parse_inbound};
+use crate::store::{Store, StoreError};
+use crate::transport::{self, Publisher, TransportConfig, TransportEvent};
+
+mod work;
+
+/// Errors that stop the agent.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error("configuration: {0}")]
+    Config(#[from] ConfigError),
+    #[error("local store: {0}")]
+    Store(#[from] StoreError),
+    #[error("applier: {0}")]
+    Applier(#[from] ApplyError),
+    #[error("topic: {0}")]
+    Topic(#[from] topic::TopicError),
+    #[error("agent task failed: {0}")]
+    Task(String),
+}
+
+/// Where the hub stands on this cluster's join request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Registration {
+    /// No answer yet (or not asked).
+    #[default]
+    Unknown,
+    /// The hub has the request but has not decided.
+    Pending,
+    Accepted,
+    Denied,
+}
+
+/// What the agent has done so far, for tests, the demo and logs.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AgentCounters {
+    /// Currently connected to the broker.
+    pub connected: bool,
+    /// Successful connections (CONNACKs).
+    pub connections: u64,
+    /// Connection sequence number of the current (or last) connection.
+    pub connection_seq: u64,
+    /// Spec events applied (new or re-applied bundles).
+    pub specs_applied: u64,
+    /// Spec events older than the held version, dropped.
+    pub specs_dropped_stale: u64,
+    /// Malformed or misaddressed messages, dropped.
+    pub dropped_malformed: u64,
+    /// Well-formed events the agent has no use for.
+    pub ignored_events: u64,
+    /// Reconcile passes over all held bundles.
+    pub reconciles: u64,
+    /// Object writes that changed nothing or something (every successful apply call).
+    pub objects_applied: u64,
+    /// Objects deleted (removed from a bundle or with a deleted bundle).
+    pub objects_deleted: u64,
+    /// Apply or delete calls that failed.
+    pub apply_errors: u64,
+    /// Bundles removed and forgotten after a delete.
+    pub bundles_deleted: u64,
+    /// Status events handed to the broker.
+    pub statuses_published: u64,
+    /// Spec resync requests sent.
+    pub spec_resyncs_sent: u64,
+    /// Status resync requests answered.
+    pub status_resyncs_received: u64,
+    /// Join requests sent.
+    pub join_requests: u64,
+    /// Lease renewals sent.
+    pub lease_renewals: u64,
+    /// Cluster status events sent.
+    pub cluster_statuses: u64,
+    /// The hub's answer to the join request.
+    pub registration: Registration,
+    /// Bundles held (desired).
+    pub bundles_held: u64,
+}
+
+/// A running agent.
+#[derive(Debug)]
+pub struct AgentHandle {
+    counters: watch::Receiver<AgentCounters>,
+    sim: Option<SimControl>,
+    stop: CancellationToken,
+    task: JoinHandle<Result<(), AgentError>>,
+}
+
+impl AgentHandle {
+    /// Counters, updated as the agent works (`wait_for` on it instead of sleeping).
+    pub fn counters(&self) -> watch::Receiver<AgentCounters> {
+        self.counters.clone()
+    }
+
+    /// The simulated cluster, when the agent uses the sim applier.
+    pub fn sim(&self) -> Option<SimControl> {
+        self.sim.clone()
+    }
+
+    /// Stops gracefully: presence offline, DISCONNECT, store closed.
+    ///
+    /// # Errors
+    /// The error that stopped the agent, if any.
+    pub async fn shutdown(self) -> Result<(), AgentError> {
+        self.stop.cancel();
+        self.task
+            .await
+            .map_err(|e| AgentError::Task(e.to_string()))?
+    }
+
+    /// Stops abruptly, like a killed process: no DISCONNECT, so the broker publishes the will.
+    /// Returns once the store file is closed.
+    pub async fn kill(self) {
+        self.task.abort();
+        let _ = self.task.await;
+    }
+
+    /// Whether the agent task has ended (on an error).
+    pub fn is_finished(&self) -> bool {
+        self.task.is_finished()
+    }
+}
+
+/// Runs the agent until `shutdown` completes.
+///
+/// # Errors
+/// [`AgentError`] for a bad configuration, an unusable data dir or applier, or a failed task.
+pub async fn run_agent(
+    cfg: AgentConfig,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), AgentError> {
+    let mut handle = start_agent(cfg).await?;
+    tokio::select! {
+        () = shutdown => handle.shutdown().await,
+        res = &mut handle.task => res.map_err(|e| AgentError::Task(e.to_string()))?,
+    }
+}
+
+/// Starts the agent in the background.
+///
+/// # Errors
+/// [`AgentError`] for a bad configuration, an unusable data dir or applier.
+pub async fn start_agent(cfg: AgentConfig) -> Result<AgentHandle, AgentError> {
+    cfg.validate()?;
+    transport::install_crypto_provider();
+    let store = Store::open(&cfg.data_dir)?;
+    let (applier, sim) = match &cfg.applier {
+        ApplierConfig::Sim { ready_delay } => {
+            let sim = SimApplier::new(store.database(), *ready_delay)?;
+            let control = sim.control();
+            (AnyApplier::Sim(sim), Some(control))
+        }
+        ApplierConfig::Kube { kubeconfig } => (
+            AnyApplier::Kube(KubeApplier::connect(kubeconfig.as_deref()).await?),
+            None,
+        ),
+    };
+    let outbox = Outbox::from_records(store.all_status()?);
+    let (counters_tx, counters_rx) = watch::channel(AgentCounters::default());
+    let stop = CancellationToken::new();
+    let agent = Agent {
+        id: AgentIdentity {
+            cluster: cfg.cluster_name.clone(),
+            agent_id: cfg.agent_id(),
+        },
+        agent_events: topic::agent_events(&cfg.source_id, &cfg.cluster_name)?,
+        lease: LeaseSchedule::new(cfg.lease_duration_seconds),
+        registration: store.registration()?,
+        cfg,
+        store,
+        applier,
+        outbox,
+        sequence: SequenceIdGenerator::new(),
+        counters: counters_tx,
+        publisher: None,
+        api_healthy: None,
+    };
+    let task = tokio::spawn(agent.run(stop.clone()));
+    Ok(AgentHandle {
+        counters: counters_rx,
+        sim,
+        stop,
+        task,
+    })
+}
+
+/// Aborts the transport task when the agent task ends or is aborted (so a killed agent closes TCP).
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+pub(crate) struct Agent {
+    cfg: AgentConfig,
+    id: AgentIdentity,
+    agent_events: String,
+    store: Store,
+    applier: AnyApplier,
+    outbox: Outbox,
+    sequence: SequenceIdGenerator,
+    counters: watch::Sender<AgentCounters>,
+    publisher: Option<Publisher>,
+    lease: LeaseSchedule,
+    api_healthy: Option<bool>,
+    registration: Option<ManagedCluster>,
+}
+
+fn now() -> DateTime<Utc> {
+    Utc::now()
+}
+
+impl Agent {
+    async fn run(mut self, stop: CancellationToken) -> Result<(), AgentError> {
+        let (host, port) = self.cfg.broker_address()?;
+        let (tx, mut rx) = mpsc::channel(256);
+        let seq_store = self.store.clone();
+        let will_id = self.id.clone();
+        let will_topic = self.agent_events.clone();
+        let tcfg = TransportConfig {
+            client_id: format!("{}-agent", self.cfg.cluster_name),
+            host,
+            port,
+            keepalive: self.cfg.keepalive,
+            subscriptions: vec![
+                topic::source_events(&self.cfg.source_id, &self.cfg.cluster_name)?,
+                topic::source_broadcast(&self.cfg.source_id)?,
+            ],
+            reconnect_min: self.cfg.reconnect_min,
+            reconnect_max: self.cfg.reconnect_max,
+            next_connection_seq: Box::new(move || match seq_store.next_connection_seq() {
+                Ok(n) => n,
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot persist the connection sequence number");
+                    u64::try_from(Utc::now().timestamp_millis()).unwrap_or(0)
+                }
+            }),
+            will: Box::new(move |seq| {
+                let event = will_id.presence(false, seq, Utc::now()).ok()?;
+                encode(&event, will_topic.clone()).ok()
+            }),
+        };
+        let transport_stop = stop.child_token();
+        let transport_task = AbortOnDrop(tokio::spawn(transport::run(
+            tcfg,
+            tx,
+            transport_stop.clone(),
+        )));
+
+        // Offline-first: reconcile from the cache before any broker is reached.
+        self.reconcile_all(now()).await;
+        let mut reconcile = tokio::time::interval(self.cfg.reconcile_interval);
+        reconcile.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        reconcile.tick().await;
+        let tick = self
+            .lease
+            .interval()
+            .to_std()
+            .unwrap_or(self.cfg.health_interval)
+            .min(self.cfg.health_interval);
+        let mut health = tokio::time::interval(tick);
+        health.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => break,
+                ev = rx.recv() => match ev {
+                    Some(ev) => self.on_transport(ev).await,
+                    None => break,
+                },
+                _ = reconcile.tick() => self.reconcile_all(now()).await,
+                _ = health.tick() => self.on_health_tick(now()).await,
+            }
+        }
+        if let Some(p) = self.publisher.take() {
+            let seq = self.counters.borrow().connection_seq;
+            if let Ok(ev) = self.id.presence(false, seq, now()) {
+                Self::send_with(&p, &ev, &self.agent_events);
+            }
+        }
+        transport_stop.cancel();
+        let mut task = transport_task;
+        let _ = tokio::time::timeout(Duration::from_secs(2), &mut task.0).await;
+        Ok(())
+    }
+
+    fn bump(&self, f: impl FnOnce(&mut AgentCounters)) {
+        self.counters.send_modify(f);
+    }
+
+    fn send_with(publisher: &Publisher, event: &Event, topic: &str) -> bool {
+        match encode(event, topic) {
+            Ok(msg) => match publisher.publish(msg) {
+                Ok(()) => true,
+                Err(e) => {
+                    tracing::warn!(error = %e, "publish failed; will retry after reconnect");
+                    false
+                }
+            },
+            Err(e) => {
+                tracing::error!(error = %e, "cannot encode an outgoing event");
+                false
+            }
+        }
+    }
+
+    /// Publishes on the current connection; false when offline or the queue is full.
+    fn send(&self, event: &Event) -> bool {
+        match &self.publisher {
+            Some(p) => Self::send_with(p, event, &self.agent_events),
+            None => false,
+        }
+    }
+
+    async fn on_transport(&mut self, ev: TransportEvent) {
+        match ev {
+            TransportEvent::Connected {
+                publisher,
+                connection_seq,
+            } => {
+                tracing::info!(connection_seq, "connected to the broker");
+                self.publisher = Some(publisher);
+                self.bump(|c| {
+                    c.connected = true;
+                    c.connections += 1;
+                    c.connection_seq = connection_seq;
+                });
+                let t = now();
+                if let Ok(birth) = self.id.presence(true, connection_seq, t) {
+                    self.send(&birth);
+                }
+                if !matches!(
+                    self.registration_state(),
+                    Registration::Accepted | Registration::Denied
+                ) {
+                    self.send_join_request(t);
+                }
+                self.api_healthy = Some(self.applier.health().await);
+                self.send_cluster_status(t).await;
+                self.lease.reset();
+                self.renew_lease(t);
+                self.outbox.on_reconnect();
+                self.flush_outbox(t);
+            }
+            TransportEvent::Subscribed => self.send_spec_resync(now()),
+            TransportEvent::Message(msg) => match parse_inbound(&msg, &self.cfg.cluster_name) {
+                Ok(Inbound::Spec(spec)) => self.on_spec(spec, now()).await,
+                Ok(Inbound::StatusResync(list)) => {
+                    self.bump(|c| c.status_resyncs_received += 1);
+                    self.outbox.on_status_resync(&list.status_hashes);
+                    self.flush_outbox(now());
+                }
+                Ok(Inbound::HubView(view)) => self.on_hub_view(*view),
+                Ok(Inbound::Ignored(ty)) => {
+                    tracing::debug!(%ty, topic = %msg.topic, "ignored event");
+                    self.bump(|c| c.ignored_events += 1);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, topic = %msg.topic, "dropped a malformed message");
+                    self.bump(|c| c.dropped_malformed += 1);
+                }
+            },
+            TransportEvent::Disconnected { reason } => {
+                tracing::info!(%reason, "disconnected from the broker; reconciling offline");
+                self.publisher = None;
+                self.bump(|c| c.connected = false);
+            }
+        }
+    }
+
+    fn registration_state(&self) -> Registration {
+        match &self.registration {
+            None => Registration::Unknown,
+            Some(v) if is_condition_true(&v.status.conditions, HUB_DENIED_MANAGED_CLUSTER) => {
+                Registration::Denied
+            }
+            Some(v)
+                if v.spec.hub_accepts_client
+                    || is_condition_true(&v.status.conditions, HUB_ACCEPTED_MANAGED_CLUSTER) =>
+            {
+                Registration::Accepted
+            }
+            Some(_) => Registration::Pending,
+        }
+    }
+
+    fn on_hub_view(&mut self, view: ManagedCluster) {
+        if !view.metadata.name.is_empty() && view.metadata.name != self.cfg.cluster_name {
+            tracing::warn!(name = %view.metadata.name, "hub view for another cluster dropped");
+            self.bump(|c| c.dropped_malformed += 1);
+            return;
+        }
+        if let Err(e) = self.store.put_registration(&view) {
+            tracing::error!(error = %e, "cannot store the hub's view");
+        }
+        self.registration = Some(view);
+        let state = self.registration_state();
+        tracing::info!(?state, "hub view of this cluster");
+        self.bump(|c| c.registration = state);
+    }
+
+    fn labels(&self) -> BTreeMap<String, String> {
+        let mut labels = self.cfg.labels.clone();
+        if self.applier.simulated() {
+            labels.insert(SIMULATED_LABEL.to_owned(), "true".to_owned());
+        }
+        labels
+    }
+
+    fn claims(&self) -> Vec<ManagedClusterClaim> {
+        let mut claims = self.cfg.claims.clone();
+        if self.applier.simulated() {
+            claims.insert(SIMULATED_LABEL.to_owned(), "true".to_owned());
+        }
+        claims
+            .into_iter()
+            .map(|(name, value)| ManagedClusterClaim { name, value })
+            .collect()
+    }
+
+    fn send_join_request(&mut self, t: DateTime<Utc>) {
+        let mut cluster = ManagedCluster::new(self.cfg.cluster_name.clone());
+        cluster.metadata.labels = self.labels();
+        cluster.spec.lease_duration_seconds = self.cfg.lease_duration_seconds;
+        cluster.status.cluster_claims = self.claims();
+        if let Ok(ev) = self.id.join_request(&cluster, t)
+            && self.send(&ev)
+        {
+            self.bump(|c| {
+                c.join_requests += 1;
+                if c.registration == Registration::Unknown {
+                    c.registration = Registration::Pending;
+                }
+            });
+        }
+    }
+
+    async fn send_cluster_status(&mut self, t: DateTime<Utc>) {
+        let mut cluster = ManagedCluster::new(self.cfg.cluster_name.clone());
+        cluster.metadata.labels = self.labels();
+        cluster.status.cluster_claims = self.claims();
+        if let Some(v) = self.applier.version().await {
+            cluster.status.version.kubernetes = v;
+        }
+        let healthy = self.api_healthy.unwrap_or(false);
+        let sim = if self.applier.simulated() {
+            " (simulated cluster)"
+        } else {
+            ""
+        };
+        let mut available = if healthy {
+            Condition::new(
+                MANAGED_CLUSTER_CONDITION_AVAILABLE,
+                ConditionStatus::True,
+                "ManagedClusterAvailable",
+                format!("Managed cluster is available{sim}"),
+            )
+        } else {
+            Condition::new(
+                MANAGED_CLUSTER_CONDITION_AVAILABLE,
+                ConditionStatus::False,
+                "ManagedClusterKubeAPIServerUnavailable",
+                format!("The kube-apiserver is not ok{sim}"),
+            )
+        };
+        available.last_transition_time = Some(Time::new(t));
+        cluster.status.conditions = vec![available];
+        if let Ok(ev) = self.id.cluster_status(&cluster, t)
+            && self.send(&ev)
+        {
+            self.bump(|c| c.cluster_statuses += 1);
+        }
+    }
+
+    fn renew_lease(&mut self, t: DateTime<Utc>) {
+        if self.publisher.is_none() || !self.lease.due(t) {
+            return;
+        }
+        if let Ok(ev) = self.id.lease_renewal(self.cfg.lease_duration_seconds, t)
+            && self.send(&ev)
+        {
+            self.lease.renewed(t);
+            self.bump(|c| c.lease_renewals += 1);
+        }
+    }
+
+    async fn on_health_tick(&mut self, t: DateTime<Utc>) {
+        let healthy = self.applier.health().await;
+        if self.api_healthy != Some(healthy) {
+            tracing::info!(healthy, "API server health changed");
+            self.api_healthy = Some(healthy);
+            self.send_cluster_status(t).await;
+        }
+        self.renew_lease(t);
+    }
+}

@@ -1,0 +1,268 @@
+//! A real cluster through kube-rs: discovery of each kind (cached), server-side apply PATCH with a
+//! field manager and force, CreateOnly (GET, create on 404), Update (GET, PUT when drifted),
+//! ReadOnly (GET only), deletes with a propagation policy, health via `/livez` then `/healthz`.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, Utc};
+use kube::api::{
+    Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, PropagationPolicy,
+};
+use kube::core::GroupVersionKind;
+use kube::discovery::{ApiCapabilities, ApiResource, Scope};
+use kube::{Client, Config};
+use serde_json::Value;
+
+use super::{Applier, ApplyError};
+use crate::core::plan::{ApplyAction, ApplyStrategy, DeletePropagation};
+use crate::core::resource::{ResourceRef, is_subset};
+
+type Discovered = (ApiResource, ApiCapabilities);
+
+/// The kube-rs applier.
+#[derive(Clone)]
+pub struct KubeApplier {
+    client: Client,
+    discovered: Arc<Mutex<HashMap<(String, String, String), Discovered>>>,
+}
+
+impl std::fmt::Debug for KubeApplier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KubeApplier").finish_non_exhaustive()
+    }
+}
+
+fn api_error(e: kube::Error) -> ApplyError {
+    match e {
+        kube::Error::Api(s) => match s.code {
+            404 => ApplyError::NotFound(s.message),
+            409 => ApplyError::Conflict(s.message),
+            400 | 422 => ApplyError::Invalid(s.message),
+            500.. => ApplyError::Unavailable(s.message),
+            _ => ApplyError::Api(format!("{} ({})", s.message, s.code)),
+        },
+        kube::Error::HyperError(e) => ApplyError::Unavailable(e.to_string()),
+        kube::Error::Service(e) => ApplyError::Unavailable(e.to_string()),
+        other => ApplyError::Api(other.to_string()),
+    }
+}
+
+fn is_not_found(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 404)
+}
+
+fn without_status(manifest: &Value) -> Value {
+    let mut m = manifest.clone();
+    if let Some(map) = m.as_object_mut() {
+        map.remove("status");
+    }
+    m
+}
+
+fn to_object(manifest: &Value) -> Result<DynamicObject, ApplyError> {
+    serde_json::from_value(without_status(manifest))
+        .map_err(|e| ApplyError::Invalid(format!("not a Kubernetes object: {e}")))
+}
+
+fn to_value(obj: &DynamicObject) -> Result<Value, ApplyError> {
+    serde_json::to_value(obj).map_err(|e| ApplyError::Api(e.to_string()))
+}
+
+impl KubeApplier {
+    /// An applier on `client`.
+    pub fn new(client: Client) -> Self {
+        KubeApplier {
+            client,
+            discovered: Arc::default(),
+        }
+    }
+
+    /// Connects with `kubeconfig`, or in-cluster / the default kubeconfig when `None`.
+    ///
+    /// # Errors
+    /// [`ApplyError::Unavailable`] when no configuration can be loaded.
+    pub async fn connect(kubeconfig: Option<&Path>) -> Result<Self, ApplyError> {
+        let config = match kubeconfig {
+            Some(path) => {
+                let kc = kube::config::Kubeconfig::read_from(path).map_err(|e| {
+                    ApplyError::Unavailable(format!("kubeconfig {}: {e}", path.display()))
+                })?;
+                Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+                    .await
+                    .map_err(|e| {
+                        ApplyError::Unavailable(format!("kubeconfig {}: {e}", path.display()))
+                    })?
+            }
+            None => Config::infer().await.map_err(|e| {
+                ApplyError::Unavailable(format!("no in-cluster config or default kubeconfig: {e}"))
+            })?,
+        };
+        let client =
+            Client::try_from(config).map_err(|e| ApplyError::Unavailable(e.to_string()))?;
+        Ok(Self::new(client))
+    }
+
+    async fn discover(&self, r: &ResourceRef) -> Result<Discovered, ApplyError> {
+        let k = (r.group.clone(), r.version.clone(), r.kind.clone());
+        if let Some(d) = self.discovered.lock().ok().and_then(|m| m.get(&k).cloned()) {
+            return Ok(d);
+        }
+        let gvk = GroupVersionKind::gvk(&r.group, &r.version, &r.kind);
+        let d = kube::discovery::pinned_kind(&self.client, &gvk)
+            .await
+            .map_err(|e| match e {
+                e if is_not_found(&e) => ApplyError::NotFound(format!(
+                    "the cluster does not serve {} {} (is its CRD installed?)",
+                    r.api_version(),
+                    r.kind
+                )),
+                kube::Error::Discovery(d) => ApplyError::NotFound(d.to_string()),
+                other => api_error(other),
+            })?;
+        if let Ok(mut m) = self.discovered.lock() {
+            m.insert(k, d.clone());
+        }
+        Ok(d)
+    }
+
+    async fn api(&self, r: &ResourceRef) -> Result<Api<DynamicObject>, ApplyError> {
+        let (ar, caps) = self.discover(r).await?;
+        Ok(match caps.scope {
+            Scope::Namespaced => {
+                let ns = if r.namespace.is_empty() {
+                    "default"
+                } else {
+                    &r.namespace
+                };
+                Api::namespaced_with(self.client.clone(), ns, &ar)
+            }
+            Scope::Cluster => Api::all_with(self.client.clone(), &ar),
+        })
+    }
+
+    async fn probe(&self, path: &str) -> bool {
+        match http::Request::get(path).body(Vec::new()) {
+            Ok(req) => self.client.request_text(req).await.is_ok(),
+            Err(_) => false,
+        }
+    }
+}
+
+impl Applier for KubeApplier {
+    async fn apply(&self, action: &ApplyAction, _now: DateTime<Utc>) -> Result<Value, ApplyError> {
+        let r = &action.resource;
+        let api = self.api(r).await?;
+        match &action.strategy {
+            ApplyStrategy::ServerSideApply {
+                force,
+                field_manager,
+            } => {
+                let mut params = PatchParams::apply(field_manager);
+                if *force {
+                    params = params.force();
+                }
+                let patch = without_status(&action.manifest);
+                let obj = api
+                    .patch(&r.name, &params, &Patch::Apply(&patch))
+                    .await
+                    .map_err(api_error)?;
+                to_value(&obj)
+            }
+            ApplyStrategy::ReadOnly => match api.get_opt(&r.name).await.map_err(api_error)? {
+                Some(obj) => to_value(&obj),
+                None => Err(ApplyError::NotFound(format!(
+                    "{} {}/{} does not exist (ReadOnly)",
+                    r.kind, r.namespace, r.name
+                ))),
+            },
+            ApplyStrategy::CreateOnly => match api.get_opt(&r.name).await.map_err(api_error)? {
+                Some(obj) => to_value(&obj),
+                None => {
+                    let created = api
+                        .create(&PostParams::default(), &to_object(&action.manifest)?)
+                        .await
+                        .map_err(api_error)?;
+                    to_value(&created)
+                }
+            },
+            ApplyStrategy::Update => match api.get_opt(&r.name).await.map_err(api_error)? {
+                None => {
+                    let created = api
+                        .create(&PostParams::default(), &to_object(&action.manifest)?)
+                        .await
+                        .map_err(api_error)?;
+                    to_value(&created)
+                }
+                Some(existing) => {
+                    let existing_json = to_value(&existing)?;
+                    if is_subset(&without_status(&action.manifest), &existing_json) {
+                        return Ok(existing_json);
+                    }
+                    let mut desired = to_object(&action.manifest)?;
+                    desired.metadata.resource_version = existing.metadata.resource_version.clone();
+                    let replaced = api
+                        .replace(&r.name, &PostParams::default(), &desired)
+                        .await
+                        .map_err(api_error)?;
+                    to_value(&replaced)
+                }
+            },
+        }
+    }
+
+    async fn get(
+        &self,
+        resource: &ResourceRef,
+        _now: DateTime<Utc>,
+    ) -> Result<Option<Value>, ApplyError> {
+        let api = self.api(resource).await?;
+        match api.get_opt(&resource.name).await.map_err(api_error)? {
+            Some(obj) => to_value(&obj).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    async fn delete(
+        &self,
+        resource: &ResourceRef,
+        propagation: DeletePropagation,
+    ) -> Result<(), ApplyError> {
+        let api = match self.api(resource).await {
+            Ok(api) => api,
+            // The kind is gone from the cluster (CRD deleted): so is the object.
+            Err(ApplyError::NotFound(_)) => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        let params = DeleteParams {
+            propagation_policy: Some(match propagation {
+                DeletePropagation::Foreground => PropagationPolicy::Foreground,
+                DeletePropagation::Background => PropagationPolicy::Background,
+            }),
+            ..DeleteParams::default()
+        };
+        match api.delete(&resource.name, &params).await {
+            Ok(_) => Ok(()),
+            Err(e) if is_not_found(&e) => Ok(()),
+            Err(e) => Err(api_error(e)),
+        }
+    }
+
+    async fn health(&self) -> bool {
+        // As OCM's registration agent: /livez, falling back to /healthz on older servers.
+        self.probe("/livez").await || self.probe("/healthz").await
+    }
+
+    async fn version(&self) -> Option<String> {
+        self.client
+            .apiserver_version()
+            .await
+            .ok()
+            .map(|i| i.git_version)
+    }
+
+    fn simulated(&self) -> bool {
+        false
+    }
+}

@@ -1,0 +1,136 @@
+//! Appliers: how the agent writes objects to a cluster and reads them back.
+//!
+//! - [`sim`]: a simulated cluster kept in the agent's redb file (demos, tests, scale runs).
+//! - [`kube`]: a real cluster through kube-rs (discovery, server-side apply, deletes with propagation).
+//!
+//! Appliers are the IO edge: they carry objects in and out and decide nothing about bundles.
+
+use std::future::Future;
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use crate::core::plan::{ApplyAction, DeletePropagation};
+use crate::core::resource::ResourceRef;
+
+pub mod kube;
+pub mod sim;
+
+/// Why an object could not be applied, read or deleted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApplyError {
+    /// The object (or what it needs, e.g. its namespace) does not exist. Retried on the next reconcile.
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// The API server refused the object as written. Not retryable until the spec changes.
+    #[error("invalid: {0}")]
+    Invalid(String),
+    /// Another field manager owns the field (server-side apply without force).
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// The API server cannot be reached. Retryable.
+    #[error("API server unavailable: {0}")]
+    Unavailable(String),
+    /// Any other API error.
+    #[error("API error: {0}")]
+    Api(String),
+}
+
+impl ApplyError {
+    /// Whether the next reconcile may succeed without a spec change.
+    pub fn is_retryable(&self) -> bool {
+        !matches!(self, ApplyError::Invalid(_))
+    }
+}
+
+/// A cluster the agent applies to.
+///
+/// `now` is passed so the simulated cluster can compute readiness without timers; the kube
+/// applier ignores it.
+pub trait Applier: Send + Sync {
+    /// Applies one object with its strategy; returns the object as now on the cluster (with status).
+    fn apply(
+        &self,
+        action: &ApplyAction,
+        now: DateTime<Utc>,
+    ) -> impl Future<Output = Result<Value, ApplyError>> + Send;
+
+    /// Reads one object; `None` when absent.
+    fn get(
+        &self,
+        resource: &ResourceRef,
+        now: DateTime<Utc>,
+    ) -> impl Future<Output = Result<Option<Value>, ApplyError>> + Send;
+
+    /// Deletes one object; an absent object is not an error.
+    fn delete(
+        &self,
+        resource: &ResourceRef,
+        propagation: DeletePropagation,
+    ) -> impl Future<Output = Result<(), ApplyError>> + Send;
+
+    /// Whether the API server answers its health endpoints.
+    fn health(&self) -> impl Future<Output = bool> + Send;
+
+    /// The Kubernetes version (`v1.31.0`), when known.
+    fn version(&self) -> impl Future<Output = Option<String>> + Send;
+
+    /// Whether this is a simulated cluster (reported in statuses, labels and claims).
+    fn simulated(&self) -> bool;
+}
+
+/// The applier chosen by configuration.
+#[derive(Debug, Clone)]
+pub enum AnyApplier {
+    Sim(sim::SimApplier),
+    Kube(kube::KubeApplier),
+}
+
+impl Applier for AnyApplier {
+    async fn apply(&self, action: &ApplyAction, now: DateTime<Utc>) -> Result<Value, ApplyError> {
+        match self {
+            AnyApplier::Sim(a) => a.apply(action, now).await,
+            AnyApplier::Kube(a) => a.apply(action, now).await,
+        }
+    }
+
+    async fn get(
+        &self,
+        resource: &ResourceRef,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Value>, ApplyError> {
+        match self {
+            AnyApplier::Sim(a) => a.get(resource, now).await,
+            AnyApplier::Kube(a) => a.get(resource, now).await,
+        }
+    }
+
+    async fn delete(
+        &self,
+        resource: &ResourceRef,
+        propagation: DeletePropagation,
+    ) -> Result<(), ApplyError> {
+        match self {
+            AnyApplier::Sim(a) => a.delete(resource, propagation).await,
+            AnyApplier::Kube(a) => a.delete(resource, propagation).await,
+        }
+    }
+
+    async fn health(&self) -> bool {
+        match self {
+            AnyApplier::Sim(a) => a.health().await,
+            AnyApplier::Kube(a) => a.health().await,
+        }
+    }
+
+    async fn version(&self) -> Option<String> {
+        match self {
+            AnyApplier::Sim(a) => a.version().await,
+            AnyApplier::Kube(a) => a.version().await,
+        }
+    }
+
+    fn simulated(&self) -> bool {
+        matches!(self, AnyApplier::Sim(_))
+    }
+}

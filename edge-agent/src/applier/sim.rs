@@ -1,0 +1,438 @@
+//! A simulated cluster kept in the agent's redb file (table `sim_objects`), the way kwok simulates
+//! nodes: objects are stored as applied; Deployments, DaemonSets, Jobs and Pods report ready
+//! `ready_delay` after they last changed (computed from `now`, no timers). Namespaced objects need
+//! their Namespace (except the built-in ones), so apply order matters as on a real cluster.
+//!
+//! [`SimControl`] lets tests and the demo look inside, inject drift (modify or delete an object,
+//! which the next reconcile corrects) and take the simulated API server down.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use chrono::{DateTime, Utc};
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::{Applier, ApplyError};
+use crate::core::plan::{ApplyAction, ApplyStrategy, DeletePropagation};
+use crate::core::resource::{ResourceRef, is_subset};
+
+const OBJECTS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("sim_objects");
+
+/// Namespaces every cluster has.
+pub const BUILTIN_NAMESPACES: &[&str] =
+    &["default", "kube-system", "kube-public", "kube-node-lease"];
+
+/// Kubernetes version the simulated cluster reports.
+pub const SIM_VERSION: &str = "v1.31.0-ocm-edge-sim";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct SimObject {
+    /// The object without status, with server-set metadata.
+    object: Value,
+    /// When its spec last changed (readiness counts from here).
+    changed_at: DateTime<Utc>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    db: Arc<Database>,
+    ready_delay: chrono::Duration,
+    healthy: AtomicBool,
+}
+
+/// The simulated cluster as an [`Applier`].
+#[derive(Debug, Clone)]
+pub struct SimApplier {
+    inner: Arc<Inner>,
+}
+
+/// A handle on the simulated cluster for tests and the demo (cheap to clone).
+#[derive(Debug, Clone)]
+pub struct SimControl {
+    inner: Arc<Inner>,
+}
+
+fn db_err(e: impl std::fmt::Display) -> ApplyError {
+    ApplyError::Api(format!("simulated cluster storage: {e}"))
+}
+
+fn key(group: &str, kind: &str, namespace: &str, name: &str) -> String {
+    format!("{group}/{kind}/{namespace}/{name}")
+}
+
+fn ref_key(r: &ResourceRef) -> String {
+    key(&r.group, &r.kind, &r.namespace, &r.name)
+}
+
+impl SimApplier {
+    /// A simulated cluster in `db` (its own table).
+    ///
+    /// # Errors
+    /// [`ApplyError::Api`] when the table cannot be created.
+    pub fn new(db: Arc<Database>, ready_delay: std::time::Duration) -> Result<Self, ApplyError> {
+        let tx = db.begin_write().map_err(db_err)?;
+        tx.open_table(OBJECTS).map_err(db_err)?;
+        tx.commit().map_err(db_err)?;
+        Ok(SimApplier {
+            inner: Arc::new(Inner {
+                db,
+                ready_delay: chrono::Duration::from_std(ready_delay)
+                    .unwrap_or(chrono::Duration::MAX),
+                healthy: AtomicBool::new(true),
+            }),
+        })
+    }
+
+    /// The control handle of this cluster.
+    pub fn control(&self) -> SimControl {
+        SimControl {
+            inner: self.inner.clone(),
+        }
+    }
+
+    fn check_up(&self) -> Result<(), ApplyError> {
+        if self.inner.healthy.load(Ordering::SeqCst) {
+            Ok(())
+        } else {
+            Err(ApplyError::Unavailable(
+                "simulated API server is down".into(),
+            ))
+        }
+    }
+
+    fn with_status(&self, obj: &SimObject, now: DateTime<Utc>) -> Value {
+        let mut out = obj.object.clone();
+        let ready = now >= obj.changed_at + self.inner.ready_delay;
+        if let Some(status) = simulated_status(&out, ready)
+            && let Some(map) = out.as_object_mut()
+        {
+            map.insert("status".into(), status);
+        }
+        out
+    }
+}
+
+impl Inner {
+    fn load(&self, k: &str) -> Result<Option<SimObject>, ApplyError> {
+        let tx = self.db.begin_read().map_err(db_err)?;
+        let t = tx.open_table(OBJECTS).map_err(db_err)?;
+        let v = t.get(k).map_err(db_err)?;
+        v.map(|v| serde_json::from_slice(v.value()).map_err(db_err))
+            .transpose()
+    }
+
+    fn save(&self, k: &str, obj: &SimObject) -> Result<(), ApplyError> {
+        let bytes = serde_json::to_vec(obj).map_err(db_err)?;
+        let tx = self.db.begin_write().map_err(db_err)?;
+        tx.open_table(OBJECTS)
+            .map_err(db_err)?
+            .insert(k, bytes.as_slice())
+            .map_err(db_err)?;
+        tx.commit().map_err(db_err)
+    }
+
+    fn all(&self) -> Result<Vec<(String, SimObject)>, ApplyError> {
+        let tx = self.db.begin_read().map_err(db_err)?;
+        let t = tx.open_table(OBJECTS).map_err(db_err)?;
+        let mut out = Vec::new();
+        for e in t.iter().map_err(db_err)? {
+            let (k, v) = e.map_err(db_err)?;
+            out.push((
+                k.value().to_owned(),
+                serde_json::from_slice(v.value()).map_err(db_err)?,
+            ));
+        }
+        Ok(out)
+    }
+
+    fn remove(&self, keys: &[String]) -> Result<(), ApplyError> {
+        let tx = self.db.begin_write().map_err(db_err)?;
+        {
+            let mut t = tx.open_table(OBJECTS).map_err(db_err)?;
+            for k in keys {
+                t.remove(k.as_str()).map_err(db_err)?;
+            }
+        }
+        tx.commit().map_err(db_err)
+    }
+
+    fn namespace_exists(&self, ns: &str) -> Result<bool, ApplyError> {
+        Ok(BUILTIN_NAMESPACES.contains(&ns) || self.load(&key("", "Namespace", "", ns))?.is_some())
+    }
+
+    fn find(
+        &self,
+        kind: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<(String, SimObject)>, ApplyError> {
+        Ok(self.all()?.into_iter().find(|(k, _)| {
+            let mut parts = k.splitn(4, '/').skip(1);
+            parts.next() == Some(kind)
+                && parts.next() == Some(namespace)
+                && parts.next() == Some(name)
+        }))
+    }
+}
+
+fn without_status(manifest: &Value) -> Value {
+    let mut m = manifest.clone();
+    if let Some(map) = m.as_object_mut() {
+        map.remove("status");
+    }
+    m
+}
+
+fn merge(into: &mut Value, from: &Value) {
+    match (into, from) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in b {
+                merge(a.entry(k.clone()).or_insert(Value::Null), v);
+            }
+        }
+        (slot, v) => *slot = v.clone(),
+    }
+}
+
+fn set_meta(obj: &mut Value, field: &str, value: Value) {
+    if let Some(map) = obj.as_object_mut() {
+        let meta = map.entry("metadata").or_insert_with(|| json!({}));
+        if let Some(meta) = meta.as_object_mut() {
+            meta.insert(field.into(), value);
+        }
+    }
+}
+
+fn meta_i64(obj: &Value, field: &str) -> i64 {
+    obj.pointer(&format!("/metadata/{field}"))
+        .and_then(|v| {
+            v.as_i64()
+                .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+/// The status a real controller would report, `ready` or not yet.
+fn simulated_status(obj: &Value, ready: bool) -> Option<Value> {
+    let kind = obj.get("kind")?.as_str()?;
+    let generation = meta_i64(obj, "generation");
+    let n = |on: i64| if ready { on } else { 0 };
+    let cond = |t: &str| json!([{"type": t, "status": if ready {"True"} else {"False"}, "reason": "Simulated", "message": "simulated by ocm-edge"}]);
+    match kind {
+        "Deployment" => {
+            let replicas = obj
+                .pointer("/spec/replicas")
+                .and_then(Value::as_i64)
+                .unwrap_or(1);
+            Some(json!({
+                "observedGeneration": generation,
+                "replicas": replicas,
+                "updatedReplicas": n(replicas),
+                "readyReplicas": n(replicas),
+                "availableReplicas": n(replicas),
+                "conditions": cond("Available"),
+            }))
+        }
+        "DaemonSet" => Some(json!({
+            "observedGeneration": generation,
+            "desiredNumberScheduled": 1,
+            "currentNumberScheduled": 1,
+            "numberReady": n(1),
+            "numberAvailable": n(1),
+            "updatedNumberScheduled": n(1),
+        })),
+        "Job" => {
+            let completions = obj
+                .pointer("/spec/completions")
+                .and_then(Value::as_i64)
+                .unwrap_or(1);
+            if ready {
+                Some(json!({"succeeded": completions, "conditions": cond("Complete")}))
+            } else {
+                Some(json!({"active": 1}))
+            }
+        }
+        "Pod" => Some(json!({
+            "phase": if ready { "Running" } else { "Pending" },
+            "conditions": cond("Ready"),
+        })),
+        "Namespace" => Some(json!({"phase": "Active"})),
+        _ => None,
+    }
+}
+
+impl Applier for SimApplier {
+    async fn apply(&self, action: &ApplyAction, now: DateTime<Utc>) -> Result<Value, ApplyError> {
+        self.check_up()?;
+        let r = &action.resource;
+        if !r.namespace.is_empty() && !self.inner.namespace_exists(&r.namespace)? {
+            return Err(ApplyError::NotFound(format!(
+                "namespaces \"{}\" not found",
+                r.namespace
+            )));
+        }
+        let k = ref_key(r);
+        let existing = self.inner.load(&k)?;
+        let desired = without_status(&action.manifest);
+        let updated = match (&action.strategy, existing) {
+            (ApplyStrategy::ReadOnly, Some(obj)) | (ApplyStrategy::CreateOnly, Some(obj)) => obj,
+            (ApplyStrategy::ReadOnly, None) => {
+                return Err(ApplyError::NotFound(format!(
+                    "{} {}/{} does not exist (ReadOnly)",
+                    r.kind, r.namespace, r.name
+                )));
+            }
+            (_, None) => {
+                let mut object = desired;
+                set_meta(&mut object, "uid", json!(uuid::Uuid::new_v4().to_string()));
+                set_meta(&mut object, "resourceVersion", json!("1"));
+                set_meta(&mut object, "generation", json!(1));
+                set_meta(
+                    &mut object,
+                    "creationTimestamp",
+                    json!(now.format("%Y-%m-%dT%H:%M:%SZ").to_string()),
+                );
+                let obj = SimObject {
+                    object,
+                    changed_at: now,
+                };
+                self.inner.save(&k, &obj)?;
+                obj
+            }
+            (_, Some(obj)) if is_subset(&desired, &obj.object) => obj,
+            (strategy, Some(old)) => {
+                let mut object = if matches!(strategy, ApplyStrategy::ServerSideApply { .. }) {
+                    let mut merged = old.object.clone();
+                    merge(&mut merged, &desired);
+                    merged
+                } else {
+                    let mut replaced = desired;
+                    for field in ["uid", "creationTimestamp"] {
+                        if let Some(v) = old.object.pointer(&format!("/metadata/{field}")) {
+                            set_meta(&mut replaced, field, v.clone());
+                        }
+                    }
+                    replaced
+                };
+                set_meta(
+                    &mut object,
+                    "generation",
+                    json!(meta_i64(&old.object, "generation") + 1),
+                );
+                set_meta(
+                    &mut object,
+                    "resourceVersion",
+                    json!((meta_i64(&old.object, "resourceVersion") + 1).to_string()),
+                );
+                let obj = SimObject {
+                    object,
+                    changed_at: now,
+                };
+                self.inner.save(&k, &obj)?;
+                obj
+            }
+        };
+        Ok(self.with_status(&updated, now))
+    }
+
+    async fn get(
+        &self,
+        resource: &ResourceRef,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Value>, ApplyError> {
+        self.check_up()?;
+        Ok(self
+            .inner
+            .load(&ref_key(resource))?
+            .map(|o| self.with_status(&o, now)))
+    }
+
+    async fn delete(
+        &self,
+        resource: &ResourceRef,
+        _propagation: DeletePropagation,
+    ) -> Result<(), ApplyError> {
+        self.check_up()?;
+        let mut keys = vec![ref_key(resource)];
+        if resource.is_namespace() {
+            // Deleting a namespace deletes what is in it, as on a real cluster.
+            // Keys are group/kind/namespace/name and a group never contains '/'.
+            keys.extend(
+                self.inner
+                    .all()?
+                    .into_iter()
+                    .map(|(k, _)| k)
+                    .filter(|k| k.splitn(4, '/').nth(2) == Some(resource.name.as_str())),
+            );
+        }
+        self.inner.remove(&keys)
+    }
+
+    async fn health(&self) -> bool {
+        self.inner.healthy.load(Ordering::SeqCst)
+    }
+
+    async fn version(&self) -> Option<String> {
+        Some(SIM_VERSION.to_owned())
+    }
+
+    fn simulated(&self) -> bool {
+        true
+    }
+}
+
+impl SimControl {
+    /// Every object on the simulated cluster (as stored: without status).
+    pub fn objects(&self) -> Vec<Value> {
+        self.inner
+            .all()
+            .map(|v| v.into_iter().map(|(_, o)| o.object).collect())
+            .unwrap_or_default()
+    }
+
+    /// The object of `kind` named `name` in `namespace` ("" for cluster-scoped), without status.
+    pub fn get(&self, kind: &str, namespace: &str, name: &str) -> Option<Value> {
+        self.inner
+            .find(kind, namespace, name)
+            .ok()
+            .flatten()
+            .map(|(_, o)| o.object)
+    }
+
+    /// Deletes an object behind the agent's back (drift). Returns whether it existed.
+    pub fn delete(&self, kind: &str, namespace: &str, name: &str) -> bool {
+        match self.inner.find(kind, namespace, name) {
+            Ok(Some((k, _))) => self.inner.remove(&[k]).is_ok(),
+            _ => false,
+        }
+    }
+
+    /// Changes an object behind the agent's back (drift). Returns whether it existed.
+    pub fn modify(
+        &self,
+        kind: &str,
+        namespace: &str,
+        name: &str,
+        change: impl FnOnce(&mut Value),
+    ) -> bool {
+        match self.inner.find(kind, namespace, name) {
+            Ok(Some((k, mut o))) => {
+                change(&mut o.object);
+                self.inner.save(&k, &o).is_ok()
+            }
+            _ => false,
+        }
+    }
+
+    /// Takes the simulated API server up (`true`) or down.
+    pub fn set_api_healthy(&self, healthy: bool) {
+        self.inner.healthy.store(healthy, Ordering::SeqCst);
+    }
+
+    /// Whether the simulated API server is up.
+    pub fn api_healthy(&self) -> bool {
+        self.inner.healthy.load(Ordering::SeqCst)
+    }
+}

@@ -1,0 +1,234 @@
+//! Agent configuration: a plain struct with defaults ([`AgentConfig::new`]) and a
+//! [`AgentConfig::validate`] that says what is wrong in words a user can act on.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ocm_edge_schemas::wire::topic::is_valid_name;
+
+/// Default source id (the hub's); maestro uses `maestro`.
+pub const DEFAULT_SOURCE_ID: &str = "ocm-edge";
+/// Default server-side-apply field manager of this agent.
+pub const DEFAULT_FIELD_MANAGER: &str = "ocm-edge-agent";
+/// Default lease duration (OCM's default).
+pub const DEFAULT_LEASE_DURATION_SECONDS: i32 = 60;
+/// Shortest lease the hub accepts (issue 4).
+pub const MIN_LEASE_DURATION_SECONDS: i32 = 5;
+/// Shortest MQTT keepalive rumqttc accepts.
+pub const MIN_KEEPALIVE: Duration = Duration::from_secs(5);
+/// Label and claim that mark a simulated cluster.
+pub const SIMULATED_LABEL: &str = "ocm-edge.io/simulated";
+
+/// Which cluster the agent applies to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApplierConfig {
+    /// A simulated cluster kept in the agent's redb file; Deployments, DaemonSets, Jobs and Pods
+    /// become ready `ready_delay` after they change.
+    Sim { ready_delay: Duration },
+    /// A real cluster through kube-rs. `None` = in-cluster config, else the default kubeconfig.
+    Kube { kubeconfig: Option<PathBuf> },
+}
+
+impl ApplierConfig {
+    /// Whether this is the simulated cluster.
+    pub fn is_simulated(&self) -> bool {
+        matches!(self, ApplierConfig::Sim { .. })
+    }
+}
+
+/// Everything the agent needs. Build with [`AgentConfig::new`], then set fields.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    /// Managed cluster name (`[a-z0-9-]+`), also the MQTT consumer name.
+    pub cluster_name: String,
+    /// `mqtt://host:port`.
+    pub broker_url: String,
+    /// Directory of the agent's redb file.
+    pub data_dir: PathBuf,
+    /// Source id of the hub (topic `sources/<source_id>/...`).
+    pub source_id: String,
+    /// Kube or Sim.
+    pub applier: ApplierConfig,
+    /// Labels sent with the join request.
+    pub labels: BTreeMap<String, String>,
+    /// Cluster claims sent with the join request and the cluster status.
+    pub claims: BTreeMap<String, String>,
+    /// Lease duration announced to the hub (renewed every third of it).
+    pub lease_duration_seconds: i32,
+    /// MQTT keepalive (at least 5 s); the broker publishes the will after 1.5x this without traffic.
+    pub keepalive: Duration,
+    /// How often every held bundle is reconciled against the cluster (drift correction), online or not.
+    pub reconcile_interval: Duration,
+    /// How often the API server's health is checked (a change is reported at once).
+    pub health_interval: Duration,
+    /// Field manager for server-side apply when a bundle does not name one.
+    pub field_manager: String,
+    /// First reconnect delay; doubles up to `reconnect_max`, with jitter.
+    pub reconnect_min: Duration,
+    /// Longest reconnect delay.
+    pub reconnect_max: Duration,
+}
+
+impl AgentConfig {
+    /// A config with the defaults: source `ocm-edge`, sim applier with a 2 s ready delay, lease 60 s,
+    /// keepalive 10 s, reconcile every 10 s, field manager `ocm-edge-agent`.
+    pub fn new(
+        cluster_name: impl Into<String>,
+        broker_url: impl Into<String>,
+        data_dir: impl Into<PathBuf>,
+    ) -> Self {
+        AgentConfig {
+            cluster_name: cluster_name.into(),
+            broker_url: broker_url.into(),
+            data_dir: data_dir.into(),
+            source_id: DEFAULT_SOURCE_ID.to_owned(),
+            applier: ApplierConfig::Sim {
+                ready_delay: Duration::from_secs(2),
+            },
+            labels: BTreeMap::new(),
+            claims: BTreeMap::new(),
+            lease_duration_seconds: DEFAULT_LEASE_DURATION_SECONDS,
+            keepalive: Duration::from_secs(10),
+            reconcile_interval: Duration::from_secs(10),
+            health_interval: Duration::from_secs(5),
+            field_manager: DEFAULT_FIELD_MANAGER.to_owned(),
+            reconnect_min: Duration::from_millis(500),
+            reconnect_max: Duration::from_secs(30),
+        }
+    }
+
+    /// Checks every field.
+    ///
+    /// # Errors
+    /// [`ConfigError`] naming the field and what to do.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if !is_valid_name(&self.cluster_name) {
+            return Err(ConfigError::BadName {
+                what: "cluster name",
+                value: self.cluster_name.clone(),
+            });
+        }
+        if !is_valid_name(&self.source_id) {
+            return Err(ConfigError::BadName {
+                what: "source id",
+                value: self.source_id.clone(),
+            });
+        }
+        self.broker_address()?;
+        if self.lease_duration_seconds < MIN_LEASE_DURATION_SECONDS {
+            return Err(ConfigError::LeaseTooShort(self.lease_duration_seconds));
+        }
+        if self.keepalive < MIN_KEEPALIVE {
+            return Err(ConfigError::KeepaliveTooShort(self.keepalive));
+        }
+        if self.reconcile_interval.is_zero() || self.health_interval.is_zero() {
+            return Err(ConfigError::ZeroInterval);
+        }
+        if self.field_manager.is_empty() {
+            return Err(ConfigError::EmptyFieldManager);
+        }
+        if self.data_dir.as_os_str().is_empty() {
+            return Err(ConfigError::EmptyDataDir);
+        }
+        Ok(())
+    }
+
+    /// Host and port of `broker_url` (`mqtt://host:port`, port 1883 when omitted).
+    ///
+    /// # Errors
+    /// [`ConfigError::BadBrokerUrl`].
+    pub fn broker_address(&self) -> Result<(String, u16), ConfigError> {
+        let bad = |reason: &str| ConfigError::BadBrokerUrl {
+            url: self.broker_url.clone(),
+            reason: reason.to_owned(),
+        };
+        let rest = self
+            .broker_url
+            .strip_prefix("mqtt://")
+            .or_else(|| self.broker_url.strip_prefix("tcp://"))
+            .ok_or_else(|| bad("expected mqtt://host:port"))?;
+        let rest = rest.trim_end_matches('/');
+        let (host, port) = match rest.rsplit_once(':') {
+            Some((h, p)) => (
+                h,
+                p.parse::<u16>()
+                    .map_err(|_| bad("the port is not a number 0-65535"))?,
+            ),
+            None => (rest, 1883),
+        };
+        if host.is_empty() {
+            return Err(bad("the host is empty"));
+        }
+        Ok((host.to_owned(), port))
+    }
+
+    /// `<cluster>-work-agent`, the ce-source of status events (as the OCM work agent).
+    pub fn agent_id(&self) -> String {
+        format!("{}-work-agent", self.cluster_name)
+    }
+}
+
+/// A bad configuration value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error(
+        "{what} {value:?} is not valid: use lowercase letters, digits and '-' only ([a-z0-9-]+)"
+    )]
+    BadName { what: &'static str, value: String },
+    #[error("broker URL {url:?} is not valid: {reason}")]
+    BadBrokerUrl { url: String, reason: String },
+    #[error("lease duration {0} s is too short: use at least {MIN_LEASE_DURATION_SECONDS} s")]
+    LeaseTooShort(i32),
+    #[error("keepalive {0:?} is too short: use at least 5 s (rumqttc's minimum)")]
+    KeepaliveTooShort(Duration),
+    #[error("reconcile and health intervals must be more than zero")]
+    ZeroInterval,
+    #[error("field manager must not be empty")]
+    EmptyFieldManager,
+    #[error("data dir must not be empty")]
+    EmptyDataDir,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_follow_ocm() {
+        let c = AgentConfig::new("edge-1", "mqtt://127.0.0.1:1883", "/tmp/x");
+        c.validate().unwrap();
+        assert_eq!(c.source_id, "ocm-edge");
+        assert_eq!(c.lease_duration_seconds, 60);
+        assert_eq!(c.keepalive, Duration::from_secs(10));
+        assert_eq!(c.field_manager, "ocm-edge-agent");
+        assert_eq!(c.agent_id(), "edge-1-work-agent");
+    }
+
+    #[test]
+    fn a_lease_shorter_than_five_seconds_is_refused_with_the_minimum_in_the_message() {
+        let mut c = AgentConfig::new("edge-1", "mqtt://h:1", "/tmp/x");
+        c.lease_duration_seconds = 4;
+        let e = c.validate().unwrap_err();
+        assert!(e.to_string().contains("at least 5"), "{e}");
+        c.lease_duration_seconds = 5;
+        c.validate().unwrap();
+    }
+
+    #[test]
+    fn bad_names_and_urls_are_refused_clearly() {
+        let c = AgentConfig::new("Edge_1", "mqtt://h:1", "/tmp/x");
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("cluster name")
+        );
+        let c = AgentConfig::new("edge-1", "http://h:1", "/tmp/x");
+        assert!(c.validate().unwrap_err().to_string().contains("mqtt://"));
+        let c = AgentConfig::new("edge-1", "mqtt://h:port", "/tmp/x");
+        assert!(c.validate().unwrap_err().to_string().contains("port"));
+        let c = AgentConfig::new("edge-1", "mqtt://broker", "/tmp/x");
+        assert_eq!(c.broker_address().unwrap(), ("broker".to_owned(), 1883));
+    }
+}

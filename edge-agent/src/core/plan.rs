@@ -1,0 +1,187 @@
+//! The apply plan: desired bundle + applied inventory → ordered actions. Pure.
+//!
+//! Namespaces are applied first, then CustomResourceDefinitions, then everything else in manifest
+//! order, so objects find what they need. Objects the agent applied earlier that are no longer in
+//! the bundle are removed (like OCM's AppliedManifestWork), honouring the bundle's deleteOption;
+//! removals run in the reverse order (namespaces last).
+
+use ocm_edge_schemas::api::work::{
+    DeleteOption, ManifestBundle, ManifestConfigOption, PropagationPolicy, UpdateStrategyType,
+};
+use serde_json::Value;
+
+use super::resource::{ManifestError, ResourceRef};
+
+/// How one object is written to the cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApplyStrategy {
+    /// Create, or update the whole object when it differs (OCM's default).
+    Update,
+    /// Create when missing, never change it afterwards.
+    CreateOnly,
+    /// Server-side apply with a field manager; `force` takes conflicting fields.
+    ServerSideApply { force: bool, field_manager: String },
+    /// Only read it (it must exist), for status feedback.
+    ReadOnly,
+}
+
+/// Deletion propagation sent to the API server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeletePropagation {
+    Foreground,
+    Background,
+}
+
+/// One object to apply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApplyAction {
+    pub ordinal: usize,
+    pub resource: ResourceRef,
+    pub manifest: Value,
+    pub strategy: ApplyStrategy,
+}
+
+/// What happens to an object leaving the cluster's desired state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RemoveAction {
+    /// Delete it with this propagation.
+    Delete {
+        resource: ResourceRef,
+        propagation: DeletePropagation,
+    },
+    /// Leave it on the cluster and stop tracking it.
+    Orphan { resource: ResourceRef },
+}
+
+impl RemoveAction {
+    /// The object concerned.
+    pub fn resource(&self) -> &ResourceRef {
+        match self {
+            RemoveAction::Delete { resource, .. } | RemoveAction::Orphan { resource } => resource,
+        }
+    }
+}
+
+/// The plan for one bundle.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Plan {
+    /// In apply order.
+    pub applies: Vec<ApplyAction>,
+    /// Objects dropped from the bundle, in removal order.
+    pub removals: Vec<RemoveAction>,
+    /// Manifests that cannot be applied as written (reported as not applied).
+    pub invalid: Vec<(usize, ManifestError)>,
+}
+
+/// Plans applying `bundle` on a cluster where `applied` (the inventory) was applied before.
+pub fn plan_apply(
+    bundle: &ManifestBundle,
+    applied: &[ResourceRef],
+    default_field_manager: &str,
+) -> Plan {
+    let mut plan = Plan::default();
+    for (ordinal, manifest) in bundle.manifests.iter().enumerate() {
+        match ResourceRef::from_manifest(manifest, ordinal) {
+            Ok(resource) => {
+                let strategy =
+                    strategy_for(&resource, &bundle.manifest_configs, default_field_manager);
+                plan.applies.push(ApplyAction {
+                    ordinal,
+                    resource,
+                    manifest: manifest.0.clone(),
+                    strategy,
+                });
+            }
+            Err(e) => plan.invalid.push((ordinal, e)),
+        }
+    }
+    plan.applies
+        .sort_by_key(|a| (apply_rank(&a.resource), a.ordinal));
+    let stale: Vec<ResourceRef> = applied
+        .iter()
+        .filter(|old| !plan.applies.iter().any(|a| same_object(&a.resource, old)))
+        .cloned()
+        .collect();
+    plan.removals = plan_removal(bundle.delete_option.as_ref(), &stale);
+    plan
+}
+
+/// Plans removing `applied` when the whole bundle is deleted, per its deleteOption.
+pub fn plan_delete(bundle: &ManifestBundle, applied: &[ResourceRef]) -> Vec<RemoveAction> {
+    plan_removal(bundle.delete_option.as_ref(), applied)
+}
+
+fn plan_removal(option: Option<&DeleteOption>, objects: &[ResourceRef]) -> Vec<RemoveAction> {
+    let policy = option.map(|o| o.propagation_policy).unwrap_or_default();
+    let mut ordered: Vec<(usize, &ResourceRef)> = objects.iter().enumerate().collect();
+    // Reverse of the apply order: dependants first, namespaces last.
+    ordered.sort_by_key(|(i, r)| (std::cmp::Reverse(apply_rank(r)), std::cmp::Reverse(*i)));
+    ordered
+        .into_iter()
+        .map(|(_, resource)| {
+            let orphan = match policy {
+                PropagationPolicy::Foreground => false,
+                PropagationPolicy::Orphan => true,
+                PropagationPolicy::SelectivelyOrphan => option
+                    .and_then(|o| o.selectively_orphans.as_ref())
+                    .is_some_and(|s| s.orphaning_rules.iter().any(|rule| resource.matches(rule))),
+            };
+            if orphan {
+                RemoveAction::Orphan {
+                    resource: resource.clone(),
+                }
+            } else {
+                RemoveAction::Delete {
+                    resource: resource.clone(),
+                    propagation: DeletePropagation::Foreground,
+                }
+            }
+        })
+        .collect()
+}
+
+/// The strategy manifestConfigs give `resource` (Update when none matches).
+pub fn strategy_for(
+    resource: &ResourceRef,
+    configs: &[ManifestConfigOption],
+    default_field_manager: &str,
+) -> ApplyStrategy {
+    let Some(strategy) = configs
+        .iter()
+        .find(|c| resource.matches(&c.resource_identifier))
+        .and_then(|c| c.update_strategy.as_ref())
+    else {
+        return ApplyStrategy::Update;
+    };
+    match strategy.type_ {
+        UpdateStrategyType::Update => ApplyStrategy::Update,
+        UpdateStrategyType::CreateOnly => ApplyStrategy::CreateOnly,
+        UpdateStrategyType::ReadOnly => ApplyStrategy::ReadOnly,
+        UpdateStrategyType::ServerSideApply => {
+            let ssa = strategy.server_side_apply.clone().unwrap_or_default();
+            ApplyStrategy::ServerSideApply {
+                force: ssa.force,
+                field_manager: if ssa.field_manager.is_empty() {
+                    default_field_manager.to_owned()
+                } else {
+                    ssa.field_manager
+                },
+            }
+        }
+    }
+}
+
+/// The same object regardless of the API version it was written in.
+pub fn same_object(a: &ResourceRef, b: &ResourceRef) -> bool {
+    a.group == b.group && a.kind == b.kind && a.namespace == b.namespace && a.name == b.name
+}
+
+fn apply_rank(r: &ResourceRef) -> u8 {
+    if r.is_namespace() {
+        0
+    } else if r.is_crd() {
+        1
+    } else {
+        2
+    }
+}

@@ -1,0 +1,396 @@
+//! Work and manifest status from what the applier observed. Pure: `now` is an argument, and the
+//! previous status is passed in so lastTransitionTime only moves when a status changes.
+//!
+//! Per manifest: Applied, Available, StatusFeedbackSynced (when feedback is asked for).
+//! Per work: Applied, Available, Progressing, Degraded, all with observedGeneration.
+
+use ocm_edge_schemas::api::meta::{Condition, ConditionStatus, Time, set_condition};
+use ocm_edge_schemas::api::work::{
+    FeedbackType, FeedbackValue, FieldValue, MANIFEST_STATUS_FEEDBACK_SYNCED, ManifestBundle,
+    ManifestCondition, ManifestResourceStatus, ManifestWorkStatus, REASON_MANIFESTS_DELETED,
+    ResourceMeta, StatusFeedbackResult, WORK_APPLIED, WORK_AVAILABLE, WORK_DEGRADED, WORK_DELETED,
+    WORK_PROGRESSING,
+};
+use serde_json::Value;
+
+use super::resource::ResourceRef;
+
+/// Largest jsonRaw value OCM accepts.
+pub const MAX_JSON_RAW_BYTES: usize = 1024;
+
+/// What happened to one manifest in this reconcile.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ManifestOutcome {
+    pub ordinal: usize,
+    /// `None` when the manifest could not even be read.
+    pub resource: Option<ResourceRef>,
+    /// The object as observed on the cluster after applying, or why applying failed.
+    pub result: Result<Value, String>,
+}
+
+/// Inputs of [`work_status`] that are not per manifest.
+#[derive(Debug, Clone, Copy)]
+pub struct StatusContext<'a> {
+    pub generation: i64,
+    pub previous: Option<&'a ManifestWorkStatus>,
+    pub simulated: bool,
+    pub now: Time,
+}
+
+/// The status of a work after a reconcile.
+pub fn work_status(
+    bundle: &ManifestBundle,
+    outcomes: &[ManifestOutcome],
+    ctx: StatusContext<'_>,
+) -> ManifestWorkStatus {
+    let mut manifests = Vec::with_capacity(outcomes.len());
+    let mut sorted: Vec<&ManifestOutcome> = outcomes.iter().collect();
+    sorted.sort_by_key(|o| o.ordinal);
+    let mut applied_count = 0usize;
+    let mut available_count = 0usize;
+    let mut progressing = false;
+    let sim_note = if ctx.simulated {
+        " (simulated cluster)"
+    } else {
+        ""
+    };
+    for outcome in &sorted {
+        let meta = match &outcome.resource {
+            Some(r) => r.resource_meta(outcome.ordinal),
+            None => ResourceMeta {
+                ordinal: i32::try_from(outcome.ordinal).unwrap_or(i32::MAX),
+                ..ResourceMeta::default()
+            },
+        };
+        let mut conditions = ctx
+            .previous
+            .and_then(|p| {
+                p.resource_status
+                    .manifests
+                    .iter()
+                    .find(|m| m.resource_meta == meta)
+            })
+            .map(|m| m.conditions.clone())
+            .unwrap_or_default();
+        let mut feedback = StatusFeedbackResult::default();
+        match &outcome.result {
+            Ok(observed) => {
+                applied_count += 1;
+                available_count += 1;
+                set_condition(
+                    &mut conditions,
+                    cond(
+                        WORK_APPLIED,
+                        true,
+                        "AppliedManifestComplete",
+                        "Apply manifest complete",
+                    ),
+                    ctx.now,
+                );
+                set_condition(
+                    &mut conditions,
+                    cond(
+                        WORK_AVAILABLE,
+                        true,
+                        "ResourceAvailable",
+                        &format!("Resource is available{sim_note}"),
+                    ),
+                    ctx.now,
+                );
+                if let Some(r) = &outcome.resource {
+                    if workload_ready(&r.kind, observed) == Some(false) {
+                        progressing = true;
+                    }
+                    let wanted = feedback_wanted(bundle, r);
+                    if wanted {
+                        let (values, missing) = feedback_values(bundle, r, observed);
+                        feedback.values = values;
+                        let synced = if missing.is_empty() {
+                            cond(
+                                MANIFEST_STATUS_FEEDBACK_SYNCED,
+                                true,
+                                "StatusFeedbackSynced",
+                                "",
+                            )
+                        } else {
+                            cond(
+                                MANIFEST_STATUS_FEEDBACK_SYNCED,
+                                false,
+                                "StatusFeedbackSyncFailed",
+                                &format!("no value at {}", missing.join(", ")),
+                            )
+                        };
+                        set_condition(&mut conditions, synced, ctx.now);
+                    }
+                }
+            }
+            Err(message) => {
+                set_condition(
+                    &mut conditions,
+                    cond(WORK_APPLIED, false, "AppliedManifestFailed", message),
+                    ctx.now,
+                );
+                set_condition(
+                    &mut conditions,
+                    Condition::new(
+                        WORK_AVAILABLE,
+                        ConditionStatus::Unknown,
+                        "ResourceNotAvailable",
+                        "Resource was not applied",
+                    ),
+                    ctx.now,
+                );
+            }
+        }
+        manifests.push(ManifestCondition {
+            resource_meta: meta,
+            status_feedback: feedback,
+            conditions,
+        });
+    }
+
+    let total = sorted.len();
+    let mut conditions = ctx
+        .previous
+        .map(|p| p.conditions.clone())
+        .unwrap_or_default();
+    conditions.retain(|c| c.type_ != WORK_DELETED);
+    let generation = ctx.generation;
+    let all_applied = applied_count == total;
+    let applied = if all_applied {
+        cond(
+            WORK_APPLIED,
+            true,
+            "AppliedManifestWorkComplete",
+            "Apply manifest work complete",
+        )
+    } else {
+        cond(
+            WORK_APPLIED,
+            false,
+            "AppliedManifestWorkFailed",
+            &format!(
+                "Failed to apply manifest work: {} of {total} manifests not applied",
+                total - applied_count
+            ),
+        )
+    };
+    let available = if available_count == total {
+        cond(
+            WORK_AVAILABLE,
+            true,
+            "ResourcesAvailable",
+            &format!("All resources are available{sim_note}"),
+        )
+    } else {
+        cond(
+            WORK_AVAILABLE,
+            false,
+            "ResourcesNotAvailable",
+            &format!(
+                "{} of {total} resources are not available",
+                total - available_count
+            ),
+        )
+    };
+    let progressing_cond = if progressing {
+        cond(
+            WORK_PROGRESSING,
+            true,
+            "WorkloadsProgressing",
+            "Some workloads are not ready yet",
+        )
+    } else {
+        cond(
+            WORK_PROGRESSING,
+            false,
+            "AllWorkloadsReady",
+            "All workloads are ready",
+        )
+    };
+    let degraded = if all_applied {
+        cond(WORK_DEGRADED, false, "AsExpected", "")
+    } else {
+        cond(
+            WORK_DEGRADED,
+            true,
+            "ApplyFailed",
+            "Some manifests could not be applied",
+        )
+    };
+    for c in [applied, available, progressing_cond, degraded] {
+        set_condition(
+            &mut conditions,
+            c.with_observed_generation(generation),
+            ctx.now,
+        );
+    }
+    ManifestWorkStatus {
+        conditions,
+        resource_status: ManifestResourceStatus { manifests },
+    }
+}
+
+/// The last status of a deleted bundle: the previous one plus `Deleted`.
+pub fn deleted_status(
+    previous: Option<&ManifestWorkStatus>,
+    generation: i64,
+    now: Time,
+) -> ManifestWorkStatus {
+    let mut status = previous.cloned().unwrap_or_default();
+    set_condition(
+        &mut status.conditions,
+        Condition::new(
+            WORK_DELETED,
+            ConditionStatus::True,
+            REASON_MANIFESTS_DELETED,
+            "",
+        )
+        .with_observed_generation(generation),
+        now,
+    );
+    status
+}
+
+fn cond(type_: &str, ok: bool, reason: &str, message: &str) -> Condition {
+    Condition::new(type_, ConditionStatus::from_bool(ok), reason, message)
+}
+
+/// Whether a workload is ready: `Some` for Deployments, DaemonSets, Jobs and Pods, `None` otherwise.
+pub fn workload_ready(kind: &str, obj: &Value) -> Option<bool> {
+    let int = |p: &str| obj.pointer(p).and_then(Value::as_i64);
+    match kind {
+        "Deployment" => {
+            let want = int("/spec/replicas").unwrap_or(1);
+            Some(int("/status/readyReplicas").unwrap_or(0) >= want)
+        }
+        "DaemonSet" => {
+            let desired = int("/status/desiredNumberScheduled");
+            Some(desired.is_some_and(|d| int("/status/numberReady").unwrap_or(0) >= d))
+        }
+        "Job" => Some(condition_status(obj, "Complete") == Some("True")),
+        "Pod" => Some(condition_status(obj, "Ready") == Some("True")),
+        _ => None,
+    }
+}
+
+fn condition_status<'a>(obj: &'a Value, type_: &str) -> Option<&'a str> {
+    obj.pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some(type_))?
+        .get("status")?
+        .as_str()
+}
+
+fn feedback_wanted(bundle: &ManifestBundle, r: &ResourceRef) -> bool {
+    bundle
+        .manifest_configs
+        .iter()
+        .any(|c| r.matches(&c.resource_identifier) && !c.feedback_rules.is_empty())
+}
+
+/// Feedback values for `r` from its manifestConfigs, and the paths that had no value.
+pub fn feedback_values(
+    bundle: &ManifestBundle,
+    r: &ResourceRef,
+    obj: &Value,
+) -> (Vec<FeedbackValue>, Vec<String>) {
+    let mut values = Vec::new();
+    let mut missing = Vec::new();
+    for config in bundle
+        .manifest_configs
+        .iter()
+        .filter(|c| r.matches(&c.resource_identifier))
+    {
+        for rule in &config.feedback_rules {
+            match rule.type_ {
+                FeedbackType::WellKnownStatus => values.extend(well_known_status(&r.kind, obj)),
+                FeedbackType::JsonPaths => {
+                    for path in &rule.json_paths {
+                        match json_path(obj, &path.path).and_then(field_value) {
+                            Some(v) => values.push(FeedbackValue {
+                                name: path.name.clone(),
+                                field_value: v,
+                            }),
+                            None => missing.push(path.path.clone()),
+                        }
+                    }
+                }
+            }
+        }
+    }
+    (values, missing)
+}
+
+/// OCM's WellKnownStatus values of `kind`; values absent from the object are skipped, as OCM does.
+pub fn well_known_status(kind: &str, obj: &Value) -> Vec<FeedbackValue> {
+    let int = |name: &str, path: &str| {
+        obj.pointer(path)
+            .and_then(Value::as_i64)
+            .map(|i| FeedbackValue {
+                name: name.to_owned(),
+                field_value: FieldValue::integer(i),
+            })
+    };
+    let string = |name: &str, value: Option<&str>| {
+        value.map(|s| FeedbackValue {
+            name: name.to_owned(),
+            field_value: FieldValue::string(s),
+        })
+    };
+    let found = match kind {
+        "Deployment" => vec![
+            int("ReadyReplicas", "/status/readyReplicas"),
+            int("Replicas", "/status/replicas"),
+            int("AvailableReplicas", "/status/availableReplicas"),
+        ],
+        "DaemonSet" => vec![
+            int("NumberReady", "/status/numberReady"),
+            int("DesiredNumberScheduled", "/status/desiredNumberScheduled"),
+            int("NumberAvailable", "/status/numberAvailable"),
+        ],
+        "Job" => vec![
+            string("JobComplete", condition_status(obj, "Complete")),
+            int("JobSucceeded", "/status/succeeded"),
+        ],
+        "Pod" => vec![
+            string("PodReady", condition_status(obj, "Ready")),
+            string(
+                "PodPhase",
+                obj.pointer("/status/phase").and_then(Value::as_str),
+            ),
+        ],
+        _ => vec![],
+    };
+    found.into_iter().flatten().collect()
+}
+
+/// The value at a simple JSON path such as `.status.readyReplicas` (dot-separated fields; `.` alone
+/// is the whole object).
+pub fn json_path<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
+    let trimmed = path.trim().trim_start_matches('{').trim_end_matches('}');
+    let mut current = obj;
+    for field in trimmed.split('.').filter(|f| !f.is_empty()) {
+        current = current.get(field)?;
+    }
+    Some(current)
+}
+
+/// A JSON value as a feedback value: integers, strings and booleans as themselves, objects and
+/// lists as jsonRaw (at most 1 KiB), null as nothing.
+pub fn field_value(v: &Value) -> Option<FieldValue> {
+    match v {
+        Value::Null => None,
+        Value::Bool(b) => Some(FieldValue::boolean(*b)),
+        Value::Number(n) => n
+            .as_i64()
+            .map(FieldValue::integer)
+            .or_else(|| Some(FieldValue::string(n.to_string()))),
+        Value::String(s) => Some(FieldValue::string(s.clone())),
+        Value::Array(_) | Value::Object(_) => {
+            let raw = v.to_string();
+            (raw.len() <= MAX_JSON_RAW_BYTES).then(|| FieldValue::json_raw(raw))
+        }
+    }
+}
