@@ -1,8 +1,35 @@
-//! `ocm-edge demo`.
+//! `ocm-edge demo`: the whole loop in one process, in about a minute, with simulated clusters.
+//!
+//! 1. An embedded broker on a free port, the hub on it (data in a temporary directory) and three
+//!    agents with the sim applier (simulated clusters: no Kubernetes runs).
+//! 2. The clusters ask to join; the demo accepts them through the admin API, as an operator would.
+//! 3. A sample work (Namespace, ConfigMap, nginx Deployment with status feedback) goes to all three;
+//!    the status table is printed as it converges.
+//! 4. The hub is stopped. The agents keep reconciling from their own store: drift injected into
+//!    two simulated clusters is corrected with no hub.
+//! 5. The hub restarts on the same data dir, recovers its state, and an update (3 replicas) rolls
+//!    out to every cluster; the final table is printed.
+//!
+//! Every wait is bounded by [`DemoOptions::converge_timeout`]; a fleet that does not converge makes
+//! the demo fail with the last table it saw.
 
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::Path;
 use std::time::Duration;
 
+use ocm_edge_agent::{AgentConfig, AgentHandle, ApplierConfig, SimControl, start_agent};
+use ocm_edge_schemas::api::meta::{ConditionStatus, find_condition};
+use ocm_edge_schemas::api::work::{ManifestConfigOption, WORK_APPLIED, WORK_AVAILABLE};
+use serde_json::{Value, json};
 use thiserror::Error;
+use tokio::time::Instant;
+
+use crate::admin::client::{AdminClient, AdminError, NewWork};
+use crate::admin::messages::{ClusterState, ClusterView, WorkView};
+use crate::cli::output::{clusters_table, works_table};
+use crate::config::{BrokerConfig, HubConfig};
 
 /// Demo settings.
 #[derive(Debug, Clone)]
@@ -13,6 +40,8 @@ pub struct DemoOptions {
     pub hub_downtime: Duration,
     /// Number of simulated clusters.
     pub clusters: usize,
+    /// How often the status table is refreshed.
+    pub refresh: Duration,
 }
 
 impl Default for DemoOptions {
@@ -21,6 +50,7 @@ impl Default for DemoOptions {
             converge_timeout: Duration::from_secs(90),
             hub_downtime: Duration::from_secs(6),
             clusters: 3,
+            refresh: Duration::from_secs(2),
         }
     }
 }
@@ -28,16 +58,570 @@ impl Default for DemoOptions {
 /// Why the demo failed.
 #[derive(Debug, Error)]
 pub enum DemoError {
-    /// Not available yet.
-    #[error("the demo is not available yet")]
-    NotReady,
+    /// The temporary directory could not be made.
+    #[error("cannot create the demo's temporary directory: {0}")]
+    TempDir(std::io::Error),
+    /// The embedded broker did not start.
+    #[error("cannot start the embedded MQTT broker: {0}")]
+    Broker(String),
+    /// The hub did not start.
+    #[error("cannot start the hub: {0}")]
+    Hub(String),
+    /// An agent did not start.
+    #[error("cannot start the agent of {cluster}: {reason}")]
+    Agent {
+        /// Which.
+        cluster: String,
+        /// Why.
+        reason: String,
+    },
+    /// The admin API failed.
+    #[error("admin API: {0}")]
+    Admin(#[from] AdminError),
+    /// Something did not happen in time.
+    #[error(
+        "{what} did not happen within {} s; last state seen:\n{last}",
+        waited.as_secs()
+    )]
+    NotConverged {
+        /// What was waited for.
+        what: String,
+        /// How long.
+        waited: Duration,
+        /// The last table printed.
+        last: String,
+    },
+    /// Writing to the terminal failed.
+    #[error("cannot write the demo's output: {0}")]
+    Output(#[from] std::io::Error),
 }
 
-/// Runs the demo.
+/// Name of the sample work.
+pub const DEMO_WORK: &str = "demo-web";
+const DEMO_NAMESPACE: &str = "demo";
+
+/// Runs the demo, writing its story to `out`.
 ///
 /// # Errors
-/// See [`DemoError`].
-pub async fn run(options: DemoOptions, out: &mut impl std::io::Write) -> Result<(), DemoError> {
-    let _ = (options, out);
-    Err(DemoError::NotReady)
+/// See [`DemoError`]; the demo cleans up (agents and hub stopped) before returning.
+pub async fn run(options: DemoOptions, out: &mut impl Write) -> Result<(), DemoError> {
+    crate::admin::client::install_crypto_provider();
+    let started = Instant::now();
+    let dir = tempfile::Builder::new()
+        .prefix("ocm-edge-demo-")
+        .tempdir()
+        .map_err(DemoError::TempDir)?;
+    writeln!(
+        out,
+        "ocm-edge demo: one embedded MQTT broker, the hub, and {} SIMULATED clusters (the sim \
+         applier keeps objects in the agent's own store; no Kubernetes runs, Deployments become \
+         ready after a delay).\nData: {}\n",
+        options.clusters,
+        dir.path().display()
+    )?;
+
+    let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
+    let broker = tokio::task::spawn_blocking(move || crate::broker::start_embedded(listen))
+        .await
+        .map_err(|e| DemoError::Broker(e.to_string()))?
+        .map_err(|e| DemoError::Broker(e.to_string()))?;
+    let url = broker.url();
+    writeln!(out, "[{}] broker listening on {url}", elapsed(started))?;
+
+    let hub_dir = dir.path().join("hub");
+    let mut hub = Some(start_demo_hub(&hub_dir, &url).await?);
+    writeln!(
+        out,
+        "[{}] hub started (source id ocm-edge)",
+        elapsed(started)
+    )?;
+
+    let mut agents = Vec::new();
+    let result = async {
+        for i in 1..=options.clusters {
+            let agent = start_demo_agent(i, &url, dir.path()).await?;
+            agents.push(agent);
+        }
+        writeln!(
+            out,
+            "[{}] {} simulated agents started: {}",
+            elapsed(started),
+            agents.len(),
+            agents
+                .iter()
+                .map(|a| a.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )?;
+        let client = AdminClient::connect(&url, crate::config::DEFAULT_SOURCE_ID).await?;
+        story(
+            &options, out, started, &client, &mut hub, &hub_dir, &url, &agents,
+        )
+        .await?;
+        client.disconnect().await;
+        Ok::<(), DemoError>(())
+    }
+    .await;
+
+    for agent in agents {
+        let _ = agent.handle.shutdown().await;
+    }
+    if let Some(hub) = hub {
+        hub.shutdown().await;
+    }
+    result?;
+    writeln!(
+        out,
+        "\nDemo finished in {} s: every simulated cluster Applied and Available, drift corrected \
+         while the hub was down, state recovered after the hub restart.",
+        started.elapsed().as_secs()
+    )?;
+    Ok(())
+}
+
+struct DemoAgent {
+    name: String,
+    handle: AgentHandle,
+    sim: SimControl,
+}
+
+#[allow(clippy::too_many_arguments)] // one linear story; a struct would only rename the locals
+async fn story(
+    options: &DemoOptions,
+    out: &mut impl Write,
+    started: Instant,
+    client: &AdminClient,
+    hub: &mut Option<hub_shim::HubHandle>,
+    hub_dir: &Path,
+    url: &str,
+    agents: &[DemoAgent],
+) -> Result<(), DemoError> {
+    let names: Vec<String> = agents.iter().map(|a| a.name.clone()).collect();
+    let mut waiter = Waiter::new(options, started);
+
+    // Registration.
+    let clusters = waiter
+        .until(out, "every cluster asking to join", || async {
+            let clusters = client.list_clusters().await?;
+            let all_there = names.iter().all(|n| clusters.iter().any(|c| &c.name == n));
+            Ok((
+                all_there,
+                clusters_table(&clusters, chrono::Utc::now()),
+                clusters,
+            ))
+        })
+        .await?;
+    writeln!(out, "{}", clusters_table(&clusters, chrono::Utc::now()))?;
+    for name in &names {
+        client.accept_cluster(name).await?;
+        writeln!(
+            out,
+            "[{}] $ ocm-edge cluster accept {name}",
+            elapsed(started)
+        )?;
+    }
+    let clusters = waiter
+        .until(out, "every cluster Accepted and Available", || async {
+            let clusters = client.list_clusters().await?;
+            let ok = names.iter().all(|n| {
+                clusters
+                    .iter()
+                    .any(|c| &c.name == n && c.state == ClusterState::Accepted && is_available(c))
+            });
+            Ok((ok, clusters_table(&clusters, chrono::Utc::now()), clusters))
+        })
+        .await?;
+    writeln!(out, "{}", clusters_table(&clusters, chrono::Utc::now()))?;
+
+    // Deploy.
+    let written = client
+        .create_work(sample_work(names.clone(), 2, false))
+        .await?;
+    writeln!(
+        out,
+        "\n[{}] $ ocm-edge work create {DEMO_WORK} -f demo/ --clusters {}  ({} works created: \
+         Namespace {DEMO_NAMESPACE}, ConfigMap web-config, Deployment web with 2 nginx replicas)",
+        elapsed(started),
+        names.join(","),
+        written.len()
+    )?;
+    waiter
+        .converge(
+            out,
+            client,
+            &names,
+            1,
+            2,
+            "the work to become Available everywhere",
+        )
+        .await?;
+
+    // Hub down; agents keep working.
+    if let Some(h) = hub.take() {
+        h.shutdown().await;
+    }
+    let down_at = Instant::now();
+    writeln!(
+        out,
+        "\n[{}] hub STOPPED. The agents keep reconciling from their local store; injecting drift:",
+        elapsed(started)
+    )?;
+    if let Some(a) = agents.get(1) {
+        a.sim.delete("ConfigMap", DEMO_NAMESPACE, "web-config");
+        writeln!(
+            out,
+            "  {}: ConfigMap {DEMO_NAMESPACE}/web-config deleted behind the agent's back",
+            a.name
+        )?;
+    }
+    if let Some(a) = agents.get(2) {
+        a.sim.modify("Deployment", DEMO_NAMESPACE, "web", |d| {
+            d["spec"]["replicas"] = json!(5);
+        });
+        writeln!(
+            out,
+            "  {}: Deployment {DEMO_NAMESPACE}/web scaled to 5 by hand",
+            a.name
+        )?;
+    }
+    waiter
+        .until(
+            out,
+            "the agents to correct the drift without the hub",
+            || async {
+                let restored = agents.get(1).is_none_or(|a| {
+                    a.sim
+                        .get("ConfigMap", DEMO_NAMESPACE, "web-config")
+                        .is_some()
+                });
+                let rescaled = agents.get(2).is_none_or(|a| {
+                    a.sim
+                        .get("Deployment", DEMO_NAMESPACE, "web")
+                        .and_then(|d| d["spec"]["replicas"].as_i64())
+                        == Some(2)
+                });
+                let text = format!(
+                    "ConfigMap restored: {restored}; Deployment back to 2 replicas: {rescaled}"
+                );
+                Ok((restored && rescaled, text, ()))
+            },
+        )
+        .await?;
+    writeln!(
+        out,
+        "[{}] drift corrected by the agents {} s after the hub stopped (ConfigMap recreated, \
+         replicas back to 2)",
+        elapsed(started),
+        down_at.elapsed().as_secs()
+    )?;
+    // Keep the hub down for the rest of the announced downtime.
+    tokio::time::sleep_until(down_at + options.hub_downtime).await;
+
+    // Hub back on the same data dir.
+    *hub = Some(start_demo_hub(hub_dir, url).await?);
+    writeln!(
+        out,
+        "\n[{}] hub RESTARTED on the same data dir after {} s down",
+        elapsed(started),
+        down_at.elapsed().as_secs()
+    )?;
+    let works = client.list_works(None).await?;
+    writeln!(
+        out,
+        "[{}] the hub recovered {} works from its store",
+        elapsed(started),
+        works.len()
+    )?;
+    let updated = client
+        .create_work(sample_work(names.clone(), 3, true))
+        .await?;
+    let version = updated.first().map_or(2, |w| w.work.version);
+    writeln!(
+        out,
+        "[{}] $ ocm-edge work create {DEMO_WORK} -f demo/ --clusters {} --overwrite  (3 replicas, \
+         version {version})",
+        elapsed(started),
+        names.join(",")
+    )?;
+    let works = waiter
+        .converge(
+            out,
+            client,
+            &names,
+            version,
+            3,
+            "the update to roll out everywhere",
+        )
+        .await?;
+    let clusters = client.list_clusters().await?;
+    writeln!(out, "\nFinal state ({} simulated clusters):", names.len())?;
+    writeln!(out, "{}", clusters_table(&clusters, chrono::Utc::now()))?;
+    writeln!(out, "{}", works_table(&works, chrono::Utc::now()))?;
+    Ok(())
+}
+
+/// Bounded polling with a table printed whenever it changes.
+struct Waiter {
+    timeout: Duration,
+    refresh: Duration,
+    started: Instant,
+}
+
+impl Waiter {
+    fn new(options: &DemoOptions, started: Instant) -> Self {
+        Waiter {
+            timeout: options.converge_timeout,
+            refresh: options.refresh,
+            started,
+        }
+    }
+
+    /// Polls `check` (fast at first, then every `refresh`) until it reports done.
+    async fn until<T, F, Fut>(
+        &mut self,
+        out: &mut impl Write,
+        what: &str,
+        mut check: F,
+    ) -> Result<T, DemoError>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<(bool, String, T), DemoError>>,
+    {
+        writeln!(out, "[{}] waiting for {what} ...", elapsed(self.started))?;
+        let deadline = Instant::now() + self.timeout;
+        let mut last;
+        let mut poll = tokio::time::interval(Duration::from_millis(250));
+        loop {
+            poll.tick().await;
+            match check().await {
+                Ok((true, _, value)) => return Ok(value),
+                Ok((false, text, _)) => last = text,
+                // The hub may be starting; a missed answer is retried until the deadline.
+                Err(DemoError::Admin(e)) if e.is_retryable() => last = e.to_string(),
+                Err(e) => return Err(e),
+            }
+            if Instant::now() >= deadline {
+                return Err(DemoError::NotConverged {
+                    what: what.to_owned(),
+                    waited: self.timeout,
+                    last,
+                });
+            }
+        }
+    }
+
+    /// Waits until every cluster's copy of the demo work is at `version`, Applied, Available, with
+    /// `replicas` ready replicas reported as feedback; prints the table when it changes (at most
+    /// every `refresh`).
+    async fn converge(
+        &mut self,
+        out: &mut impl Write,
+        client: &AdminClient,
+        clusters: &[String],
+        version: i64,
+        replicas: i64,
+        what: &str,
+    ) -> Result<Vec<WorkView>, DemoError> {
+        writeln!(out, "[{}] waiting for {what} ...", elapsed(self.started))?;
+        let deadline = Instant::now() + self.timeout;
+        let mut shown = String::new();
+        let mut last;
+        let mut last_print = Instant::now() - self.refresh;
+        let mut poll = tokio::time::interval(Duration::from_millis(500));
+        loop {
+            poll.tick().await;
+            let works = match client.list_works(None).await {
+                Ok(w) => w,
+                Err(e) if e.is_retryable() && Instant::now() < deadline => continue,
+                Err(e) => return Err(e.into()),
+            };
+            let works: Vec<WorkView> = works.into_iter().filter(|w| w.name == DEMO_WORK).collect();
+            let done = clusters.iter().all(|c| {
+                works
+                    .iter()
+                    .any(|w| &w.cluster == c && is_converged(w, version, replicas))
+            });
+            let now = chrono::Utc::now();
+            last = works_table(&works, now);
+            // Compare without the "status at" column, which changes every second.
+            let key = works
+                .iter()
+                .map(|w| {
+                    format!(
+                        "{:?}{:?}{}",
+                        w.conditions
+                            .iter()
+                            .map(|c| (&c.type_, c.status))
+                            .collect::<Vec<_>>(),
+                        w.resource_status
+                            .iter()
+                            .map(crate::cli::output::feedback_text)
+                            .collect::<Vec<_>>(),
+                        w.version
+                    )
+                })
+                .collect::<String>();
+            if done || (key != shown && last_print.elapsed() >= self.refresh) {
+                writeln!(out, "[{}]\n{last}", elapsed(self.started))?;
+                shown = key;
+                last_print = Instant::now();
+            }
+            if done {
+                writeln!(out, "[{}] converged: {what}", elapsed(self.started))?;
+                return Ok(works);
+            }
+            if Instant::now() >= deadline {
+                return Err(DemoError::NotConverged {
+                    what: what.to_owned(),
+                    waited: self.timeout,
+                    last,
+                });
+            }
+        }
+    }
+}
+
+fn is_available(c: &ClusterView) -> bool {
+    c.available
+        .as_ref()
+        .is_some_and(|a| a.status == ConditionStatus::True)
+}
+
+/// Applied and Available at `version`, with `ReadyReplicas` = `replicas` in the feedback.
+fn is_converged(w: &WorkView, version: i64, replicas: i64) -> bool {
+    let is_true = |t: &str| {
+        find_condition(&w.conditions, t).is_some_and(|c| c.status == ConditionStatus::True)
+    };
+    let ready = w.resource_status.iter().any(|m| {
+        m.status_feedback
+            .values
+            .iter()
+            .any(|v| v.name == "ReadyReplicas" && v.field_value.integer == Some(replicas))
+    });
+    w.version == version && !w.deleting && is_true(WORK_APPLIED) && is_true(WORK_AVAILABLE) && ready
+}
+
+fn elapsed(started: Instant) -> String {
+    format!("{:>4.1}s", started.elapsed().as_secs_f64())
+}
+
+async fn start_demo_hub(data_dir: &Path, url: &str) -> Result<hub_shim::HubHandle, DemoError> {
+    let mut cfg = HubConfig::new(data_dir);
+    cfg.broker = BrokerConfig::External {
+        url: url.to_owned(),
+    };
+    hub_shim::start_hub(cfg)
+        .await
+        .map_err(|e| DemoError::Hub(e.to_string()))
+}
+
+const REGIONS: [&str; 5] = ["eu-west", "us-east", "ap-south", "sa-east", "af-south"];
+
+async fn start_demo_agent(i: usize, url: &str, dir: &Path) -> Result<DemoAgent, DemoError> {
+    let name = format!("edge-{i}");
+    let mut cfg = AgentConfig::new(name.clone(), url, dir.join("agents").join(&name));
+    cfg.applier = ApplierConfig::Sim {
+        ready_delay: Duration::from_secs(3),
+    };
+    cfg.labels = BTreeMap::from([(
+        "region".to_owned(),
+        REGIONS[(i - 1) % REGIONS.len()].to_owned(),
+    )]);
+    // Short periods so the demo shows leases and drift correction within a minute.
+    cfg.lease_duration_seconds = 10;
+    cfg.reconcile_interval = Duration::from_secs(2);
+    let agent_error = |reason: String| DemoError::Agent {
+        cluster: name.clone(),
+        reason,
+    };
+    let handle = start_agent(cfg)
+        .await
+        .map_err(|e| agent_error(e.to_string()))?;
+    let sim = handle
+        .sim()
+        .ok_or_else(|| agent_error("the agent has no simulated cluster".to_owned()))?;
+    Ok(DemoAgent { name, handle, sim })
+}
+
+/// The sample work: a Namespace, a ConfigMap and an nginx Deployment whose well-known status
+/// (ReadyReplicas, ...) is fed back to the hub.
+pub fn sample_manifests(replicas: i64) -> Vec<Value> {
+    vec![
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": DEMO_NAMESPACE}}),
+        json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "web-config", "namespace": DEMO_NAMESPACE},
+            "data": {"index.html": "<h1>Hello from ocm-edge</h1>"}
+        }),
+        json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": DEMO_NAMESPACE, "labels": {"app": "web"}},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {
+                    "metadata": {"labels": {"app": "web"}},
+                    "spec": {"containers": [{
+                        "name": "nginx", "image": "nginx:1.27",
+                        "ports": [{"containerPort": 80}],
+                        "volumeMounts": [{"name": "html", "mountPath": "/usr/share/nginx/html"}]
+                    }],
+                    "volumes": [{"name": "html", "configMap": {"name": "web-config"}}]}
+                }
+            }
+        }),
+    ]
+}
+
+fn sample_work(clusters: Vec<String>, replicas: i64, overwrite: bool) -> NewWork {
+    let feedback: ManifestConfigOption = serde_json::from_value(json!({
+        "resourceIdentifier": {"group": "apps", "resource": "deployments", "name": "web", "namespace": DEMO_NAMESPACE},
+        "feedbackRules": [{"type": "WellKnownStatus"}]
+    }))
+    .unwrap_or_default();
+    NewWork {
+        name: DEMO_WORK.to_owned(),
+        clusters,
+        manifests: sample_manifests(replicas),
+        delete_option: None,
+        manifest_configs: vec![feedback],
+        overwrite,
+    }
+}
+
+// Until the hub library exposes start_hub (H4a is landing it), the demo cannot run a hub.
+mod hub_shim {
+    use crate::config::HubConfig;
+
+    #[derive(Debug)]
+    pub struct HubHandle;
+
+    impl HubHandle {
+        pub async fn shutdown(self) {}
+    }
+
+    pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, String> {
+        Err(format!(
+            "the hub library is not available yet ({})",
+            cfg.source_id
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ocm_edge_schemas::api::work::Manifest;
+
+    #[test]
+    fn the_sample_work_is_valid_and_asks_for_deployment_feedback() {
+        let work = sample_work(vec!["edge-1".into()], 2, false);
+        let manifests: Vec<Manifest> = work.manifests.iter().cloned().map(Manifest).collect();
+        ocm_edge_schemas::validate::validate_manifests(&manifests).unwrap();
+        assert_eq!(work.manifest_configs.len(), 1);
+        assert_eq!(
+            work.manifest_configs[0].resource_identifier.resource,
+            "deployments"
+        );
+    }
 }
