@@ -1,1 +1,382 @@
-//! TODO
+//! The hub process: broker (embedded or external), store, transport, core and admin server, wired.
+//!
+//! One task owns the [`HubCore`] and the [`Store`] and is fed by one channel (linkerd's index
+//! pattern). It takes what has arrived in one batch, plans each item with the core, applies it,
+//! writes the batch's records in one redb transaction, and only then publishes and answers: nothing
+//! is announced that is not stored.
+//!
+//! After every SUBACK (first connect and every reconnect) the hub republishes its view of every
+//! known cluster and sends `status.resync_request`s to every accepted one, which is also how a
+//! restarted hub catches up.
+
+use std::future::Future;
+use std::time::Duration;
+
+use bytes::Bytes;
+use chrono::Utc;
+use ocm_edge_schemas::wire::mqtt::APPLICATION_JSON;
+use ocm_edge_schemas::wire::topic;
+use rumqttc::v5::mqttbytes::v5::PublishProperties;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+use crate::admin::messages::{
+    ADMIN_API_VERSION, ADMIN_API_VERSION_PROPERTY, AdminErrorKind, AdminResponse,
+};
+use crate::admin::server;
+use crate::broker::{BrokerError, EmbeddedBroker, start_embedded};
+use crate::config::{BrokerConfig, HubConfig};
+use crate::core::{Change, CoreConfig, HubCore, Outbound, counter};
+use crate::events;
+use crate::store::{Store, StoreError};
+use crate::transport::{self, Inbound, Received, Transport, TransportConfig, TransportError};
+
+/// Most inbound items handled (and stored) in one batch.
+const MAX_BATCH: usize = 512;
+
+/// Errors starting or running the hub.
+#[derive(Debug, thiserror::Error)]
+pub enum HubError {
+    /// A configuration value is wrong. Not retryable.
+    #[error("invalid hub configuration: {0}")]
+    Config(String),
+    /// The embedded broker did not start.
+    #[error(transparent)]
+    Broker(#[from] BrokerError),
+    /// The store failed; the hub stops rather than run on state it cannot keep.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+    /// The hub task panicked or was cancelled.
+    #[error("hub task failed: {0}")]
+    Task(String),
+}
+
+/// A running hub.
+#[derive(Debug)]
+pub struct HubHandle {
+    broker_url: String,
+    broker: Option<EmbeddedBroker>,
+    stop: watch::Sender<bool>,
+    task: JoinHandle<Result<(), HubError>>,
+    transport_task: transport::TransportTask,
+}
+
+impl HubHandle {
+    /// The broker's URL, `mqtt://127.0.0.1:PORT` with the real port when the embedded broker was
+    /// configured with port 0.
+    pub fn broker_url(&self) -> String {
+        self.broker_url.clone()
+    }
+
+    /// The embedded broker, if the hub started one. It keeps running after the hub stops
+    /// (rumqttd cannot be stopped), so a new hub can use it.
+    pub fn embedded_broker(&self) -> Option<&EmbeddedBroker> {
+        self.broker.as_ref()
+    }
+
+    /// Stops the hub: finishes the batch in hand, stops the tasks, disconnects and closes the
+    /// store, so a new hub can open the same data directory in this process.
+    ///
+    /// # Errors
+    /// The error that stopped the hub task, if one did.
+    pub async fn shutdown(self) -> Result<(), HubError> {
+        let _ = self.stop.send(true);
+        let result = match self.task.await {
+            Ok(r) => r,
+            Err(e) => Err(HubError::Task(e.to_string())),
+        };
+        self.transport_task.shutdown().await;
+        result
+    }
+}
+
+/// Starts a hub: the embedded broker (unless external), the store, the MQTT client and the hub task.
+///
+/// # Errors
+/// [`HubError`] for a bad source id or broker URL, a broker that does not start, or a store that
+/// cannot be opened (e.g. another hub holds it).
+pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
+    if !topic::is_valid_name(&cfg.source_id) {
+        return Err(HubError::Config(format!(
+            "source id {:?} must match [a-z0-9-]+",
+            cfg.source_id
+        )));
+    }
+    let (broker_url, broker) = match &cfg.broker {
+        BrokerConfig::Embedded { listen } => {
+            let listen = *listen;
+            let broker = tokio::task::spawn_blocking(move || start_embedded(listen))
+                .await
+                .map_err(|e| HubError::Task(e.to_string()))??;
+            (broker.url(), Some(broker))
+        }
+        BrokerConfig::External { url } => {
+            transport::parse_broker_url(url)?;
+            (url.clone(), None)
+        }
+    };
+    let store = Store::open(&cfg.data_dir)?;
+    let loaded = store.load()?;
+    tracing::info!(
+        clusters = loaded.clusters.len(),
+        works = loaded.works.len(),
+        path = %store.path().display(),
+        "hub state loaded"
+    );
+    let core = HubCore::restore(
+        CoreConfig {
+            source_id: cfg.source_id.clone(),
+            lease_grace_multiplier: cfg.lease_grace_multiplier,
+            status_resync_batch: cfg.status_resync_batch.clamp(1, 1000),
+        },
+        loaded.clusters,
+        loaded.works,
+        loaded.counters,
+    );
+    let admin_topic =
+        topic::admin_requests(&cfg.source_id).map_err(|e| HubError::Config(e.to_string()))?;
+    let agent_events = topic::hub_agent_events_subscription(&cfg.source_id, None)
+        .map_err(|e| HubError::Config(e.to_string()))?;
+    let (inbound_tx, inbound_rx) = mpsc::unbounded_channel();
+    let (transport, transport_task) = transport::connect(
+        &TransportConfig {
+            broker_url: broker_url.clone(),
+            client_id: cfg.mqtt_client_id(),
+            keepalive: cfg.keepalive,
+            subscriptions: vec![
+                agent_events,
+                "sources/+/agentbroadcast".to_owned(),
+                admin_topic.clone(),
+            ],
+        },
+        inbound_tx,
+    )?;
+    let (stop, stopped) = watch::channel(false);
+    let hub = HubLoop {
+        core,
+        store,
+        transport,
+        admin_topic,
+        inbound: inbound_rx,
+        stopped,
+    };
+    let task = tokio::spawn(hub.run());
+    Ok(HubHandle {
+        broker_url,
+        broker,
+        stop,
+        task,
+        transport_task,
+    })
+}
+
+/// Runs a hub until `shutdown` completes (or the hub fails), then stops it gracefully.
+///
+/// # Errors
+/// As [`start_hub`], or the error that stopped the hub.
+pub async fn run_hub(
+    cfg: HubConfig,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), HubError> {
+    let mut handle = start_hub(cfg).await?;
+    tracing::info!(broker = %handle.broker_url(), "hub running");
+    let finished = tokio::select! {
+        () = shutdown => None,
+        result = &mut handle.task => Some(result),
+    };
+    match finished {
+        None => handle.shutdown().await,
+        Some(result) => {
+            handle.transport_task.shutdown().await;
+            result.unwrap_or_else(|e| Err(HubError::Task(e.to_string())))
+        }
+    }
+}
+
+/// The task that owns the core.
+struct HubLoop {
+    core: HubCore,
+    store: Store,
+    transport: Transport,
+    admin_topic: String,
+    inbound: mpsc::UnboundedReceiver<Inbound>,
+    stopped: watch::Receiver<bool>,
+}
+
+/// An admin answer waiting for its batch to be stored.
+struct PendingResponse {
+    topic: String,
+    correlation_data: Option<Bytes>,
+    response: AdminResponse,
+}
+
+#[derive(Default)]
+struct Batch {
+    change: Change,
+    responses: Vec<PendingResponse>,
+}
+
+impl HubLoop {
+    async fn run(mut self) -> Result<(), HubError> {
+        let mut items = Vec::with_capacity(MAX_BATCH);
+        loop {
+            let (tick, deadline) = self.core.lease_tick(Utc::now());
+            if !tick.is_empty() {
+                let batch = Batch {
+                    change: self.stage(tick),
+                    responses: vec![],
+                };
+                self.commit(batch).await?;
+            }
+            let sleep_for = deadline.map_or(Duration::from_secs(3600), |d| {
+                (d - Utc::now()).to_std().unwrap_or(Duration::ZERO)
+            });
+            tokio::select! {
+                _ = self.stopped.changed() => break,
+                n = self.inbound.recv_many(&mut items, MAX_BATCH) => {
+                    if n == 0 {
+                        break;
+                    }
+                    let batch = self.plan_batch(items.drain(..));
+                    self.commit(batch).await?;
+                }
+                () = tokio::time::sleep(sleep_for) => {}
+            }
+        }
+        tracing::info!("hub stopped");
+        Ok(())
+    }
+
+    /// Applies a change to the core and returns it for storing and publishing.
+    fn stage(&mut self, change: Change) -> Change {
+        self.core.apply(&change.records);
+        change
+    }
+
+    fn plan_batch(&mut self, items: impl Iterator<Item = Inbound>) -> Batch {
+        let now = Utc::now();
+        let mut batch = Batch::default();
+        for item in items {
+            let change = match item {
+                Inbound::Subscribed => {
+                    let mut c = self.core.all_hub_views();
+                    c.extend(self.core.status_resync_all());
+                    c
+                }
+                Inbound::Malformed(e) => {
+                    tracing::warn!(error = %e, "unreadable MQTT message dropped");
+                    self.core.count(counter::MALFORMED)
+                }
+                Inbound::Message(received) if received.message.topic == self.admin_topic => {
+                    self.plan_admin(*received, now, &mut batch)
+                }
+                Inbound::Message(received) => {
+                    let source = self.core.config().source_id.clone();
+                    match events::decode_agent_message(&source, &received.message) {
+                        Ok(Some(input)) => self.core.handle_agent(input, now),
+                        Ok(None) => Change::default(),
+                        Err(e) => {
+                            tracing::warn!(topic = %received.message.topic, error = %e, "malformed agent message dropped");
+                            self.core.count(counter::MALFORMED)
+                        }
+                    }
+                }
+            };
+            let change = self.stage(change);
+            batch.change.extend(change);
+        }
+        batch
+    }
+
+    fn plan_admin(
+        &mut self,
+        received: Received,
+        now: chrono::DateTime<Utc>,
+        batch: &mut Batch,
+    ) -> Change {
+        let Some(topic) = received.response_topic else {
+            tracing::warn!("admin request without a response topic dropped");
+            return self.core.count(counter::ADMIN_DROPPED);
+        };
+        let (change, response) = match server::parse_request(&received.message.payload) {
+            Ok(request) => {
+                tracing::info!(command = request.command(), "admin request");
+                server::handle_request(&self.core, request, now)
+            }
+            Err(response) => (self.core.count(counter::ADMIN_DROPPED), response),
+        };
+        batch.responses.push(PendingResponse {
+            topic,
+            correlation_data: received.correlation_data,
+            response,
+        });
+        change
+    }
+
+    /// Stores the batch, then publishes its messages and answers.
+    async fn commit(&mut self, batch: Batch) -> Result<(), HubError> {
+        if let Err(e) = self.store.write(&batch.change.records) {
+            tracing::error!(error = %e, "hub store failed; stopping");
+            for r in batch.responses {
+                let failed = AdminResponse::error(
+                    AdminErrorKind::Internal,
+                    format!("the hub could not store the change: {e}"),
+                );
+                self.respond(r.topic, r.correlation_data, &failed).await;
+            }
+            return Err(e.into());
+        }
+        let now = Utc::now();
+        let source = self.core.config().source_id.clone();
+        for out in &batch.change.outbound {
+            match events::encode_outbound(&source, out, now) {
+                Ok(msg) => {
+                    if let Err(e) = self.transport.publish(msg).await {
+                        tracing::warn!(error = %e, "publish failed");
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, kind = outbound_kind(out), "cannot encode"),
+            }
+        }
+        for r in batch.responses {
+            self.respond(r.topic, r.correlation_data, &r.response).await;
+        }
+        Ok(())
+    }
+
+    async fn respond(&self, topic: String, correlation: Option<Bytes>, response: &AdminResponse) {
+        let payload = match serde_json::to_vec(response) {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot encode admin response");
+                return;
+            }
+        };
+        let props = PublishProperties {
+            content_type: Some(APPLICATION_JSON.to_owned()),
+            correlation_data: correlation,
+            user_properties: vec![(
+                ADMIN_API_VERSION_PROPERTY.to_owned(),
+                ADMIN_API_VERSION.to_owned(),
+            )],
+            ..PublishProperties::default()
+        };
+        if let Err(e) = self
+            .transport
+            .publish_with(topic, payload, props, false)
+            .await
+        {
+            tracing::warn!(error = %e, "admin response not sent");
+        }
+    }
+}
+
+fn outbound_kind(out: &Outbound) -> &'static str {
+    match out {
+        Outbound::HubView(_) => "hub view",
+        Outbound::Spec(_) => "spec",
+        Outbound::StatusResyncRequest { .. } => "status resync request",
+    }
+}

@@ -24,4 +24,4 @@ pub mod store;
 pub mod transport;
 
 pub use config::{BrokerConfig, HubConfig};
-// pub use hub::{HubError, HubHandle, run_hub, start_hub};
+pub use hub::{HubError, HubHandle, run_hub, start_hub};

@@ -1,1 +1,454 @@
-//! Admin API server inside the hub.
+//! Admin API server inside the hub: turns one [`AdminRequest`] into a core [`Change`] and the
+//! [`AdminResponse`] to send, without IO. The hub task stores the change, applies it, publishes its
+//! messages and then sends the response, so an answer never announces what was not stored.
+//!
+//! A failed command returns an empty change: it changes nothing.
+
+use chrono::{DateTime, Utc};
+use ocm_edge_schemas::api::cluster::MANAGED_CLUSTER_CONDITION_AVAILABLE;
+use ocm_edge_schemas::api::meta::find_condition;
+use ocm_edge_schemas::api::work::{Manifest, ManifestWorkSpec, ManifestsTemplate};
+
+use super::messages::{
+    AdminErrorKind, AdminPayload, AdminRequest, AdminResponse, ClusterState, ClusterView, HubStats,
+    ManifestSummary, WorkView, WorkWritten, WriteOutcome,
+};
+use crate::core::{
+    Acceptance, Change, ClusterRecord, HubCore, Record, RegistrationError, WorkError, WorkInput,
+    WorkKey, WorkRecord, WriteOutcome as CoreOutcome,
+};
+
+/// Parses a request payload.
+///
+/// # Errors
+/// An [`AdminErrorKind::Invalid`] response saying why.
+pub fn parse_request(payload: &[u8]) -> Result<AdminRequest, AdminResponse> {
+    serde_json::from_slice(payload).map_err(|e| {
+        AdminResponse::error(
+            AdminErrorKind::Invalid,
+            format!("the hub cannot read this admin request: {e} (is the CLI newer than the hub?)"),
+        )
+    })
+}
+
+/// Plans one admin command: the change to store and the response to send once it is stored.
+pub fn handle_request(
+    core: &HubCore,
+    request: AdminRequest,
+    now: DateTime<Utc>,
+) -> (Change, AdminResponse) {
+    match plan(core, request, now) {
+        Ok((change, payload)) => (change, AdminResponse::Ok(payload)),
+        Err(response) => (Change::default(), response),
+    }
+}
+
+fn plan(
+    core: &HubCore,
+    request: AdminRequest,
+    now: DateTime<Utc>,
+) -> Result<(Change, AdminPayload), AdminResponse> {
+    Ok(match request {
+        AdminRequest::ListClusters => (
+            Change::default(),
+            AdminPayload::Clusters(core.clusters().map(|c| cluster_view(core, c)).collect()),
+        ),
+        AdminRequest::GetCluster { name } => {
+            let record = core
+                .cluster(&name)
+                .ok_or_else(|| registration_error(RegistrationError::UnknownCluster(name)))?;
+            (
+                Change::default(),
+                AdminPayload::Cluster(Box::new(cluster_view(core, record))),
+            )
+        }
+        AdminRequest::AcceptCluster { name } => {
+            let change = core.accept(&name, now).map_err(registration_error)?;
+            cluster_answer(core, change, &name)
+        }
+        AdminRequest::DenyCluster { name } => {
+            let change = core.deny(&name, now).map_err(registration_error)?;
+            cluster_answer(core, change, &name)
+        }
+        AdminRequest::CreateWork {
+            name,
+            clusters,
+            manifests,
+            delete_option,
+            manifest_configs,
+            overwrite,
+        } => {
+            let input = WorkInput {
+                name,
+                labels: Default::default(),
+                annotations: Default::default(),
+                spec: ManifestWorkSpec {
+                    workload: ManifestsTemplate {
+                        manifests: manifests.into_iter().map(Manifest).collect(),
+                    },
+                    delete_option,
+                    manifest_configs,
+                    executor: None,
+                },
+            };
+            write(core, &input, &clusters, overwrite, now)?
+        }
+        AdminRequest::ApplyManifestWork { work } => {
+            let cluster = work.metadata.namespace.clone();
+            if cluster.is_empty() {
+                return Err(AdminResponse::error(
+                    AdminErrorKind::Invalid,
+                    format!(
+                        "ManifestWork {:?} has no metadata.namespace: set it to the cluster the work is for",
+                        work.metadata.name
+                    ),
+                ));
+            }
+            let input = WorkInput {
+                name: work.metadata.name.clone(),
+                labels: work.metadata.labels.clone(),
+                annotations: work.metadata.annotations.clone(),
+                spec: work.spec.clone(),
+            };
+            write(core, &input, &[cluster], true, now)?
+        }
+        AdminRequest::ListWorks { cluster } => {
+            let views = match &cluster {
+                Some(c) => {
+                    if core.cluster(c).is_none() {
+                        return Err(registration_error(RegistrationError::UnknownCluster(
+                            c.clone(),
+                        )));
+                    }
+                    core.works_of(c).map(|w| work_view(w, false)).collect()
+                }
+                None => core.works().map(|w| work_view(w, false)).collect(),
+            };
+            (Change::default(), AdminPayload::Works(views))
+        }
+        AdminRequest::GetWork { cluster, name } => {
+            let key = WorkKey::new(cluster, name);
+            let work = core
+                .work(&key)
+                .ok_or_else(|| work_error(WorkError::NotFound(key.clone())))?;
+            (
+                Change::default(),
+                AdminPayload::Work(Box::new(work_view(work, true))),
+            )
+        }
+        AdminRequest::DeleteWork { cluster, name } => {
+            let key = WorkKey::new(cluster, name);
+            let change = core.delete_work(&key, now).map_err(work_error)?;
+            let mut view = match find_work(&change, &key).or_else(|| core.work(&key)) {
+                Some(w) => work_view(w, false),
+                None => return Err(work_error(WorkError::NotFound(key))),
+            };
+            view.deleting = true;
+            (change, AdminPayload::Work(Box::new(view)))
+        }
+        AdminRequest::Stats => (Change::default(), AdminPayload::Stats(stats(core))),
+    })
+}
+
+fn write(
+    core: &HubCore,
+    input: &WorkInput,
+    clusters: &[String],
+    overwrite: bool,
+    now: DateTime<Utc>,
+) -> Result<(Change, AdminPayload), AdminResponse> {
+    let (change, outcomes) = core
+        .write_works(input, clusters, overwrite, now)
+        .map_err(work_error)?;
+    let written = outcomes
+        .iter()
+        .filter_map(|(key, outcome)| {
+            find_work(&change, key).map(|w| WorkWritten {
+                outcome: match outcome {
+                    CoreOutcome::Created => WriteOutcome::Created,
+                    CoreOutcome::Updated => WriteOutcome::Updated,
+                    CoreOutcome::Unchanged => WriteOutcome::Unchanged,
+                },
+                work: work_view(w, false),
+            })
+        })
+        .collect();
+    Ok((change, AdminPayload::Written(written)))
+}
+
+fn find_work<'a>(change: &'a Change, key: &WorkKey) -> Option<&'a WorkRecord> {
+    change.records.iter().find_map(|r| match r {
+        Record::Work(w) if &w.key == key => Some(w.as_ref()),
+        _ => None,
+    })
+}
+
+fn cluster_answer(core: &HubCore, change: Change, name: &str) -> (Change, AdminPayload) {
+    let record = change.records.iter().find_map(|r| match r {
+        Record::Cluster(c) if c.name == name => Some(c.as_ref()),
+        _ => None,
+    });
+    let view = record
+        .or_else(|| core.cluster(name))
+        .map(|c| cluster_view(core, c));
+    match view {
+        Some(v) => (change, AdminPayload::Cluster(Box::new(v))),
+        // The core always returns the record it changed; an empty list is still an answer.
+        None => (change, AdminPayload::Clusters(vec![])),
+    }
+}
+
+fn registration_error(e: RegistrationError) -> AdminResponse {
+    match e {
+        RegistrationError::UnknownCluster(_) => {
+            AdminResponse::error(AdminErrorKind::NotFound, e.to_string())
+        }
+    }
+}
+
+fn work_error(e: WorkError) -> AdminResponse {
+    let kind = match &e {
+        WorkError::UnknownCluster(_) | WorkError::NotFound(_) => AdminErrorKind::NotFound,
+        WorkError::NotAccepted(_) => AdminErrorKind::NotAccepted,
+        WorkError::AlreadyExists(_) | WorkError::BeingDeleted(_) => AdminErrorKind::AlreadyExists,
+        WorkError::Invalid(_) => AdminErrorKind::Invalid,
+    };
+    AdminResponse::error(kind, e.to_string())
+}
+
+/// What the CLI shows about a cluster.
+pub fn cluster_view(core: &HubCore, c: &ClusterRecord) -> ClusterView {
+    ClusterView {
+        name: c.name.clone(),
+        state: match c.acceptance {
+            Acceptance::Pending => ClusterState::Pending,
+            Acceptance::Accepted => ClusterState::Accepted,
+            Acceptance::Denied => ClusterState::Denied,
+        },
+        available: find_condition(&c.conditions, MANAGED_CLUSTER_CONDITION_AVAILABLE).cloned(),
+        labels: c.labels.clone(),
+        claims: c.claims.clone(),
+        last_lease: c.last_lease,
+        lease_duration_seconds: c.lease_duration_seconds,
+        kubernetes_version: Some(c.reported.version.kubernetes.clone()).filter(|v| !v.is_empty()),
+        conditions: c.conditions.clone(),
+        taints: c.taints.clone(),
+        works: u32::try_from(core.works_of(&c.name).count()).unwrap_or(u32::MAX),
+    }
+}
+
+/// What the CLI shows about a work; `with_spec` for GetWork.
+pub fn work_view(w: &WorkRecord, with_spec: bool) -> WorkView {
+    let status = w.status.clone().unwrap_or_default();
+    WorkView {
+        cluster: w.key.cluster.clone(),
+        name: w.key.name.clone(),
+        resource_id: w.resource_id.clone(),
+        version: w.resource_version,
+        deleting: w.deleting.is_some(),
+        created: Some(w.created),
+        labels: w.labels.clone(),
+        manifests: w
+            .spec
+            .workload
+            .manifests
+            .iter()
+            .enumerate()
+            .map(|(i, m)| ManifestSummary {
+                ordinal: i32::try_from(i).unwrap_or(i32::MAX),
+                api_version: m.api_version().unwrap_or_default().to_owned(),
+                kind: m.kind().unwrap_or_default().to_owned(),
+                name: m.name().unwrap_or_default().to_owned(),
+                namespace: m.namespace().unwrap_or_default().to_owned(),
+            })
+            .collect(),
+        conditions: status.conditions,
+        resource_status: status.resource_status.manifests,
+        status_updated: w.status_updated,
+        spec: with_spec.then(|| w.spec.clone()),
+    }
+}
+
+/// Hub counters.
+pub fn stats(core: &HubCore) -> HubStats {
+    let mut s = HubStats {
+        counters: core.counters().0.clone(),
+        ..HubStats::default()
+    };
+    for c in core.clusters() {
+        match c.acceptance {
+            Acceptance::Pending => s.clusters_pending += 1,
+            Acceptance::Accepted => {
+                s.clusters_accepted += 1;
+                if find_condition(&c.conditions, MANAGED_CLUSTER_CONDITION_AVAILABLE)
+                    .is_some_and(|a| a.is_true())
+                {
+                    s.clusters_available += 1;
+                }
+            }
+            Acceptance::Denied => s.clusters_denied += 1,
+        }
+    }
+    s.works = core.works().count() as u64;
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::testkit::*;
+    use serde_json::json;
+
+    fn create(name: &str, clusters: &[&str], overwrite: bool) -> AdminRequest {
+        AdminRequest::CreateWork {
+            name: name.into(),
+            clusters: clusters.iter().map(|c| (*c).to_owned()).collect(),
+            manifests: vec![json!({"apiVersion": "v1", "kind": "ConfigMap",
+                                   "metadata": {"name": "cm", "namespace": "default"}})],
+            delete_option: None,
+            manifest_configs: vec![],
+            overwrite,
+        }
+    }
+
+    fn run(core: &mut HubCore, req: AdminRequest) -> AdminResponse {
+        let (change, response) = handle_request(core, req, t(10));
+        core.apply(&change.records);
+        response
+    }
+
+    fn error_kind(r: &AdminResponse) -> Option<AdminErrorKind> {
+        match r {
+            AdminResponse::Error { kind, .. } => Some(*kind),
+            AdminResponse::Ok(_) => None,
+        }
+    }
+
+    #[test]
+    fn errors_come_back_typed_and_change_nothing() {
+        let mut core = accepted_core(&["a"]);
+        step(&mut core, join("p"), 0);
+        assert!(error_kind(&run(&mut core, create("web", &["a"], false))).is_none());
+        let cases = [
+            (create("web", &["a"], false), AdminErrorKind::AlreadyExists),
+            (
+                create("db", &["a", "ghost"], false),
+                AdminErrorKind::NotFound,
+            ),
+            (create("db", &["p"], false), AdminErrorKind::NotAccepted),
+            (create("DB!", &["a"], false), AdminErrorKind::Invalid),
+            (
+                AdminRequest::AcceptCluster {
+                    name: "ghost".into(),
+                },
+                AdminErrorKind::NotFound,
+            ),
+            (
+                AdminRequest::DeleteWork {
+                    cluster: "a".into(),
+                    name: "nope".into(),
+                },
+                AdminErrorKind::NotFound,
+            ),
+            (
+                AdminRequest::GetWork {
+                    cluster: "a".into(),
+                    name: "nope".into(),
+                },
+                AdminErrorKind::NotFound,
+            ),
+            (
+                AdminRequest::ListWorks {
+                    cluster: Some("ghost".into()),
+                },
+                AdminErrorKind::NotFound,
+            ),
+        ];
+        for (req, kind) in cases {
+            let cmd = req.command();
+            let (change, response) = handle_request(&core, req, t(10));
+            assert_eq!(error_kind(&response), Some(kind), "{cmd}: {response:?}");
+            assert!(change.is_empty(), "{cmd} changed something");
+        }
+        assert_eq!(core.works().count(), 1);
+    }
+
+    #[test]
+    fn apply_takes_the_cluster_from_the_namespace_and_updates_in_place() {
+        let mut core = accepted_core(&["a"]);
+        let mut work: ocm_edge_schemas::api::work::ManifestWork =
+            ocm_edge_schemas::api::work::ManifestWork::new("a", "web");
+        work.spec = work_input("web", 1).spec;
+        work.metadata.labels.insert("app".into(), "web".into());
+        let apply =
+            |w: &ocm_edge_schemas::api::work::ManifestWork| AdminRequest::ApplyManifestWork {
+                work: Box::new(w.clone()),
+            };
+        let AdminResponse::Ok(AdminPayload::Written(w)) = run(&mut core, apply(&work)) else {
+            panic!("apply failed")
+        };
+        assert_eq!(w[0].outcome, WriteOutcome::Created);
+        assert_eq!(w[0].work.labels["app"], "web");
+        work.spec = work_input("web", 3).spec;
+        let AdminResponse::Ok(AdminPayload::Written(w)) = run(&mut core, apply(&work)) else {
+            panic!("apply failed")
+        };
+        assert_eq!(
+            (w[0].outcome, w[0].work.version),
+            (WriteOutcome::Updated, 2)
+        );
+        work.metadata.namespace.clear();
+        assert_eq!(
+            error_kind(&run(&mut core, apply(&work))),
+            Some(AdminErrorKind::Invalid)
+        );
+    }
+
+    #[test]
+    fn accept_answers_with_the_new_state_and_stats_count_it() {
+        let mut core = core();
+        step(&mut core, join("a"), 0);
+        let AdminResponse::Ok(AdminPayload::Cluster(view)) =
+            run(&mut core, AdminRequest::AcceptCluster { name: "a".into() })
+        else {
+            panic!("accept failed")
+        };
+        assert_eq!(view.state, ClusterState::Accepted);
+        let AdminResponse::Ok(AdminPayload::Stats(s)) = run(&mut core, AdminRequest::Stats) else {
+            panic!("stats failed")
+        };
+        assert_eq!((s.clusters_accepted, s.clusters_pending), (1, 0));
+    }
+
+    #[test]
+    fn delete_answers_with_a_deleting_view_and_get_shows_the_spec() {
+        let mut core = core_with_work("a", "web");
+        let AdminResponse::Ok(AdminPayload::Work(view)) = run(
+            &mut core,
+            AdminRequest::GetWork {
+                cluster: "a".into(),
+                name: "web".into(),
+            },
+        ) else {
+            panic!("get failed")
+        };
+        assert!(view.spec.is_some());
+        assert_eq!(view.manifests[0].kind, "Deployment");
+        let AdminResponse::Ok(AdminPayload::Work(view)) = run(
+            &mut core,
+            AdminRequest::DeleteWork {
+                cluster: "a".into(),
+                name: "web".into(),
+            },
+        ) else {
+            panic!("delete failed")
+        };
+        assert!(view.deleting);
+    }
+
+    #[test]
+    fn an_unreadable_request_is_an_invalid_error() {
+        let err = parse_request(br#"{"command":"dropTables"}"#).unwrap_err();
+        assert_eq!(error_kind(&err), Some(AdminErrorKind::Invalid));
+    }
+}
