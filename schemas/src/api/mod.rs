@@ -7,7 +7,7 @@
 //! - [`placement`]: Placement, PlacementDecision, AddOnPlacementScore.
 //! - [`replicaset`]: ManifestWorkReplicaSet and rollout strategies.
 //! - [`lease`]: coordination.k8s.io/v1 Lease.
-//! - [`yaml`]: multi-document YAML loading with located errors.
+//! - [`yaml`]: multi-document YAML loading with located errors; [`object`]: any OCM object by kind.
 //!
 //! Unknown fields are tolerated everywhere (and kept in `metadata`); optional fields are
 //! omitted when empty, except where Go always writes them (noted on each type).
@@ -15,6 +15,7 @@
 pub mod cluster;
 pub mod lease;
 pub mod meta;
+pub mod object;
 pub mod placement;
 pub mod replicaset;
 pub mod work;
