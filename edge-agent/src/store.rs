@@ -107,6 +107,13 @@ impl Store {
         Ok(store)
     }
 
+    /// A handle that does not keep the file open (for tasks that may outlive the agent).
+    pub fn downgrade(&self) -> WeakStore {
+        WeakStore {
+            db: Arc::downgrade(&self.db),
+        }
+    }
+
     /// The underlying database, shared with the simulated cluster.
     pub fn database(&self) -> Arc<Database> {
         self.db.clone()
@@ -239,6 +246,19 @@ impl Store {
     /// The hub's last view of this cluster.
     pub fn registration(&self) -> Result<Option<ManagedCluster>> {
         self.get(META, KEY_REGISTRATION)
+    }
+}
+
+/// A [`Store`] that does not keep the file open.
+#[derive(Debug, Clone)]
+pub struct WeakStore {
+    db: std::sync::Weak<Database>,
+}
+
+impl WeakStore {
+    /// The store, while the agent still has it open.
+    pub fn upgrade(&self) -> Option<Store> {
+        self.db.upgrade().map(|db| Store { db })
     }
 }
 

@@ -246,7 +246,8 @@ impl Agent {
     async fn run(mut self, stop: CancellationToken) -> Result<(), AgentError> {
         let (host, port) = self.cfg.broker_address()?;
         let (tx, mut rx) = mpsc::channel(256);
-        let seq_store = self.store.clone();
+        // Weak: the transport task may outlive the agent by a moment and must not hold the file.
+        let seq_store = self.store.downgrade();
         let will_id = self.id.clone();
         let will_topic = self.agent_events.clone();
         let tcfg = TransportConfig {
@@ -260,11 +261,14 @@ impl Agent {
             ],
             reconnect_min: self.cfg.reconnect_min,
             reconnect_max: self.cfg.reconnect_max,
-            next_connection_seq: Box::new(move || match seq_store.next_connection_seq() {
-                Ok(n) => n,
-                Err(e) => {
-                    tracing::error!(error = %e, "cannot persist the connection sequence number");
-                    u64::try_from(Utc::now().timestamp_millis()).unwrap_or(0)
+            next_connection_seq: Box::new(move || {
+                match seq_store.upgrade().map(|s| s.next_connection_seq()) {
+                    Some(Ok(n)) => n,
+                    None => 0,
+                    Some(Err(e)) => {
+                        tracing::error!(error = %e, "cannot persist the connection sequence number");
+                        u64::try_from(Utc::now().timestamp_millis()).unwrap_or(0)
+                    }
                 }
             }),
             will: Box::new(move |seq| {

@@ -49,9 +49,12 @@ pub struct SimApplier {
 }
 
 /// A handle on the simulated cluster for tests and the demo (cheap to clone).
+///
+/// It does not keep the agent's file open: once the agent has stopped, reads return nothing and
+/// changes do nothing, and a new agent can open the same data dir.
 #[derive(Debug, Clone)]
 pub struct SimControl {
-    inner: Arc<Inner>,
+    inner: std::sync::Weak<Inner>,
 }
 
 fn db_err(e: impl std::fmt::Display) -> ApplyError {
@@ -88,7 +91,7 @@ impl SimApplier {
     /// The control handle of this cluster.
     pub fn control(&self) -> SimControl {
         SimControl {
-            inner: self.inner.clone(),
+            inner: Arc::downgrade(&self.inner),
         }
     }
 
@@ -156,6 +159,21 @@ impl Inner {
             }
         }
         tx.commit().map_err(db_err)
+    }
+
+    /// Removes `k`; for a Namespace (`namespace` = its name) also what is in it, as on a real cluster.
+    fn remove_with_contents(&self, k: String, namespace: Option<&str>) -> Result<(), ApplyError> {
+        let mut keys = vec![k];
+        if let Some(ns) = namespace {
+            // Keys are group/kind/namespace/name and a group never contains '/'.
+            keys.extend(
+                self.all()?
+                    .into_iter()
+                    .map(|(k, _)| k)
+                    .filter(|k| k.splitn(4, '/').nth(2) == Some(ns)),
+            );
+        }
+        self.remove(&keys)
     }
 
     fn namespace_exists(&self, ns: &str) -> Result<bool, ApplyError> {
@@ -355,19 +373,9 @@ impl Applier for SimApplier {
         _propagation: DeletePropagation,
     ) -> Result<(), ApplyError> {
         self.check_up()?;
-        let mut keys = vec![ref_key(resource)];
-        if resource.is_namespace() {
-            // Deleting a namespace deletes what is in it, as on a real cluster.
-            // Keys are group/kind/namespace/name and a group never contains '/'.
-            keys.extend(
-                self.inner
-                    .all()?
-                    .into_iter()
-                    .map(|(k, _)| k)
-                    .filter(|k| k.splitn(4, '/').nth(2) == Some(resource.name.as_str())),
-            );
-        }
-        self.inner.remove(&keys)
+        let namespace = resource.is_namespace().then_some(resource.name.as_str());
+        self.inner
+            .remove_with_contents(ref_key(resource), namespace)
     }
 
     async fn health(&self) -> bool {
@@ -387,14 +395,16 @@ impl SimControl {
     /// Every object on the simulated cluster (as stored: without status).
     pub fn objects(&self) -> Vec<Value> {
         self.inner
-            .all()
+            .upgrade()
+            .and_then(|i| i.all().ok())
             .map(|v| v.into_iter().map(|(_, o)| o.object).collect())
             .unwrap_or_default()
     }
 
     /// The object of `kind` named `name` in `namespace` ("" for cluster-scoped), without status.
     pub fn get(&self, kind: &str, namespace: &str, name: &str) -> Option<Value> {
-        self.inner
+        let inner = self.inner.upgrade()?;
+        inner
             .find(kind, namespace, name)
             .ok()
             .flatten()
@@ -403,8 +413,15 @@ impl SimControl {
 
     /// Deletes an object behind the agent's back (drift). Returns whether it existed.
     pub fn delete(&self, kind: &str, namespace: &str, name: &str) -> bool {
-        match self.inner.find(kind, namespace, name) {
-            Ok(Some((k, _))) => self.inner.remove(&[k]).is_ok(),
+        let Some(inner) = self.inner.upgrade() else {
+            return false;
+        };
+        match inner.find(kind, namespace, name) {
+            Ok(Some((k, o))) => {
+                let is_ns = kind == "Namespace"
+                    && o.object.get("apiVersion").and_then(Value::as_str) == Some("v1");
+                inner.remove_with_contents(k, is_ns.then_some(name)).is_ok()
+            }
             _ => false,
         }
     }
@@ -417,10 +434,13 @@ impl SimControl {
         name: &str,
         change: impl FnOnce(&mut Value),
     ) -> bool {
-        match self.inner.find(kind, namespace, name) {
+        let Some(inner) = self.inner.upgrade() else {
+            return false;
+        };
+        match inner.find(kind, namespace, name) {
             Ok(Some((k, mut o))) => {
                 change(&mut o.object);
-                self.inner.save(&k, &o).is_ok()
+                inner.save(&k, &o).is_ok()
             }
             _ => false,
         }
@@ -428,11 +448,15 @@ impl SimControl {
 
     /// Takes the simulated API server up (`true`) or down.
     pub fn set_api_healthy(&self, healthy: bool) {
-        self.inner.healthy.store(healthy, Ordering::SeqCst);
+        if let Some(inner) = self.inner.upgrade() {
+            inner.healthy.store(healthy, Ordering::SeqCst);
+        }
     }
 
-    /// Whether the simulated API server is up.
+    /// Whether the simulated API server is up (false once the agent has stopped).
     pub fn api_healthy(&self) -> bool {
-        self.inner.healthy.load(Ordering::SeqCst)
+        self.inner
+            .upgrade()
+            .is_some_and(|i| i.healthy.load(Ordering::SeqCst))
     }
 }

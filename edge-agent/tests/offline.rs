@@ -1,0 +1,178 @@
+//! Offline-first: the agent reconciles from its redb cache with no broker at all, corrects drift,
+//! and picks up where it left off after a restart while offline.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use ocm_edge_agent::store::{DesiredBundle, Store};
+use ocm_edge_agent::{AgentConfig, ApplierConfig, start_agent};
+use ocm_edge_schemas::api::work::{Manifest, ManifestBundle};
+use serde_json::json;
+
+/// A broker URL nobody listens on.
+fn dead_broker() -> String {
+    format!("mqtt://127.0.0.1:{}", free_port())
+}
+
+fn offline_config(dir: &std::path::Path) -> AgentConfig {
+    let mut cfg = AgentConfig::new("edge-offline", dead_broker(), dir);
+    cfg.applier = ApplierConfig::Sim {
+        ready_delay: Duration::ZERO,
+    };
+    cfg.reconcile_interval = Duration::from_millis(100);
+    cfg
+}
+
+fn web_bundle() -> DesiredBundle {
+    DesiredBundle {
+        resource_id: "6b3a1d7e-0000-5000-8000-000000000001".into(),
+        resource_version: 1,
+        source: "ocm-edge".into(),
+        metadata_json: r#"{"name":"web","namespace":"edge-offline"}"#.into(),
+        generation: 1,
+        bundle: ManifestBundle {
+            manifests: vec![
+                Manifest(
+                    json!({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"shop"},"spec":{"replicas":2}}),
+                ),
+                Manifest(json!({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"shop"}})),
+            ],
+            ..ManifestBundle::default()
+        },
+        deleting: false,
+    }
+}
+
+fn seed(dir: &std::path::Path, bundle: &DesiredBundle) {
+    let store = Store::open(dir).unwrap();
+    store.put_desired(bundle).unwrap();
+}
+
+#[tokio::test]
+async fn with_no_broker_at_all_the_agent_applies_its_cached_bundles_namespace_first() {
+    let dir = tempfile::tempdir().unwrap();
+    seed(dir.path(), &web_bundle());
+    let agent = start_agent(offline_config(dir.path())).await.unwrap();
+    let mut counters = agent.counters();
+    let c = wait_counters(&mut counters, "both objects applied", |c| {
+        c.objects_applied >= 2
+    })
+    .await;
+    assert!(!c.connected);
+    assert_eq!(
+        c.apply_errors, 0,
+        "the namespace was created before the deployment in it"
+    );
+    let sim = agent.sim().unwrap();
+    assert!(sim.get("Namespace", "", "shop").is_some());
+    assert_eq!(
+        sim.get("Deployment", "shop", "web").unwrap()["spec"]["replicas"],
+        2
+    );
+    agent.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn drift_is_corrected_by_the_next_reconcile_while_offline() {
+    let dir = tempfile::tempdir().unwrap();
+    seed(dir.path(), &web_bundle());
+    let agent = start_agent(offline_config(dir.path())).await.unwrap();
+    let mut counters = agent.counters();
+    wait_counters(&mut counters, "applied", |c| c.objects_applied >= 2).await;
+    let sim = agent.sim().unwrap();
+
+    assert!(
+        sim.modify("Deployment", "shop", "web", |d| d["spec"]["replicas"] =
+            json!(7))
+    );
+    assert!(
+        sim.delete("Namespace", "", "shop"),
+        "deleting the namespace also deletes the deployment"
+    );
+    assert!(sim.get("Deployment", "shop", "web").is_none());
+    let before = counters.borrow().reconciles;
+    wait_counters(&mut counters, "two more reconciles", |c| {
+        c.reconciles >= before + 2
+    })
+    .await;
+    assert_eq!(
+        sim.get("Deployment", "shop", "web").unwrap()["spec"]["replicas"],
+        2
+    );
+    assert!(sim.get("Namespace", "", "shop").is_some());
+    agent.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_restart_while_offline_reconciles_from_the_redb_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    seed(dir.path(), &web_bundle());
+    let agent = start_agent(offline_config(dir.path())).await.unwrap();
+    let mut counters = agent.counters();
+    wait_counters(&mut counters, "applied", |c| c.objects_applied >= 2).await;
+    agent.sim().unwrap().delete("Deployment", "shop", "web");
+    agent.kill().await;
+
+    // The simulated cluster lives in the same file: the deleted Deployment is still gone.
+    let agent = start_agent(offline_config(dir.path())).await.unwrap();
+    let mut counters = agent.counters();
+    let c = wait_counters(&mut counters, "restored", |c| {
+        c.reconciles >= 1 && c.bundles_held == 1
+    })
+    .await;
+    assert!(!c.connected);
+    let sim = agent.sim().unwrap();
+    assert_eq!(
+        sim.get("Deployment", "shop", "web").unwrap()["spec"]["replicas"],
+        2
+    );
+    let store_status = {
+        agent.shutdown().await.unwrap();
+        Store::open(dir.path()).unwrap().all_status().unwrap()
+    };
+    assert_eq!(
+        store_status.len(),
+        1,
+        "the status waits in the outbox for the hub"
+    );
+    assert!(store_status[0].1.pending);
+}
+
+#[tokio::test]
+async fn while_the_api_server_is_down_drift_stays_and_is_corrected_when_it_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    seed(dir.path(), &web_bundle());
+    let agent = start_agent(offline_config(dir.path())).await.unwrap();
+    let mut counters = agent.counters();
+    wait_counters(&mut counters, "applied", |c| c.objects_applied >= 2).await;
+    let sim = agent.sim().unwrap();
+
+    sim.set_api_healthy(false);
+    assert!(
+        sim.modify("Deployment", "shop", "web", |d| d["spec"]["replicas"] =
+            json!(9))
+    );
+    let errors = counters.borrow().apply_errors;
+    wait_counters(&mut counters, "failed applies", |c| {
+        c.apply_errors >= errors + 2
+    })
+    .await;
+    assert_eq!(
+        sim.get("Deployment", "shop", "web").unwrap()["spec"]["replicas"],
+        9
+    );
+
+    sim.set_api_healthy(true);
+    let before = counters.borrow().reconciles;
+    wait_counters(&mut counters, "two more reconciles", |c| {
+        c.reconciles >= before + 2
+    })
+    .await;
+    assert_eq!(
+        sim.get("Deployment", "shop", "web").unwrap()["spec"]["replicas"],
+        2
+    );
+    agent.shutdown().await.unwrap();
+}
