@@ -56,3 +56,31 @@ fn a_single_document_reader_refuses_several_documents() {
         "w.yaml: document 2: expected exactly one YAML document, found 2"
     );
 }
+
+mod never_panics {
+    use ocm_edge_schemas::api::object::from_yaml_objects;
+    use ocm_edge_schemas::api::yaml::from_yaml_documents;
+    use proptest::prelude::*;
+
+    const FIXTURE: &str = include_str!("fixtures/yaml/manifestwork.yaml");
+
+    proptest! {
+        // 2,000 random texts and 2,000 fixtures with a byte range replaced: the loader returns
+        // Ok or a located error, never panics.
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        #[test]
+        fn on_random_text(text in "\\PC{0,200}") {
+            let _ = from_yaml_objects(&text, "random.yaml");
+        }
+
+        #[test]
+        fn on_a_mutated_fixture(start in 0usize..FIXTURE.len(), len in 0usize..40, junk in "[ \\-:\\[\\]{}'\"#&*!|>%@`a-z0-9\\n]{0,12}") {
+            let mut bytes = FIXTURE.as_bytes().to_vec();
+            let end = (start + len).min(bytes.len());
+            bytes.splice(start..end, junk.bytes());
+            let text = String::from_utf8_lossy(&bytes);
+            let _ = from_yaml_documents(&text, "mutated.yaml");
+            let _ = from_yaml_objects(&text, "mutated.yaml");
+        }
+    }
+}
