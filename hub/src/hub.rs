@@ -59,6 +59,7 @@ pub struct HubHandle {
     broker_url: String,
     broker: Option<EmbeddedBroker>,
     stop: watch::Sender<bool>,
+    subscriptions: watch::Receiver<u64>,
     task: JoinHandle<Result<(), HubError>>,
     transport_task: transport::TransportTask,
 }
@@ -74,6 +75,14 @@ impl HubHandle {
     /// (rumqttd cannot be stopped), so a new hub can use it.
     pub fn embedded_broker(&self) -> Option<&EmbeddedBroker> {
         self.broker.as_ref()
+    }
+
+    /// Waits until the hub has subscribed to the broker at least once and published what follows
+    /// a subscription (hub views, status resync requests). Agents and the CLI reach it from then on.
+    /// Returns at once if the hub task has stopped.
+    pub async fn subscribed(&self) {
+        let mut rx = self.subscriptions.clone();
+        let _ = rx.wait_for(|n| *n > 0).await;
     }
 
     /// Stops the hub: finishes the batch in hand, stops the tasks, disconnects and closes the
@@ -154,7 +163,9 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
         inbound_tx,
     )?;
     let (stop, stopped) = watch::channel(false);
+    let (subscribed, subscriptions) = watch::channel(0u64);
     let hub = HubLoop {
+        subscribed,
         core,
         store,
         transport,
@@ -167,6 +178,7 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
         broker_url,
         broker,
         stop,
+        subscriptions,
         task,
         transport_task,
     })
@@ -197,6 +209,8 @@ pub async fn run_hub(
 
 /// The task that owns the core.
 struct HubLoop {
+    /// SUBACKs handled so far (for [`HubHandle::subscribed`]).
+    subscribed: watch::Sender<u64>,
     core: HubCore,
     store: Store,
     transport: Transport,
@@ -216,6 +230,7 @@ struct PendingResponse {
 struct Batch {
     change: Change,
     responses: Vec<PendingResponse>,
+    subscribed: bool,
 }
 
 impl HubLoop {
@@ -226,7 +241,7 @@ impl HubLoop {
             if !tick.is_empty() {
                 let batch = Batch {
                     change: self.stage(tick),
-                    responses: vec![],
+                    ..Batch::default()
                 };
                 self.commit(batch).await?;
             }
@@ -261,6 +276,7 @@ impl HubLoop {
         for item in items {
             let change = match item {
                 Inbound::Subscribed => {
+                    batch.subscribed = true;
                     let mut c = self.core.all_hub_views();
                     c.extend(self.core.status_resync_all());
                     c
@@ -342,6 +358,9 @@ impl HubLoop {
         }
         for r in batch.responses {
             self.respond(r.topic, r.correlation_data, &r.response).await;
+        }
+        if batch.subscribed {
+            self.subscribed.send_modify(|n| *n += 1);
         }
         Ok(())
     }

@@ -1,0 +1,262 @@
+//! A raw MQTT 5 client playing an edge agent, and a hub on a fresh embedded broker.
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use chrono::Utc;
+use cloudevents::{AttributesWriter, Event};
+use ocm_edge_hub::admin::client::AdminClient;
+use ocm_edge_hub::broker::{EmbeddedBroker, start_embedded};
+use ocm_edge_hub::{BrokerConfig, HubConfig, HubHandle, start_hub};
+use ocm_edge_schemas::wire::event_type::EventType;
+use ocm_edge_schemas::wire::extensions as ext;
+use ocm_edge_schemas::wire::mqtt::APPLICATION_JSON;
+use ocm_edge_schemas::wire::works::WorkEvent;
+use ocm_edge_schemas::wire::{MqttMessage, topic};
+use rumqttc::v5::mqttbytes::QoS;
+use rumqttc::v5::mqttbytes::v5::{Packet, PublishProperties};
+use rumqttc::v5::{AsyncClient, Event as MqttEvent, MqttOptions};
+use tokio::sync::mpsc;
+
+/// Bound on every wait in these tests.
+pub const WAIT: Duration = Duration::from_secs(15);
+
+pub struct TestHub {
+    pub broker: EmbeddedBroker,
+    pub data_dir: tempfile::TempDir,
+    pub source: String,
+    pub hub: Option<HubHandle>,
+}
+
+impl TestHub {
+    /// An embedded broker on a free port and a hub using it as an external broker, so the hub can
+    /// be restarted while the broker stays up.
+    pub async fn start(source: &str) -> TestHub {
+        let broker = tokio::task::spawn_blocking(|| start_embedded("127.0.0.1:0".parse().unwrap()))
+            .await
+            .unwrap()
+            .unwrap();
+        let data_dir = tempfile::tempdir().unwrap();
+        let mut t = TestHub {
+            broker,
+            data_dir,
+            source: source.to_owned(),
+            hub: None,
+        };
+        t.start_hub().await;
+        t
+    }
+
+    pub fn config(&self) -> HubConfig {
+        let mut cfg = HubConfig::new(self.data_dir.path());
+        cfg.broker = BrokerConfig::External {
+            url: self.broker.url(),
+        };
+        cfg.source_id = self.source.clone();
+        cfg
+    }
+
+    pub async fn start_hub(&mut self) {
+        let hub = start_hub(self.config()).await.unwrap();
+        tokio::time::timeout(WAIT, hub.subscribed()).await.unwrap();
+        self.hub = Some(hub);
+    }
+
+    pub async fn stop_hub(&mut self) {
+        self.hub.take().unwrap().shutdown().await.unwrap();
+    }
+
+    pub async fn admin(&self) -> AdminClient {
+        AdminClient::connect_with_timeout(&self.broker.url(), &self.source, WAIT)
+            .await
+            .unwrap()
+    }
+
+    pub fn url(&self) -> String {
+        self.broker.url()
+    }
+}
+
+/// A raw agent: subscribed to its sourceevents, publishing CloudEvents on its agentevents.
+pub struct RawAgent {
+    pub cluster: String,
+    pub source: String,
+    client: AsyncClient,
+    messages: mpsc::UnboundedReceiver<MqttMessage>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for RawAgent {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl RawAgent {
+    pub async fn connect(url: &str, source: &str, cluster: &str) -> RawAgent {
+        let (host, port) = ocm_edge_hub::transport::parse_broker_url(url).unwrap();
+        let mut opts = MqttOptions::new(format!("{cluster}-agent"), host, port);
+        opts.set_clean_start(true)
+            .set_max_packet_size(Some(4 * 1024 * 1024))
+            .set_outgoing_inflight_upper_limit(100);
+        let (client, mut eventloop) = AsyncClient::new(opts, 64);
+        let (tx, messages) = mpsc::unbounded_channel();
+        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+        let sub = topic::source_events(source, cluster).unwrap();
+        let sub_client = client.clone();
+        let task = tokio::spawn(async move {
+            let mut ready = Some(ready_tx);
+            loop {
+                match eventloop.poll().await {
+                    Ok(MqttEvent::Incoming(Packet::ConnAck(_))) => {
+                        let _ = sub_client.try_subscribe(sub.clone(), QoS::AtLeastOnce);
+                    }
+                    Ok(MqttEvent::Incoming(Packet::SubAck(_))) => {
+                        if let Some(r) = ready.take() {
+                            let _ = r.send(());
+                        }
+                    }
+                    Ok(MqttEvent::Incoming(Packet::Publish(p))) => {
+                        let props = p.properties.unwrap_or_default();
+                        let msg = MqttMessage::from_raw_parts(
+                            &p.topic,
+                            p.payload.to_vec(),
+                            props.content_type,
+                            props.user_properties,
+                        )
+                        .unwrap();
+                        let _ = tx.send(msg);
+                    }
+                    Ok(_) => {}
+                    Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+                }
+            }
+        });
+        tokio::time::timeout(WAIT, ready_rx).await.unwrap().unwrap();
+        RawAgent {
+            cluster: cluster.to_owned(),
+            source: source.to_owned(),
+            client,
+            messages,
+            task,
+        }
+    }
+
+    /// An event of type `ty` from this cluster with JSON data.
+    pub fn event(&self, ty: &str, data: serde_json::Value) -> Event {
+        let mut e = Event::default();
+        e.set_id(uuid::Uuid::new_v4().to_string());
+        e.set_source(format!("{}-agent", self.cluster));
+        e.set_type(EventType::parse(ty).unwrap().to_string());
+        e.set_time(Some(Utc::now()));
+        ext::set_cluster_name(&mut e, &self.cluster);
+        ext::set_original_source(&mut e, "");
+        e.set_data(APPLICATION_JSON, data);
+        e
+    }
+
+    pub async fn send(&self, event: &Event) {
+        let topic = topic::agent_events(&self.source, &self.cluster).unwrap();
+        let msg = ocm_edge_schemas::wire::encode(event, topic).unwrap();
+        self.send_raw(msg).await;
+    }
+
+    pub async fn send_raw(&self, msg: MqttMessage) {
+        let props = PublishProperties {
+            content_type: msg.content_type.clone(),
+            user_properties: msg.user_properties.clone(),
+            ..Default::default()
+        };
+        self.client
+            .publish_with_properties(msg.topic, QoS::AtLeastOnce, false, msg.payload, props)
+            .await
+            .unwrap();
+    }
+
+    pub async fn join(&self) {
+        let e = self.event(
+            "cluster.open-cluster-management.io.v1.managedclusters.spec.create_request",
+            serde_json::json!({"metadata": {"name": self.cluster, "labels": {"env": "test"}},
+                               "spec": {"leaseDurationSeconds": 60}}),
+        );
+        self.send(&e).await;
+    }
+
+    pub async fn renew_lease(&self) {
+        let e = self.event(
+            "coordination.k8s.io.v1.leases.spec.update_request",
+            serde_json::json!({"metadata": {"name": "managed-cluster-lease", "namespace": self.cluster},
+                               "spec": {"leaseDurationSeconds": 60}}),
+        );
+        self.send(&e).await;
+    }
+
+    /// Waits (bounded) for the next received event matching `pred`, skipping others.
+    pub async fn next_event(&mut self, what: &str, pred: impl Fn(&Event) -> bool) -> Event {
+        let wait = async {
+            loop {
+                let msg = self.messages.recv().await.expect("agent connection closed");
+                let event = ocm_edge_schemas::wire::decode(&msg).unwrap();
+                if pred(&event) {
+                    return event;
+                }
+            }
+        };
+        match tokio::time::timeout(WAIT, wait).await {
+            Ok(e) => e,
+            Err(_) => panic!("no {what} within {WAIT:?}"),
+        }
+    }
+
+    /// The next hub view (`managedclusters.spec.update_request`) matching `pred`.
+    pub async fn next_hub_view(
+        &mut self,
+        pred: impl Fn(&serde_json::Value) -> bool,
+    ) -> serde_json::Value {
+        let e = self
+            .next_event("hub view", |e| {
+                use cloudevents::AttributesReader;
+                e.ty()
+                    .starts_with("cluster.open-cluster-management.io.v1.managedclusters.spec")
+                    && ocm_edge_schemas::wire::data_json(e)
+                        .ok()
+                        .flatten()
+                        .is_some_and(|v| pred(&v))
+            })
+            .await;
+        ocm_edge_schemas::wire::data_json(&e).unwrap().unwrap()
+    }
+
+    /// The next work event matching `pred`.
+    pub async fn next_work_event(
+        &mut self,
+        what: &str,
+        pred: impl Fn(&WorkEvent) -> bool,
+    ) -> WorkEvent {
+        let e = self
+            .next_event(what, |e| WorkEvent::from_event(e).is_ok_and(|w| pred(&w)))
+            .await;
+        WorkEvent::from_event(&e).unwrap()
+    }
+}
+
+/// Polls `check` through round trips to the hub until it returns `Some`, bounded by [`WAIT`].
+pub async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let wait = async {
+        loop {
+            if let Some(v) = check().await {
+                return v;
+            }
+            // Each check is an admin round trip; yield so the hub and agent tasks progress.
+            tokio::task::yield_now().await;
+        }
+    };
+    match tokio::time::timeout(WAIT, wait).await {
+        Ok(v) => v,
+        Err(_) => panic!("{what} did not happen within {WAIT:?}"),
+    }
+}
