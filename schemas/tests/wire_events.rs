@@ -380,3 +380,18 @@ fn presence_payload_is_the_documented_json() {
         r#"{"state":"online","connectionSeq":3}"#
     );
 }
+
+#[test]
+fn the_mqtt_content_type_wins_over_user_properties() {
+    let e = spec(Action::CreateRequest, false, true).to_event().unwrap();
+    let mut msg = encode(&e, "t").unwrap();
+    msg.user_properties
+        .push(("Content-Type".into(), "text/plain".into()));
+    assert_eq!(decode(&msg).unwrap(), e);
+    // Without either, a ce-datacontenttype property is still honoured.
+    msg.content_type = None;
+    msg.user_properties.retain(|(k, _)| k != "Content-Type");
+    msg.user_properties
+        .push(("ce-datacontenttype".into(), "application/json".into()));
+    assert_eq!(decode(&msg).unwrap(), e);
+}

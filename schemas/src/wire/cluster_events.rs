@@ -110,16 +110,13 @@ impl ClusterEvent {
     /// # Errors
     /// [`WorkEventError::Build`]; `Unknown` cannot be sent.
     pub fn to_event(&self) -> Result<Event, WorkEventError> {
-        let Some(t) = ty(self) else {
-            return Err(WorkEventError::Build(
-                "an unknown cluster event cannot be sent".into(),
-            ));
-        };
+        let unknown = || WorkEventError::Build("an unknown cluster event cannot be sent".into());
+        let t = ty(self).ok_or_else(unknown)?;
         match self {
             Self::JoinRequest(env) | Self::HubView(env) | Self::Status(env) => build(t, env),
             Self::Lease(env) => build(t, env),
             Self::Presence(env) => build(t, env),
-            Self::Unknown { .. } => unreachable_unknown(),
+            Self::Unknown { .. } => Err(unknown()),
         }
     }
 
@@ -206,11 +203,4 @@ impl ClusterEvent {
             Self::Unknown { ty: ty_str }
         })
     }
-}
-
-// `ty()` returns None only for Unknown, handled before the match; keep the arm total without panicking.
-fn unreachable_unknown() -> Result<Event, WorkEventError> {
-    Err(WorkEventError::Build(
-        "an unknown cluster event cannot be sent".into(),
-    ))
 }

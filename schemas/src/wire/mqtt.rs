@@ -267,10 +267,13 @@ impl BinaryDeserializer for MqttDeserializer<'_> {
         }
         visitor = visitor.set_spec_version(spec_version)?;
 
+        // MQTT 5 Content Type first, then the legacy user property of older Go peers, then a stray
+        // ce-datacontenttype some other binding may have written.
         let content_type = msg
             .content_type
             .as_deref()
-            .or_else(|| msg.user_property(LEGACY_CONTENT_TYPE_PROPERTY));
+            .or_else(|| msg.user_property(LEGACY_CONTENT_TYPE_PROPERTY))
+            .or_else(|| msg.user_property("ce-datacontenttype"));
         if let Some(ct) = content_type {
             visitor = visitor.set_attribute(
                 "datacontenttype",
@@ -284,7 +287,7 @@ impl BinaryDeserializer for MqttDeserializer<'_> {
             };
             match name {
                 "specversion" => {}
-                // The MQTT Content Type property is authoritative; a stray ce-datacontenttype is ignored.
+                // Already read above, with the MQTT Content Type property taking precedence.
                 "datacontenttype" => {}
                 _ if ATTRIBUTES.contains(&name) => {
                     let bad = |reason: String| {
@@ -300,9 +303,6 @@ impl BinaryDeserializer for MqttDeserializer<'_> {
                     }
                     if name == "dataschema" {
                         url::Url::parse(value).map_err(|e| bad(format!("not a URL ({e})")))?;
-                    }
-                    if name == "source" && value.is_empty() {
-                        return Err(bad("source must not be empty".to_owned()));
                     }
                     visitor = visitor
                         .set_attribute(name, MessageAttributeValue::String(value.clone()))?;
