@@ -176,21 +176,22 @@ impl Default for IntOrString {
 
 impl IntOrString {
     /// Resolves the value against `total`: an int is taken as is, `"N%"` is N percent of
-    /// `total` rounded up (as Kubernetes does for maxUnavailable-like fields), a plain numeric
+    /// `total` rounded up or down (OCM rounds maxConcurrency up), a plain numeric
     /// string is parsed. `None` when the string is neither.
     pub fn scaled_value(&self, total: i32, round_up: bool) -> Option<i32> {
         match self {
             IntOrString::Int(n) => Some(*n),
             IntOrString::String(s) => {
                 if let Some(pct) = s.strip_suffix('%') {
-                    let pct: i64 = pct.trim().parse().ok()?;
-                    let scaled = pct * i64::from(total);
+                    // OCM's rollout code parses the percentage as a float and rounds up.
+                    let pct: f64 = pct.trim().parse().ok().filter(|p: &f64| p.is_finite())?;
+                    let scaled = pct / 100.0 * f64::from(total);
                     let v = if round_up {
-                        (scaled + 99).div_euclid(100)
+                        scaled.ceil()
                     } else {
-                        scaled.div_euclid(100)
+                        scaled.floor()
                     };
-                    i32::try_from(v).ok()
+                    (v >= f64::from(i32::MIN) && v <= f64::from(i32::MAX)).then_some(v as i32)
                 } else {
                     s.trim().parse().ok()
                 }
