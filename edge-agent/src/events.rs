@@ -1,39 +1,32 @@
-//! The agent's side of the wire protocol: parse what the hub sends, build what the agent sends.
-//!
-//! A private adapter over `ocm_edge_schemas::wire` (event types, extensions, MQTT binding): the
-//! schemas crate's high-level `works`/`cluster_events` builders were not there yet when the agent was
-//! written, and the agent needs only this handful of events.
+//! The agent's side of the wire protocol: parse what the hub sends, build what the agent sends,
+//! on top of `ocm_edge_schemas::wire` (`works::WorkEvent`, `cluster_events::ClusterEvent`), which the
+//! hub uses too.
 
 use chrono::{DateTime, Utc};
-use cloudevents::{AttributesReader, Event, EventBuilder, EventBuilderV10};
+use cloudevents::Event;
 use ocm_edge_schemas::api::cluster::ManagedCluster;
 use ocm_edge_schemas::api::lease::Lease;
 use ocm_edge_schemas::api::meta::{MicroTime, ObjectMeta};
 use ocm_edge_schemas::api::work::{ManifestBundle, ManifestBundleStatus, ManifestWorkStatus};
-use ocm_edge_schemas::wire::event_type::{
-    Action, EventType, LEASES, MANAGED_CLUSTERS, MANIFEST_BUNDLES, PRESENCES, SubResource,
+use ocm_edge_schemas::wire::cluster_events::{
+    ClusterEnvelope, ClusterEvent, Presence, PresenceState,
 };
-use ocm_edge_schemas::wire::extensions as ext;
-use ocm_edge_schemas::wire::mqtt::APPLICATION_JSON;
+use ocm_edge_schemas::wire::event_type::Action;
 use ocm_edge_schemas::wire::resync::{ResourceVersion, ResourceVersionList, StatusHashList};
-use ocm_edge_schemas::wire::{MqttMessage, data_as, decode};
-use serde::Serialize;
+use ocm_edge_schemas::wire::works::{
+    EMPTY_LOG_TRACING, Header, SpecResyncRequest, StatusEvent, WorkEvent, WorkEventError,
+};
+use ocm_edge_schemas::wire::{MqttMessage, decode};
 
 /// Why an inbound message was dropped.
 #[derive(Debug, thiserror::Error)]
 pub enum EventError {
     #[error("not a CloudEvent: {0}")]
     Wire(#[from] ocm_edge_schemas::wire::WireError),
-    #[error("bad event type: {0}")]
-    Type(#[from] ocm_edge_schemas::wire::event_type::EventTypeError),
-    #[error("bad extension: {0}")]
-    Extension(#[from] ext::ExtensionError),
-    #[error("bad data: {0}")]
-    Data(#[from] ocm_edge_schemas::wire::DataError),
+    #[error("{0}")]
+    Event(#[from] WorkEventError),
     #[error("event is for cluster {0:?}, not this one")]
     OtherCluster(String),
-    #[error("cannot build event: {0}")]
-    Build(String),
 }
 
 /// A spec event for one bundle.
@@ -43,6 +36,7 @@ pub struct SpecEvent {
     pub source: String,
     pub resource_id: String,
     pub resource_version: i64,
+    /// The `metadata` extension (ObjectMeta JSON), "" when absent.
     pub metadata_json: String,
     pub generation: i64,
     /// Set on deletes.
@@ -64,74 +58,55 @@ pub enum Inbound {
 /// Parses a message received on `sourceevents` or `sourcebroadcast`.
 ///
 /// # Errors
-/// [`EventError`] for anything malformed; the caller logs, counts and drops it.
+/// [`EventError`] for anything malformed or addressed to another cluster; the caller logs,
+/// counts and drops it.
 pub fn parse_inbound(msg: &MqttMessage, cluster: &str) -> Result<Inbound, EventError> {
     let event = decode(msg)?;
-    let ty = EventType::parse(event.ty())?;
-    if let Ok(c) = ext::cluster_name(&event)
-        && !c.is_empty()
-        && c != cluster
-    {
-        return Err(EventError::OtherCluster(c.to_owned()));
-    }
-    if ty.data_type == MANIFEST_BUNDLES {
-        return match (ty.sub_resource, ty.action) {
-            (
-                SubResource::Spec,
-                Action::CreateRequest
-                | Action::UpdateRequest
-                | Action::DeleteRequest
-                | Action::ResyncResponse,
-            ) => parse_spec(&event).map(Inbound::Spec),
-            (SubResource::Status, Action::ResyncRequest) => {
-                let list: StatusHashList = match ocm_edge_schemas::wire::data_json(&event)? {
-                    None => StatusHashList::default(),
-                    Some(v) => serde_json::from_value(v).map_err(|e| {
-                        ocm_edge_schemas::wire::DataError::Shape {
-                            ty: event.ty().to_owned(),
-                            what: "StatusHashList",
-                            reason: e.to_string(),
-                        }
-                    })?,
-                };
-                Ok(Inbound::StatusResync(list))
-            }
-            _ => Ok(Inbound::Ignored(event.ty().to_owned())),
-        };
-    }
-    if ty.data_type == MANAGED_CLUSTERS
-        && ty.sub_resource == SubResource::Spec
-        && ty.action == Action::UpdateRequest
-    {
-        let view: ManagedCluster = data_as(&event, "ManagedCluster")?;
-        return Ok(Inbound::HubView(Box::new(view)));
-    }
-    Ok(Inbound::Ignored(event.ty().to_owned()))
-}
-
-fn parse_spec(event: &Event) -> Result<SpecEvent, EventError> {
-    let resource_id = ext::resource_id(event)?.to_owned();
-    let resource_version = ext::resource_version(event)?;
-    let deletion = ext::deletion_timestamp(event)?;
-    let metadata_json = ext::metadata_json(event).unwrap_or("{}").to_owned();
-    let meta: ObjectMeta = serde_json::from_str(&metadata_json).unwrap_or_default();
-    let bundle = if deletion.is_some() {
-        data_as::<ManifestBundle>(event, "ManifestBundle").ok()
-    } else {
-        Some(data_as::<ManifestBundle>(event, "ManifestBundle")?)
-    };
-    Ok(SpecEvent {
-        source: event.source().to_string(),
-        resource_id,
-        resource_version,
-        metadata_json,
-        generation: if meta.generation > 0 {
-            meta.generation
+    let ty = cloudevents::AttributesReader::ty(&event).to_owned();
+    let check = |c: &str| {
+        if c.is_empty() || c == cluster {
+            Ok(())
         } else {
-            resource_version
-        },
-        deletion,
-        bundle,
+            Err(EventError::OtherCluster(c.to_owned()))
+        }
+    };
+    if ClusterEvent::is_cluster_event_type(&ty) {
+        return Ok(match ClusterEvent::from_event(&event)? {
+            ClusterEvent::HubView(env) => {
+                check(&env.cluster)?;
+                Inbound::HubView(Box::new(env.data))
+            }
+            _ => Inbound::Ignored(ty),
+        });
+    }
+    Ok(match WorkEvent::from_event(&event)? {
+        WorkEvent::Spec(spec) => {
+            check(&spec.cluster)?;
+            let generation = spec
+                .metadata
+                .as_ref()
+                .map(|m| m.generation)
+                .filter(|g| *g > 0)
+                .unwrap_or(spec.resource_version);
+            Inbound::Spec(SpecEvent {
+                source: spec.header.source,
+                resource_id: spec.resource_id,
+                resource_version: spec.resource_version,
+                metadata_json: spec
+                    .metadata
+                    .as_ref()
+                    .and_then(|m| serde_json::to_string(m).ok())
+                    .unwrap_or_default(),
+                generation,
+                deletion: spec.deletion_timestamp,
+                bundle: spec.bundle,
+            })
+        }
+        WorkEvent::StatusResyncRequest(req) => {
+            check(&req.cluster)?;
+            Inbound::StatusResync(req.hashes)
+        }
+        _ => Inbound::Ignored(ty),
     })
 }
 
@@ -144,24 +119,21 @@ pub struct AgentIdentity {
 }
 
 impl AgentIdentity {
-    fn build(
-        &self,
-        ty: EventType,
-        data: &impl Serialize,
-        now: DateTime<Utc>,
-    ) -> Result<Event, EventError> {
-        let value = serde_json::to_value(data).map_err(|e| EventError::Build(e.to_string()))?;
-        let mut event = EventBuilderV10::new()
-            .id(uuid::Uuid::new_v4().to_string())
-            .source(self.agent_id.clone())
-            .ty(ty.to_string())
-            .time(now)
-            .data(APPLICATION_JSON, value)
-            .build()
-            .map_err(|e| EventError::Build(e.to_string()))?;
-        ext::set_cluster_name(&mut event, self.cluster.clone());
-        ext::set_original_source(&mut event, "");
-        Ok(event)
+    fn header(&self, now: DateTime<Utc>) -> Header {
+        Header::new(self.agent_id.clone(), now)
+    }
+
+    fn cluster_event(&self, event: ClusterEvent) -> Result<Event, WorkEventError> {
+        event.to_event()
+    }
+
+    fn envelope<T>(&self, data: T, now: DateTime<Utc>) -> ClusterEnvelope<T> {
+        ClusterEnvelope {
+            header: self.header(now),
+            cluster: self.cluster.clone(),
+            original_source: String::new(),
+            data,
+        }
     }
 
     /// `status.update_request` for one bundle: originalsource = the spec's source (maestro
@@ -177,21 +149,21 @@ impl AgentIdentity {
         hash: &str,
         sequence_id: String,
         now: DateTime<Utc>,
-    ) -> Result<Event, EventError> {
-        let data = ManifestBundleStatus::from(status);
-        let mut event = self.build(
-            MANIFEST_BUNDLES.event_type(SubResource::Status, Action::UpdateRequest),
-            &data,
-            now,
-        )?;
-        ext::set_resource_id(&mut event, resource_id);
-        ext::set_resource_version(&mut event, resource_version)?;
-        ext::set_original_source(&mut event, source);
-        event.set_extension(ext::METADATA, metadata_json.to_owned());
-        ext::set_sequence_id(&mut event, sequence_id);
-        ext::set_status_hash(&mut event, hash);
-        ext::set_log_tracing(&mut event, "{}");
-        Ok(event)
+    ) -> Result<Event, WorkEventError> {
+        StatusEvent {
+            header: self.header(now),
+            action: Action::UpdateRequest,
+            cluster: self.cluster.clone(),
+            resource_id: resource_id.to_owned(),
+            resource_version,
+            original_source: source.to_owned(),
+            sequence_id,
+            status_hash: Some(hash.to_owned()),
+            metadata: serde_json::from_str::<ObjectMeta>(metadata_json).ok(),
+            log_tracing: Some(EMPTY_LOG_TRACING.to_owned()),
+            status: ManifestBundleStatus::from(status),
+        }
+        .to_event()
     }
 
     /// `spec.resync_request` with every bundle version held.
@@ -199,14 +171,15 @@ impl AgentIdentity {
         &self,
         versions: Vec<ResourceVersion>,
         now: DateTime<Utc>,
-    ) -> Result<Event, EventError> {
-        self.build(
-            MANIFEST_BUNDLES.event_type(SubResource::Spec, Action::ResyncRequest),
-            &ResourceVersionList {
+    ) -> Result<Event, WorkEventError> {
+        SpecResyncRequest {
+            header: self.header(now),
+            cluster: self.cluster.clone(),
+            versions: ResourceVersionList {
                 resource_versions: versions,
             },
-            now,
-        )
+        }
+        .to_event()
     }
 
     /// The join request (ManagedCluster create_request).
@@ -214,12 +187,10 @@ impl AgentIdentity {
         &self,
         cluster: &ManagedCluster,
         now: DateTime<Utc>,
-    ) -> Result<Event, EventError> {
-        self.build(
-            MANAGED_CLUSTERS.event_type(SubResource::Spec, Action::CreateRequest),
-            cluster,
-            now,
-        )
+    ) -> Result<Event, WorkEventError> {
+        self.cluster_event(ClusterEvent::JoinRequest(
+            self.envelope(cluster.clone(), now),
+        ))
     }
 
     /// The cluster status (ManagedCluster status.update_request).
@@ -227,12 +198,8 @@ impl AgentIdentity {
         &self,
         cluster: &ManagedCluster,
         now: DateTime<Utc>,
-    ) -> Result<Event, EventError> {
-        self.build(
-            MANAGED_CLUSTERS.event_type(SubResource::Status, Action::UpdateRequest),
-            cluster,
-            now,
-        )
+    ) -> Result<Event, WorkEventError> {
+        self.cluster_event(ClusterEvent::Status(self.envelope(cluster.clone(), now)))
     }
 
     /// A lease renewal.
@@ -240,7 +207,7 @@ impl AgentIdentity {
         &self,
         lease_duration_seconds: i32,
         now: DateTime<Utc>,
-    ) -> Result<Event, EventError> {
+    ) -> Result<Event, WorkEventError> {
         let mut lease = Lease::default();
         lease.metadata = ObjectMeta::namespaced(
             self.cluster.clone(),
@@ -249,11 +216,7 @@ impl AgentIdentity {
         lease.spec.holder_identity = Some(self.agent_id.clone());
         lease.spec.lease_duration_seconds = Some(lease_duration_seconds);
         lease.spec.renew_time = Some(MicroTime::new(now));
-        self.build(
-            LEASES.event_type(SubResource::Spec, Action::UpdateRequest),
-            &lease,
-            now,
-        )
+        self.cluster_event(ClusterEvent::Lease(self.envelope(lease, now)))
     }
 
     /// Presence (birth `online` on connect; the will carries `offline`), with the connection sequence number.
@@ -262,15 +225,15 @@ impl AgentIdentity {
         online: bool,
         connection_seq: u64,
         now: DateTime<Utc>,
-    ) -> Result<Event, EventError> {
-        let data = serde_json::json!({
-            "state": if online { "online" } else { "offline" },
-            "connectionSeq": connection_seq,
-        });
-        self.build(
-            PRESENCES.event_type(SubResource::Status, Action::UpdateRequest),
-            &data,
-            now,
-        )
+    ) -> Result<Event, WorkEventError> {
+        let presence = Presence {
+            state: if online {
+                PresenceState::Online
+            } else {
+                PresenceState::Offline
+            },
+            connection_seq,
+        };
+        self.cluster_event(ClusterEvent::Presence(self.envelope(presence, now)))
     }
 }

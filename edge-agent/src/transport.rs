@@ -175,7 +175,7 @@ pub async fn run(
         if let Some(will) = (cfg.will)(seq) {
             options.set_last_will(last_will(will));
         }
-        let (client, mut eventloop) = AsyncClient::new(options, 256);
+        let (client, mut eventloop) = AsyncClient::new(options, 1024);
         let publisher = Publisher {
             client: client.clone(),
         };
