@@ -11,11 +11,12 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use ocm_edge_agent::{AgentConfig, AgentCounters, AgentHandle, ApplierConfig, SimControl, start_agent};
+use ocm_edge_agent::{
+    AgentConfig, AgentCounters, AgentHandle, ApplierConfig, SimControl, start_agent,
+};
 use ocm_edge_hub::admin::client::{AdminClient, NewWork};
 use ocm_edge_hub::admin::messages::{ClusterState, ClusterView, HubStats, WorkView, WorkWritten};
-use ocm_edge_hub::hub::HubHandle;
-use ocm_edge_hub::{BrokerConfig, HubConfig, start_hub};
+use ocm_edge_hub::{BrokerConfig, HubConfig, HubHandle, start_hub};
 use serde_json::Value;
 
 use crate::broker::TestBroker;
@@ -50,7 +51,7 @@ impl Default for FleetOptions {
             source_id: "ocm-edge".into(),
             ready_delay: SIM_READY_DELAY,
             reconcile_interval: RECONCILE_INTERVAL,
-            keepalive: Duration::from_secs(2),
+            keepalive: Duration::from_secs(5),
             lease_duration_seconds: 5,
         }
     }
@@ -66,7 +67,7 @@ pub struct Fleet {
     opts: FleetOptions,
     hub: Option<HubHandle>,
     agents: BTreeMap<String, RunningAgent>,
-    admin: Option<AdminClient>,
+    admin: tokio::sync::OnceCell<AdminClient>,
 }
 
 #[derive(Debug)]
@@ -131,10 +132,7 @@ impl Fleet {
     /// # Panics
     /// When the broker or hub does not start.
     pub async fn start_with(opts: FleetOptions) -> Fleet {
-        let broker = tokio::task::spawn_blocking(|| TestBroker::start(256))
-            .await
-            .expect("broker start task")
-            .expect("embedded test broker starts");
+        let broker = TestBroker::start_async().await;
         let mut fleet = Self::on_broker(broker.url(), opts);
         fleet._broker = Some(broker);
         fleet.start_hub().await;
@@ -150,7 +148,7 @@ impl Fleet {
             opts,
             hub: None,
             agents: BTreeMap::new(),
-            admin: None,
+            admin: tokio::sync::OnceCell::new(),
         }
     }
 
@@ -188,7 +186,7 @@ impl Fleet {
     /// Stops the hub (its data dir stays); agents keep running.
     pub async fn stop_hub(&mut self) {
         if let Some(hub) = self.hub.take() {
-            hub.shutdown().await;
+            hub.shutdown().await.expect("hub stops cleanly");
         }
     }
 
@@ -252,15 +250,23 @@ impl Fleet {
 
     /// Stops `cluster`'s agent gracefully (its data dir stays).
     pub async fn stop_agent(&mut self, cluster: &str) {
-        let agent = self.agents.get_mut(cluster).unwrap_or_else(|| panic!("no agent {cluster}"));
+        let agent = self
+            .agents
+            .get_mut(cluster)
+            .unwrap_or_else(|| panic!("no agent {cluster}"));
         if let Some(h) = agent.handle.take() {
-            h.shutdown().await.unwrap_or_else(|e| panic!("agent {cluster} stopped with an error: {e}"));
+            h.shutdown()
+                .await
+                .unwrap_or_else(|e| panic!("agent {cluster} stopped with an error: {e}"));
         }
     }
 
     /// Stops `cluster`'s agent abruptly, like a killed process (the broker publishes its will).
     pub async fn kill_agent(&mut self, cluster: &str) {
-        let agent = self.agents.get_mut(cluster).unwrap_or_else(|| panic!("no agent {cluster}"));
+        let agent = self
+            .agents
+            .get_mut(cluster)
+            .unwrap_or_else(|| panic!("no agent {cluster}"));
         if let Some(h) = agent.handle.take() {
             h.kill().await;
         }
@@ -271,7 +277,10 @@ impl Fleet {
     /// # Panics
     /// When it is running or does not start.
     pub async fn restart_agent(&mut self, cluster: &str) {
-        let agent = self.agents.get_mut(cluster).unwrap_or_else(|| panic!("no agent {cluster}"));
+        let agent = self
+            .agents
+            .get_mut(cluster)
+            .unwrap_or_else(|| panic!("no agent {cluster}"));
         assert!(agent.handle.is_none(), "agent {cluster} is still running");
         let handle = start_agent(agent.cfg.clone())
             .await
@@ -280,25 +289,40 @@ impl Fleet {
     }
 
     /// The admin client (connected on first use; it talks to whichever hub is running).
-    pub async fn admin(&mut self) -> &AdminClient {
-        if self.admin.is_none() {
-            let client = AdminClient::connect(&self.broker_url, &self.opts.source_id)
-                .await
-                .expect("admin client connects to the broker");
-            self.admin = Some(client);
-        }
-        self.admin.as_ref().expect("just set")
+    ///
+    /// # Panics
+    /// When it cannot connect to the broker.
+    pub async fn admin(&self) -> &AdminClient {
+        self.admin
+            .get_or_init(|| async {
+                AdminClient::connect(&self.broker_url, &self.opts.source_id)
+                    .await
+                    .expect("admin client connects to the broker")
+            })
+            .await
     }
 
     /// Waits until the hub lists `cluster` in `state`.
     ///
     /// # Errors
     /// [`WaitTimeout`] after [`WAIT`].
-    pub async fn wait_cluster_state(&mut self, cluster: &str, state: ClusterState) -> Result<ClusterView, WaitTimeout> {
+    pub async fn wait_cluster_state(
+        &self,
+        cluster: &str,
+        state: ClusterState,
+    ) -> Result<ClusterView, WaitTimeout> {
         let admin = self.admin().await;
-        wait_for(&format!("cluster {cluster} to be {state} at the hub"), WAIT, || async {
-            admin.get_cluster(cluster).await.ok().filter(|c| c.state == state)
-        })
+        wait_for(
+            &format!("cluster {cluster} to be {state} at the hub"),
+            WAIT,
+            || async {
+                admin
+                    .get_cluster(cluster)
+                    .await
+                    .ok()
+                    .filter(|c| c.state == state)
+            },
+        )
         .await
     }
 
@@ -306,14 +330,22 @@ impl Fleet {
     ///
     /// # Panics
     /// When the cluster never asks to join or the accept fails.
-    pub async fn accept(&mut self, cluster: &str) {
-        self.wait_cluster_state(cluster, ClusterState::Pending).await.expect("join request reaches the hub");
-        self.admin().await.accept_cluster(cluster).await.expect("accept succeeds");
-        self.wait_cluster_state(cluster, ClusterState::Accepted).await.expect("accepted");
+    pub async fn accept(&self, cluster: &str) {
+        self.wait_cluster_state(cluster, ClusterState::Pending)
+            .await
+            .expect("join request reaches the hub");
+        self.admin()
+            .await
+            .accept_cluster(cluster)
+            .await
+            .expect("accept succeeds");
+        self.wait_cluster_state(cluster, ClusterState::Accepted)
+            .await
+            .expect("accepted");
     }
 
     /// Accepts every cluster in `clusters`.
-    pub async fn accept_all(&mut self, clusters: &[&str]) {
+    pub async fn accept_all(&self, clusters: &[&str]) {
         for c in clusters {
             self.accept(c).await;
         }
@@ -323,7 +355,12 @@ impl Fleet {
     ///
     /// # Panics
     /// When the hub refuses it.
-    pub async fn create_work(&mut self, name: &str, clusters: &[&str], manifests: Vec<Value>) -> Vec<WorkWritten> {
+    pub async fn create_work(
+        &self,
+        name: &str,
+        clusters: &[&str],
+        manifests: Vec<Value>,
+    ) -> Vec<WorkWritten> {
         self.write_work(NewWork {
             name: name.into(),
             clusters: clusters.iter().map(|c| c.to_string()).collect(),
@@ -337,7 +374,7 @@ impl Fleet {
     ///
     /// # Panics
     /// When the hub refuses it.
-    pub async fn write_work(&mut self, work: NewWork) -> Vec<WorkWritten> {
+    pub async fn write_work(&self, work: NewWork) -> Vec<WorkWritten> {
         let name = work.name.clone();
         self.admin()
             .await
@@ -351,7 +388,7 @@ impl Fleet {
     /// # Errors
     /// [`WaitTimeout`] after [`WAIT`].
     pub async fn wait_work(
-        &mut self,
+        &self,
         cluster: &str,
         name: &str,
         what: &str,
@@ -359,9 +396,11 @@ impl Fleet {
     ) -> Result<WorkView, WaitTimeout> {
         let admin = self.admin().await;
         let pred = &pred;
-        wait_for(&format!("work {cluster}/{name}: {what}"), WAIT, || async move {
-            admin.get_work(cluster, name).await.ok().filter(|w| pred(w))
-        })
+        wait_for(
+            &format!("work {cluster}/{name}: {what}"),
+            WAIT,
+            || async move { admin.get_work(cluster, name).await.ok().filter(|w| pred(w)) },
+        )
         .await
     }
 
@@ -369,7 +408,12 @@ impl Fleet {
     ///
     /// # Errors
     /// [`WaitTimeout`] after [`WAIT`].
-    pub async fn wait_work_condition(&mut self, cluster: &str, name: &str, type_: &str) -> Result<WorkView, WaitTimeout> {
+    pub async fn wait_work_condition(
+        &self,
+        cluster: &str,
+        name: &str,
+        type_: &str,
+    ) -> Result<WorkView, WaitTimeout> {
         self.wait_work(cluster, name, &format!("{type_}=True at the hub"), |w| {
             has_true_condition(&w.conditions, type_)
         })
@@ -380,18 +424,28 @@ impl Fleet {
     ///
     /// # Errors
     /// [`WaitTimeout`] after [`WAIT`].
-    pub async fn wait_sim<T>(&self, cluster: &str, what: &str, pred: impl Fn(&SimControl) -> Option<T>) -> Result<T, WaitTimeout> {
+    pub async fn wait_sim<T>(
+        &self,
+        cluster: &str,
+        what: &str,
+        pred: impl Fn(&SimControl) -> Option<T>,
+    ) -> Result<T, WaitTimeout> {
         let sim = self.sim(cluster);
         let pred = &pred;
         let sim = &sim;
-        wait_for(&format!("{cluster}'s simulated cluster: {what}"), WAIT, || async move { pred(sim) }).await
+        wait_for(
+            &format!("{cluster}'s simulated cluster: {what}"),
+            WAIT,
+            || async move { pred(sim) },
+        )
+        .await
     }
 
     /// The hub's counters.
     ///
     /// # Panics
     /// When the hub does not answer.
-    pub async fn stats(&mut self) -> HubStats {
+    pub async fn stats(&self) -> HubStats {
         self.admin().await.stats().await.expect("hub answers stats")
     }
 
@@ -411,6 +465,9 @@ impl Fleet {
 }
 
 /// Whether `conditions` hold `type_` with status True.
-pub fn has_true_condition(conditions: &[ocm_edge_schemas::api::meta::Condition], type_: &str) -> bool {
+pub fn has_true_condition(
+    conditions: &[ocm_edge_schemas::api::meta::Condition],
+    type_: &str,
+) -> bool {
     ocm_edge_schemas::api::meta::is_condition_true(conditions, type_)
 }

@@ -1,9 +1,10 @@
 //! ocm-edge integration test harness and the fleet benchmark.
 //!
 //! Map:
-//! - [`broker`]: an embedded rumqttd (MQTT 5) on a free port that outlives hub restarts.
+//! - [`broker`]: the hub's embedded rumqttd (MQTT 5) on a free port that outlives hub restarts.
 //! - [`fleet`]: a broker, a hub that can be restarted, N agents on the simulated cluster, an admin
 //!   client, and waits on what the hub and the simulated clusters show.
+//! - [`forge`]: wire messages a test sends as a peer (OCM work agent, maestro, rogue client).
 //! - [`manifests`]: Kubernetes objects and work options for tests.
 //! - [`mosquitto`]: a real Mosquitto 2 with a generated config (and optional password file + ACL).
 //! - [`probe`]: a raw MQTT 5 client to speak the wire directly (maestro's role, spies, bad input).
@@ -13,7 +14,8 @@
 //! `src/bin/fleet-bench.rs` is the fleet benchmark.
 
 pub mod broker;
-// pub mod fleet; (waits for ocm_edge_hub::start_hub)
+pub mod fleet;
+pub mod forge;
 pub mod manifests;
 pub mod mosquitto;
 pub mod probe;

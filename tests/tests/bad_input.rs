@@ -110,10 +110,7 @@ fn malformed_messages(
 
 #[tokio::test]
 async fn malformed_mqtt_payloads_to_an_agent_are_counted_and_dropped_and_it_keeps_working() {
-    let broker = tokio::task::spawn_blocking(|| TestBroker::start(16))
-        .await
-        .unwrap()
-        .unwrap();
+    let broker = TestBroker::start_async().await;
     let spec = structured::parse(SPEC_VECTOR).unwrap();
     let cluster = ext::cluster_name(&spec).unwrap().to_owned();
     let source_events = format!("sources/maestro/consumers/{cluster}/sourceevents");

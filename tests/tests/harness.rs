@@ -33,7 +33,7 @@ async fn round_trip(url: &str) {
 
 #[tokio::test]
 async fn the_embedded_test_broker_carries_mqtt5_properties_end_to_end() {
-    let broker = TestBroker::start(16).unwrap();
+    let broker = TestBroker::start_async().await;
     round_trip(&broker.url()).await;
 }
 

@@ -27,10 +27,7 @@ fn is_type(m: &MqttMessage, suffix: &str) -> bool {
 #[tokio::test]
 async fn an_agent_with_source_maestro_applies_maestros_spec_and_answers_with_a_status_maestro_accepts()
  {
-    let broker = tokio::task::spawn_blocking(|| TestBroker::start(16))
-        .await
-        .unwrap()
-        .unwrap();
+    let broker = TestBroker::start_async().await;
     let spec = structured::parse(SPEC_VECTOR).expect("the maestro spec vector parses");
     let cluster = ext::cluster_name(&spec).unwrap().to_owned();
     let resource_id = ext::resource_id(&spec).unwrap().to_owned();
