@@ -76,7 +76,7 @@ pub enum DemoError {
         reason: String,
     },
     /// The admin API failed.
-    #[error("admin API: {0}")]
+    #[error(transparent)]
     Admin(#[from] AdminError),
     /// Something did not happen in time.
     #[error(
@@ -167,7 +167,10 @@ pub async fn run(options: DemoOptions, out: &mut impl Write) -> Result<(), DemoE
         let _ = agent.handle.shutdown().await;
     }
     if let Some(hub) = hub {
-        hub.shutdown().await;
+        // The story's outcome matters more than a clean stop; a failed stop is only logged.
+        if let Err(e) = hub.shutdown().await {
+            tracing::warn!(error = %e, "the demo hub stopped with an error");
+        }
     }
     result?;
     writeln!(
@@ -191,7 +194,7 @@ async fn story(
     out: &mut impl Write,
     started: Instant,
     client: &AdminClient,
-    hub: &mut Option<hub_shim::HubHandle>,
+    hub: &mut Option<crate::hub::HubHandle>,
     hub_dir: &Path,
     url: &str,
     agents: &[DemoAgent],
@@ -258,7 +261,9 @@ async fn story(
 
     // Hub down; agents keep working.
     if let Some(h) = hub.take() {
-        h.shutdown().await;
+        h.shutdown()
+            .await
+            .map_err(|e| DemoError::Hub(format!("stopping: {e}")))?;
     }
     let down_at = Instant::now();
     writeln!(
@@ -325,7 +330,13 @@ async fn story(
         elapsed(started),
         down_at.elapsed().as_secs()
     )?;
-    let works = client.list_works(None).await?;
+    // The new hub subscribes a moment after it starts: wait for its first answer.
+    let works = waiter
+        .until(out, "the restarted hub to answer", || async {
+            let works = client.list_works(None).await?;
+            Ok((true, String::new(), works))
+        })
+        .await?;
     writeln!(
         out,
         "[{}] the hub recovered {} works from its store",
@@ -505,12 +516,12 @@ fn elapsed(started: Instant) -> String {
     format!("{:>4.1}s", started.elapsed().as_secs_f64())
 }
 
-async fn start_demo_hub(data_dir: &Path, url: &str) -> Result<hub_shim::HubHandle, DemoError> {
+async fn start_demo_hub(data_dir: &Path, url: &str) -> Result<crate::hub::HubHandle, DemoError> {
     let mut cfg = HubConfig::new(data_dir);
     cfg.broker = BrokerConfig::External {
         url: url.to_owned(),
     };
-    hub_shim::start_hub(cfg)
+    crate::hub::start_hub(cfg)
         .await
         .map_err(|e| DemoError::Hub(e.to_string()))
 }
@@ -586,25 +597,6 @@ fn sample_work(clusters: Vec<String>, replicas: i64, overwrite: bool) -> NewWork
         delete_option: None,
         manifest_configs: vec![feedback],
         overwrite,
-    }
-}
-
-// Until the hub library exposes start_hub (H4a is landing it), the demo cannot run a hub.
-mod hub_shim {
-    use crate::config::HubConfig;
-
-    #[derive(Debug)]
-    pub struct HubHandle;
-
-    impl HubHandle {
-        pub async fn shutdown(self) {}
-    }
-
-    pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, String> {
-        Err(format!(
-            "the hub library is not available yet ({})",
-            cfg.source_id
-        ))
     }
 }
 

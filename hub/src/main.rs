@@ -27,11 +27,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 }
 
 /// Logs go to stderr so tables and `-o json` on stdout stay clean. The hub logs at info by
-/// default; one-shot commands only warn. `RUST_LOG` overrides both.
+/// default; one-shot commands only warn. The embedded rumqttd reports every closed connection
+/// at ERROR level, which is noise for an operator, so it is off unless `RUST_LOG` asks for it
+/// (e.g. `RUST_LOG=info,rumqttd=info`). `RUST_LOG` overrides everything.
 fn init_logging(command: &Command) {
     let default = match command {
-        Command::Hub(_) => "info",
-        _ => "warn",
+        Command::Hub(_) => "info,rumqttd=off",
+        _ => "warn,rumqttd=off",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));

@@ -340,24 +340,34 @@ impl AdminClient {
             )],
             ..Default::default()
         };
+        let publish = || {
+            self.client.publish_with_properties(
+                self.request_topic.clone(),
+                QoS::AtLeastOnce,
+                false,
+                payload.clone(),
+                properties.clone(),
+            )
+        };
+        let disconnected = |reason: String| AdminError::Disconnected {
+            url: self.broker_url.clone(),
+            reason,
+        };
         let answer = async {
-            self.client
-                .publish_with_properties(
-                    self.request_topic.clone(),
-                    QoS::AtLeastOnce,
-                    false,
-                    payload,
-                    properties,
-                )
-                .await
-                .map_err(|e| AdminError::Disconnected {
-                    url: self.broker_url.clone(),
-                    reason: e.to_string(),
-                })?;
-            rx.await.map_err(|_| AdminError::Disconnected {
-                url: self.broker_url.clone(),
-                reason: "the MQTT client stopped".to_owned(),
-            })
+            // A hub that is (re)starting has not subscribed yet and the broker keeps nothing for
+            // it, so the request is sent again, with the same correlation data, until the first
+            // answer arrives. The hub's commands are idempotent or fail harmlessly on a repeat,
+            // and only the first answer is taken.
+            let mut rx = rx;
+            let mut resend = Duration::from_millis(500);
+            loop {
+                publish().await.map_err(|e| disconnected(e.to_string()))?;
+                match tokio::time::timeout(resend, &mut rx).await {
+                    Ok(Ok(publish)) => return Ok(publish),
+                    Ok(Err(_)) => return Err(disconnected("the MQTT client stopped".to_owned())),
+                    Err(_) => resend = (resend * 2).min(Duration::from_secs(4)),
+                }
+            }
         };
         let outcome = tokio::time::timeout(self.timeout, answer).await;
         self.lock_pending().remove(&correlation);

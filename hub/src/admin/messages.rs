@@ -5,6 +5,11 @@
 //! JSON (QoS 1, not retained) on `ocm-edge/<source>/admin/requests`, with the MQTT 5 *Response Topic*
 //! `ocm-edge/<source>/admin/responses/<client-id>` and *Correlation Data* set. The hub answers each
 //! request with exactly one [`AdminResponse`] on that response topic, copying the correlation data.
+//! When no answer comes within half a second the client sends the same request again (same
+//! correlation data, backing off to every 4 s) until its timeout: a hub that is (re)starting has
+//! not subscribed yet and the broker keeps nothing for it. Every command is therefore safe to
+//! receive twice (reads, accept/deny, overwrite and delete are idempotent; a repeated create
+//! fails with AlreadyExists), and the client takes the first answer and drops the others.
 //! A request the hub cannot parse is answered with [`AdminErrorKind::Invalid`] (when it carries a
 //! response topic); a request without a response topic is logged, counted and dropped.
 //!

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use super::output::print;
 use super::{CliError, GlobalArgs};
 use crate::config::{BrokerConfig, DEFAULT_LEASE_GRACE_MULTIPLIER, HubConfig};
 
@@ -56,13 +57,53 @@ pub fn hub_config(global: &GlobalArgs, args: &HubArgs) -> Result<HubConfig, CliE
     Ok(cfg)
 }
 
-/// Runs the hub until Ctrl-C / SIGTERM.
+/// Runs the hub until Ctrl-C / SIGTERM, then stops it gracefully (store closed).
+///
+/// Prints one line `ocm-edge hub running: broker URL, ...` on stdout once it is up, so scripts
+/// (and tests) started with `--listen 127.0.0.1:0` learn the port.
 ///
 /// # Errors
 /// Bad arguments, or the hub failing to start or stopping with an error.
 pub async fn run(global: &GlobalArgs, args: HubArgs) -> Result<(), CliError> {
     let cfg = hub_config(global, &args)?;
-    Err(CliError::Hub(format!(
-        "the hub library is not wired into the CLI yet (config: {cfg:?})"
-    )))
+    let data_dir = cfg.data_dir.display().to_string();
+    let source_id = cfg.source_id.clone();
+    let handle = crate::hub::start_hub(cfg)
+        .await
+        .map_err(|e| CliError::Hub(format!("the hub did not start: {e}")))?;
+    let url = handle.broker_url();
+    print(&format!(
+        "ocm-edge hub running: broker {url}, source id {source_id}, data {data_dir}\n\
+         agents: ocm-edge-agent --cluster-name NAME --broker {url}; then: ocm-edge cluster accept NAME\n"
+    ))?;
+    shutdown_signal().await;
+    tracing::info!("stopping the hub");
+    handle
+        .shutdown()
+        .await
+        .map_err(|e| CliError::Hub(format!("the hub stopped with an error: {e}")))
+}
+
+/// Ctrl-C, or SIGTERM (systemd, `kill`, container runtimes) on Unix.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGTERM; stop the hub with Ctrl-C");
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }
