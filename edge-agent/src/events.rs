@@ -48,7 +48,7 @@ pub struct SpecEvent {
 /// What the hub sent.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Inbound {
-    Spec(SpecEvent),
+    Spec(Box<SpecEvent>),
     StatusResync(StatusHashList),
     HubView(Box<ManagedCluster>),
     /// A well-formed event the agent has no use for.
@@ -88,7 +88,7 @@ pub fn parse_inbound(msg: &MqttMessage, cluster: &str) -> Result<Inbound, EventE
                 .map(|m| m.generation)
                 .filter(|g| *g > 0)
                 .unwrap_or(spec.resource_version);
-            Inbound::Spec(SpecEvent {
+            Inbound::Spec(Box::new(SpecEvent {
                 source: spec.header.source,
                 resource_id: spec.resource_id,
                 resource_version: spec.resource_version,
@@ -100,7 +100,7 @@ pub fn parse_inbound(msg: &MqttMessage, cluster: &str) -> Result<Inbound, EventE
                 generation,
                 deletion: spec.deletion_timestamp,
                 bundle: spec.bundle,
-            })
+            }))
         }
         WorkEvent::StatusResyncRequest(req) => {
             check(&req.cluster)?;

@@ -6,6 +6,7 @@
 //! - `inventory`: objects applied for each bundle (OCM's AppliedManifestWork);
 //! - `outbox`: latest status per bundle and whether the hub has it;
 //! - `agent_meta`: connection sequence number, the hub's registration view (keyed by name).
+//!
 //! The simulated cluster keeps its own table in the same file (see `applier::sim`).
 
 use std::path::Path;

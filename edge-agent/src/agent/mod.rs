@@ -380,7 +380,7 @@ impl Agent {
             }
             TransportEvent::Subscribed => self.send_spec_resync(now()),
             TransportEvent::Message(msg) => match parse_inbound(&msg, &self.cfg.cluster_name) {
-                Ok(Inbound::Spec(spec)) => self.on_spec(spec, now()).await,
+                Ok(Inbound::Spec(spec)) => self.on_spec(*spec, now()).await,
                 Ok(Inbound::StatusResync(list)) => {
                     self.bump(|c| c.status_resyncs_received += 1);
                     self.outbox.on_status_resync(&list.status_hashes);

@@ -20,12 +20,14 @@ use crate::core::plan::{ApplyAction, ApplyStrategy, DeletePropagation};
 use crate::core::resource::{ResourceRef, is_subset};
 
 type Discovered = (ApiResource, ApiCapabilities);
+/// Discovery results by (group, version, kind).
+type DiscoveryCache = Arc<Mutex<HashMap<(String, String, String), Discovered>>>;
 
 /// The kube-rs applier.
 #[derive(Clone)]
 pub struct KubeApplier {
     client: Client,
-    discovered: Arc<Mutex<HashMap<(String, String, String), Discovered>>>,
+    discovered: DiscoveryCache,
 }
 
 impl std::fmt::Debug for KubeApplier {

@@ -170,7 +170,7 @@ impl Inner {
                 self.all()?
                     .into_iter()
                     .map(|(k, _)| k)
-                    .filter(|k| k.splitn(4, '/').nth(2) == Some(ns)),
+                    .filter(|k| k.split('/').nth(2) == Some(ns)),
             );
         }
         self.remove(&keys)

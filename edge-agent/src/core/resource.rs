@@ -103,17 +103,16 @@ pub fn plural(kind: &str) -> String {
     if lower.is_empty() {
         return lower;
     }
-    match lower.as_str() {
-        "endpoints" => return lower,
-        _ => {}
+    if lower == "endpoints" {
+        return lower;
     }
     if lower.ends_with('s') {
         return format!("{lower}es");
     }
-    if let Some(stem) = lower.strip_suffix('y') {
-        if !stem.ends_with(['a', 'e', 'i', 'o', 'u']) {
-            return format!("{stem}ies");
-        }
+    if let Some(stem) = lower.strip_suffix('y')
+        && !stem.ends_with(['a', 'e', 'i', 'o', 'u'])
+    {
+        return format!("{stem}ies");
     }
     format!("{lower}s")
 }
