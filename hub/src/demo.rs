@@ -129,7 +129,7 @@ pub async fn run(options: DemoOptions, out: &mut impl Write) -> Result<(), DemoE
     writeln!(out, "[{}] broker listening on {url}", elapsed(started))?;
 
     let hub_dir = dir.path().join("hub");
-    let mut hub = Some(start_demo_hub(&hub_dir, &url).await?);
+    let mut hub = Some(start_demo_hub(&hub_dir, &url, options.converge_timeout).await?);
     writeln!(
         out,
         "[{}] hub started (source id ocm-edge)",
@@ -323,7 +323,7 @@ async fn story(
     tokio::time::sleep_until(down_at + options.hub_downtime).await;
 
     // Hub back on the same data dir.
-    *hub = Some(start_demo_hub(hub_dir, url).await?);
+    *hub = Some(start_demo_hub(hub_dir, url, options.converge_timeout).await?);
     writeln!(
         out,
         "\n[{}] hub RESTARTED on the same data dir after {} s down",
@@ -516,14 +516,26 @@ fn elapsed(started: Instant) -> String {
     format!("{:>4.1}s", started.elapsed().as_secs_f64())
 }
 
-async fn start_demo_hub(data_dir: &Path, url: &str) -> Result<crate::hub::HubHandle, DemoError> {
+async fn start_demo_hub(
+    data_dir: &Path,
+    url: &str,
+    timeout: Duration,
+) -> Result<crate::hub::HubHandle, DemoError> {
     let mut cfg = HubConfig::new(data_dir);
     cfg.broker = BrokerConfig::External {
         url: url.to_owned(),
     };
-    crate::hub::start_hub(cfg)
+    let hub = crate::hub::start_hub(cfg)
         .await
-        .map_err(|e| DemoError::Hub(e.to_string()))
+        .map_err(|e| DemoError::Hub(e.to_string()))?;
+    let ready = tokio::time::timeout(timeout, hub.subscribed()).await;
+    if ready.is_err() {
+        return Err(DemoError::Hub(format!(
+            "it did not subscribe to the broker at {url} within {} s",
+            timeout.as_secs()
+        )));
+    }
+    Ok(hub)
 }
 
 const REGIONS: [&str; 5] = ["eu-west", "us-east", "ap-south", "sa-east", "af-south"];

@@ -72,6 +72,14 @@ pub async fn run(global: &GlobalArgs, args: HubArgs) -> Result<(), CliError> {
         .await
         .map_err(|e| CliError::Hub(format!("the hub did not start: {e}")))?;
     let url = handle.broker_url();
+    // Announce the hub only once it listens on the broker, so a script that waits for the line
+    // below can use the CLI at once.
+    if tokio::time::timeout(global.timeout, handle.subscribed())
+        .await
+        .is_err()
+    {
+        tracing::warn!(broker = %url, "the hub has not reached the broker yet; it keeps trying");
+    }
     print(&format!(
         "ocm-edge hub running: broker {url}, source id {source_id}, data {data_dir}\n\
          agents: ocm-edge-agent --cluster-name NAME --broker {url}; then: ocm-edge cluster accept NAME\n"

@@ -1,0 +1,584 @@
+//! The `ocm-edge` binary against a real hub on a real embedded broker (free port), with real
+//! agents on simulated clusters where a cluster is needed. Every wait is bounded; nothing sleeps.
+
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+use std::time::Duration;
+
+use ocm_edge_agent::{AgentConfig, AgentHandle, ApplierConfig, Registration, start_agent};
+use ocm_edge_hub::admin::client::AdminClient;
+use ocm_edge_hub::admin::messages::{AdminErrorKind, WorkView};
+use ocm_edge_hub::{BrokerConfig, HubConfig, HubHandle, start_hub};
+use ocm_edge_schemas::api::meta::is_condition_true;
+use serde_json::Value;
+use tempfile::TempDir;
+use tokio::io::AsyncBufReadExt;
+use tokio::time::{Instant, timeout};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ocm-edge");
+/// Bound on anything the fleet has to do (join, apply, report).
+const WAIT: Duration = Duration::from_secs(30);
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/cli")
+        .join(name)
+}
+
+struct TestHub {
+    hub: Option<HubHandle>,
+    url: String,
+    dir: TempDir,
+}
+
+impl TestHub {
+    async fn start() -> TestHub {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = HubConfig::new(dir.path().join("hub"));
+        cfg.broker = BrokerConfig::Embedded {
+            listen: "127.0.0.1:0".parse().unwrap(),
+        };
+        let hub = start_hub(cfg).await.expect("the hub starts");
+        timeout(WAIT, hub.subscribed())
+            .await
+            .expect("the hub subscribes to its broker");
+        TestHub {
+            url: hub.broker_url(),
+            hub: Some(hub),
+            dir,
+        }
+    }
+
+    /// Runs `ocm-edge ARGS --broker URL` to completion.
+    async fn cli(&self, args: &[&str]) -> Output {
+        ocm_edge(&self.url, args).await
+    }
+
+    async fn admin(&self) -> AdminClient {
+        AdminClient::connect(&self.url, "ocm-edge").await.unwrap()
+    }
+
+    /// Starts a simulated agent for `name`, waits for its join request, accepts it with the CLI,
+    /// and waits until the agent hears it was accepted.
+    async fn accepted_cluster(&self, name: &str) -> AgentHandle {
+        let mut cfg = AgentConfig::new(name, &self.url, self.dir.path().join(name));
+        cfg.applier = ApplierConfig::Sim {
+            ready_delay: Duration::from_millis(200),
+        };
+        cfg.reconcile_interval = Duration::from_secs(1);
+        let agent = start_agent(cfg).await.expect("the agent starts");
+        let mut counters = agent.counters();
+        timeout(
+            WAIT,
+            counters.wait_for(|c| c.registration == Registration::Pending),
+        )
+        .await
+        .expect("the hub records the join request")
+        .unwrap();
+        let out = self.cli(&["cluster", "accept", name]).await;
+        assert_success(&out);
+        assert!(stdout(&out).contains("accepted"), "{}", stdout(&out));
+        timeout(
+            WAIT,
+            counters.wait_for(|c| c.registration == Registration::Accepted),
+        )
+        .await
+        .expect("the agent hears it was accepted")
+        .unwrap();
+        agent
+    }
+
+    /// Polls the hub until `done` holds for the work.
+    async fn wait_work(
+        &self,
+        cluster: &str,
+        name: &str,
+        done: impl Fn(&WorkView) -> bool,
+    ) -> WorkView {
+        let admin = self.admin().await;
+        let deadline = Instant::now() + WAIT;
+        let mut poll = tokio::time::interval(Duration::from_millis(100));
+        loop {
+            poll.tick().await;
+            let work = admin.get_work(cluster, name).await.unwrap();
+            if done(&work) {
+                return work;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "work {cluster}/{name} did not get there in {WAIT:?}: {work:#?}"
+            );
+        }
+    }
+
+    async fn stop(mut self) {
+        if let Some(hub) = self.hub.take() {
+            hub.shutdown().await.unwrap();
+        }
+    }
+}
+
+async fn ocm_edge(url: &str, args: &[&str]) -> Output {
+    let child = tokio::process::Command::new(BIN)
+        .args(args)
+        .args(["--broker", url])
+        .env_remove("OCM_EDGE_BROKER")
+        .env_remove("OCM_EDGE_SOURCE_ID")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    timeout(Duration::from_secs(60), child)
+        .await
+        .expect("ocm-edge finishes")
+        .expect("ocm-edge runs")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[track_caller]
+fn assert_success(out: &Output) {
+    assert!(
+        out.status.success(),
+        "expected success, got {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        stdout(out),
+        stderr(out)
+    );
+}
+
+#[track_caller]
+fn assert_failure_mentioning(out: &Output, needles: &[&str]) {
+    assert!(
+        !out.status.success(),
+        "expected a failure, got success\nstdout:\n{}",
+        stdout(out)
+    );
+    let err = stderr(out);
+    assert!(err.starts_with("error: "), "{err}");
+    for needle in needles {
+        assert!(err.contains(needle), "stderr lacks {needle:?}:\n{err}");
+    }
+}
+
+fn json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", stdout(out)))
+}
+
+fn works_json(out: &Output) -> Vec<Value> {
+    json(out).as_array().cloned().expect("a JSON list")
+}
+
+#[tokio::test]
+async fn cluster_list_on_a_new_hub_says_there_are_none_and_json_is_an_empty_list() {
+    let hub = TestHub::start().await;
+    let out = hub.cli(&["cluster", "list"]).await;
+    assert_success(&out);
+    assert!(stdout(&out).contains("No clusters yet"), "{}", stdout(&out));
+
+    let out = hub.cli(&["cluster", "list", "-o", "json"]).await;
+    assert_success(&out);
+    assert_eq!(json(&out), Value::Array(vec![]));
+
+    let out = hub.cli(&["work", "list", "-o", "yaml"]).await;
+    assert_success(&out);
+    let parsed: Value = serde_yaml_ng::from_slice(&out.stdout).unwrap();
+    assert_eq!(parsed, Value::Array(vec![]));
+    hub.stop().await;
+}
+
+#[tokio::test]
+async fn work_create_for_an_unknown_cluster_fails_naming_it_and_stores_nothing() {
+    let hub = TestHub::start().await;
+    let agent = hub.accepted_cluster("edge-1").await;
+    let dir = fixture("web");
+    let out = hub
+        .cli(&[
+            "work",
+            "create",
+            "web",
+            "-f",
+            dir.to_str().unwrap(),
+            "--clusters",
+            "edge-1,ghost",
+        ])
+        .await;
+    assert_failure_mentioning(&out, &["ghost"]);
+
+    // Not even the known cluster got the work.
+    let out = hub.cli(&["work", "list", "-o", "json"]).await;
+    assert_success(&out);
+    assert!(works_json(&out).is_empty(), "{}", stdout(&out));
+    agent.shutdown().await.unwrap();
+    hub.stop().await;
+}
+
+#[tokio::test]
+async fn invalid_yaml_is_reported_with_the_file_and_line_before_anything_is_sent() {
+    // A port nobody listens on: the error must come from reading the file, not from connecting.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let file = fixture("invalid.yaml");
+    let out = ocm_edge(
+        &format!("mqtt://127.0.0.1:{port}"),
+        &[
+            "work",
+            "create",
+            "broken",
+            "-f",
+            file.to_str().unwrap(),
+            "--clusters",
+            "edge-1",
+        ],
+    )
+    .await;
+    assert_failure_mentioning(&out, &["invalid.yaml", "line 6"]);
+    assert!(!stderr(&out).contains("connect"), "{}", stderr(&out));
+
+    // The same for `apply`.
+    let out = ocm_edge(
+        &format!("mqtt://127.0.0.1:{port}"),
+        &["apply", "-f", file.to_str().unwrap()],
+    )
+    .await;
+    assert_failure_mentioning(&out, &["invalid.yaml", "line 6"]);
+}
+
+#[tokio::test]
+async fn oversize_manifests_are_refused_with_the_limit_and_nothing_is_stored() {
+    let hub = TestHub::start().await;
+    let agent = hub.accepted_cluster("edge-1").await;
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.yaml");
+    let payload = "x".repeat(600 * 1024);
+    std::fs::write(
+        &big,
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big\n  namespace: default\ndata:\n  blob: {payload}\n"
+        ),
+    )
+    .unwrap();
+    let out = hub
+        .cli(&[
+            "work",
+            "create",
+            "big",
+            "-f",
+            big.to_str().unwrap(),
+            "--clusters",
+            "edge-1",
+        ])
+        .await;
+    assert_failure_mentioning(&out, &["big.yaml", "500 KiB"]);
+
+    let out = hub
+        .cli(&["work", "list", "--cluster", "edge-1", "-o", "json"])
+        .await;
+    assert_success(&out);
+    assert!(works_json(&out).is_empty());
+    agent.shutdown().await.unwrap();
+    hub.stop().await;
+}
+
+#[tokio::test]
+async fn deleting_or_getting_what_does_not_exist_fails_clearly() {
+    let hub = TestHub::start().await;
+    let agent = hub.accepted_cluster("edge-1").await;
+    let out = hub
+        .cli(&["work", "delete", "no-such-work", "--cluster", "edge-1"])
+        .await;
+    assert_failure_mentioning(&out, &["no-such-work"]);
+
+    let out = hub
+        .cli(&["work", "get", "no-such-work", "--cluster", "edge-1"])
+        .await;
+    assert_failure_mentioning(&out, &["no-such-work"]);
+
+    let out = hub.cli(&["cluster", "accept", "nobody"]).await;
+    assert_failure_mentioning(&out, &["nobody"]);
+    let out = hub.cli(&["cluster", "get", "nobody", "-o", "json"]).await;
+    assert_failure_mentioning(&out, &["nobody"]);
+    agent.shutdown().await.unwrap();
+    hub.stop().await;
+}
+
+#[tokio::test]
+async fn apply_of_an_ocm_manifestwork_creates_it_and_its_status_and_feedback_come_back() {
+    let hub = TestHub::start().await;
+    let agent = hub.accepted_cluster("edge-1").await;
+    let file = fixture("manifestwork.yaml");
+    let out = hub.cli(&["apply", "-f", file.to_str().unwrap()]).await;
+    assert_success(&out);
+    assert!(
+        stdout(&out).contains("manifestwork edge-1/hello-world created (version 1)"),
+        "{}",
+        stdout(&out)
+    );
+
+    hub.wait_work("edge-1", "hello-world", |w| {
+        is_condition_true(&w.conditions, "Available")
+            && w.resource_status.iter().any(|m| {
+                m.status_feedback
+                    .values
+                    .iter()
+                    .any(|v| v.name == "ReadyReplicas" && v.field_value.integer == Some(2))
+            })
+    })
+    .await;
+
+    let out = hub
+        .cli(&[
+            "work",
+            "get",
+            "hello-world",
+            "--cluster",
+            "edge-1",
+            "-o",
+            "json",
+        ])
+        .await;
+    assert_success(&out);
+    let work = json(&out);
+    assert_eq!(work["name"], "hello-world");
+    assert_eq!(work["cluster"], "edge-1");
+    assert_eq!(work["version"], 1);
+    assert_eq!(work["labels"]["app"], "hello");
+
+    let out = hub
+        .cli(&["work", "get", "hello-world", "--cluster", "edge-1"])
+        .await;
+    assert_success(&out);
+    let table = stdout(&out);
+    for needle in [
+        "Applied",
+        "Available",
+        "Deployment",
+        "hello/hello",
+        "ReadyReplicas=2",
+    ] {
+        assert!(table.contains(needle), "table lacks {needle:?}:\n{table}");
+    }
+
+    // Applying the same file again changes nothing.
+    let out = hub.cli(&["apply", "-f", file.to_str().unwrap()]).await;
+    assert_success(&out);
+    assert!(
+        stdout(&out).contains("unchanged (version 1)"),
+        "{}",
+        stdout(&out)
+    );
+    agent.shutdown().await.unwrap();
+    hub.stop().await;
+}
+
+#[tokio::test]
+async fn apply_refuses_a_work_for_a_cluster_that_is_not_accepted_and_changes_nothing() {
+    let hub = TestHub::start().await;
+    let file = fixture("manifestwork.yaml");
+    let out = hub.cli(&["apply", "-f", file.to_str().unwrap()]).await;
+    assert_failure_mentioning(&out, &["edge-1", "manifestwork.yaml"]);
+    let out = hub.cli(&["work", "list", "-o", "json"]).await;
+    assert!(works_json(&out).is_empty());
+    hub.stop().await;
+}
+
+#[tokio::test]
+async fn work_create_list_get_and_delete_round_trip_through_the_cli() {
+    let hub = TestHub::start().await;
+    let agents = [
+        hub.accepted_cluster("edge-1").await,
+        hub.accepted_cluster("edge-2").await,
+    ];
+    let dir = fixture("web");
+    let out = hub
+        .cli(&[
+            "work",
+            "create",
+            "web",
+            "-f",
+            dir.to_str().unwrap(),
+            "--clusters",
+            "edge-1,edge-2",
+        ])
+        .await;
+    assert_success(&out);
+    assert!(
+        stdout(&out).contains("work web created on edge-1 (version 1)"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        stdout(&out).contains("work web created on edge-2 (version 1)"),
+        "{}",
+        stdout(&out)
+    );
+
+    // The directory's files went in name order; README.txt was skipped.
+    let out = hub
+        .cli(&["work", "get", "web", "--cluster", "edge-2", "-o", "json"])
+        .await;
+    let kinds: Vec<String> = json(&out)["manifests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["kind"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(kinds, ["Namespace", "ConfigMap", "Deployment"]);
+
+    // Creating it again without --overwrite is refused; with it, nothing changed.
+    let out = hub
+        .cli(&[
+            "work",
+            "create",
+            "web",
+            "-f",
+            dir.to_str().unwrap(),
+            "--clusters",
+            "edge-1",
+        ])
+        .await;
+    assert_failure_mentioning(&out, &["web"]);
+    let out = hub
+        .cli(&[
+            "work",
+            "create",
+            "web",
+            "-f",
+            dir.to_str().unwrap(),
+            "--clusters",
+            "edge-1",
+            "--overwrite",
+        ])
+        .await;
+    assert_success(&out);
+    assert!(stdout(&out).contains("unchanged"), "{}", stdout(&out));
+
+    for cluster in ["edge-1", "edge-2"] {
+        hub.wait_work(cluster, "web", |w| {
+            is_condition_true(&w.conditions, "Applied")
+        })
+        .await;
+    }
+    let out = hub.cli(&["work", "list"]).await;
+    assert_success(&out);
+    let table = stdout(&out);
+    assert!(
+        table.contains("edge-1") && table.contains("edge-2"),
+        "{table}"
+    );
+
+    let out = hub
+        .cli(&[
+            "work",
+            "delete",
+            "web",
+            "--cluster",
+            "edge-1",
+            "--wait",
+            "--timeout",
+            "10s",
+        ])
+        .await;
+    assert_success(&out);
+    assert!(
+        stdout(&out).contains("deleted from edge-1"),
+        "{}",
+        stdout(&out)
+    );
+    let admin = hub.admin().await;
+    let gone = admin.get_work("edge-1", "web").await.unwrap_err();
+    assert_eq!(gone.hub_kind(), Some(AdminErrorKind::NotFound));
+    admin
+        .get_work("edge-2", "web")
+        .await
+        .expect("edge-2 keeps its work");
+    for agent in agents {
+        agent.shutdown().await.unwrap();
+    }
+    hub.stop().await;
+}
+
+#[tokio::test]
+async fn a_wrong_source_id_gets_a_clear_no_hub_answered_error() {
+    let hub = TestHub::start().await;
+    let out = hub
+        .cli(&[
+            "cluster",
+            "list",
+            "--source-id",
+            "elsewhere",
+            "--timeout",
+            "1s",
+        ])
+        .await;
+    assert_failure_mentioning(&out, &["no hub answered", "\"elsewhere\"", &hub.url]);
+    hub.stop().await;
+}
+
+#[tokio::test]
+async fn no_broker_gets_a_clear_cannot_connect_error() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("mqtt://127.0.0.1:{port}");
+    let out = ocm_edge(&url, &["cluster", "list", "--timeout", "2s"]).await;
+    assert_failure_mentioning(&out, &["cannot connect", &url, "--broker"]);
+    let out = ocm_edge("127.0.0.1:1883", &["cluster", "list"]).await;
+    assert_failure_mentioning(&out, &["invalid broker URL", "mqtt://"]);
+}
+
+#[tokio::test]
+async fn the_hub_command_serves_the_cli_and_stops_cleanly_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = tokio::process::Command::new(BIN)
+        .args(["hub", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path().join("data"))
+        .env_remove("OCM_EDGE_BROKER")
+        .env_remove("OCM_EDGE_SOURCE_ID")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = timeout(WAIT, lines.next_line())
+        .await
+        .expect("the hub announces itself")
+        .unwrap()
+        .expect("a line");
+    let url = first
+        .split_whitespace()
+        .find(|w| w.starts_with("mqtt://"))
+        .map(|w| w.trim_end_matches(','))
+        .unwrap_or_else(|| panic!("no broker URL in {first:?}"))
+        .to_owned();
+
+    let out = ocm_edge(&url, &["cluster", "list", "-o", "json"]).await;
+    assert_success(&out);
+    assert_eq!(json(&out), Value::Array(vec![]));
+
+    let pid = child.id().unwrap().to_string();
+    let kill = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = timeout(WAIT, child.wait())
+        .await
+        .expect("the hub stops")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(dir.path().join("data").exists());
+}
