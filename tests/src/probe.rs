@@ -24,7 +24,7 @@ pub enum ProbeError {
     #[error("connection failed: {0}")]
     Connection(String),
     #[error("client request failed: {0}")]
-    Client(#[from] rumqttc::v5::ClientError),
+    Client(String),
     #[error("no {what} within {timeout:?}")]
     Timeout {
         what: &'static str,
@@ -57,6 +57,13 @@ pub struct Probe {
     messages: mpsc::UnboundedReceiver<MqttMessage>,
     acks: mpsc::UnboundedReceiver<Ack>,
     task: tokio::task::JoinHandle<()>,
+}
+
+impl From<rumqttc::v5::ClientError> for ProbeError {
+    fn from(e: rumqttc::v5::ClientError) -> Self {
+        // Kept as text: the client error carries a whole request and would make every Result large.
+        ProbeError::Client(e.to_string())
+    }
 }
 
 impl Drop for Probe {

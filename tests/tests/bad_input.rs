@@ -7,10 +7,13 @@ use cloudevents::AttributesReader;
 use ocm_edge_agent::{AgentConfig, ApplierConfig, start_agent};
 use ocm_edge_schemas::wire::{MqttMessage, decode, encode, extensions as ext, structured};
 use ocm_edge_tests::broker::TestBroker;
+use ocm_edge_tests::fleet::{Fleet, WAIT as FLEET_WAIT};
+use ocm_edge_tests::forge::{agent_events_topic, applied_status, status_update};
+use ocm_edge_tests::manifests::{deployment, namespace};
 use ocm_edge_tests::probe::Probe;
 use ocm_edge_tests::wait::wait_until;
 
-const WAIT: Duration = Duration::from_secs(30);
+const WAIT: Duration = FLEET_WAIT;
 const SPEC_VECTOR: &[u8] = include_bytes!("../fixtures/cloudevents.spec.maestro.json");
 
 fn props(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -185,3 +188,123 @@ async fn malformed_mqtt_payloads_to_an_agent_are_counted_and_dropped_and_it_keep
     .unwrap();
     agent.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn malformed_mqtt_payloads_to_the_hub_are_counted_and_dropped_and_nothing_is_stored() {
+    let mut fleet = Fleet::start().await;
+    fleet.agent("edge-1").start().await;
+    fleet.accept("edge-1").await;
+    fleet
+        .create_work(
+            "web",
+            &["edge-1"],
+            vec![namespace("web"), deployment("web", "web", 1, "nginx:1.27")],
+        )
+        .await;
+    let before_view = fleet
+        .wait_work_condition("edge-1", "web", "Applied")
+        .await
+        .unwrap();
+    // The real agent goes away so that only the messages below reach the hub about this work.
+    fleet.stop_agent("edge-1").await;
+    let before = fleet.stats().await;
+    let clusters_before = fleet.admin().await.list_clusters().await.unwrap();
+
+    let topic = agent_events_topic("ocm-edge", "edge-1");
+    let rid = before_view.resource_id.clone();
+    let mut bad: Vec<(&str, MqttMessage)> =
+        malformed_messages(&topic, "edge-1-work-agent", "edge-1")
+            .into_iter()
+            .filter(|(what, _)| !what.starts_with("data of the wrong type"))
+            .collect();
+    // Statuses for the real work that are broken in their attributes or data.
+    for (what, m) in &mut bad {
+        for (k, v) in &mut m.user_properties {
+            if k == "ce-resourceid" {
+                *v = rid.clone();
+            }
+            if k == "ce-originalsource" && what.starts_with("status") {
+                *v = "ocm-edge".into();
+            }
+        }
+    }
+    let bad_join = MqttMessage {
+        topic: agent_events_topic("ocm-edge", "intruder"),
+        payload: br#"{"metadata":"not-an-object","spec":5}"#.to_vec(),
+        content_type: Some("application/json".into()),
+        user_properties: props(&[
+            ("ce-specversion", "1.0"),
+            ("ce-id", "bad-join"),
+            ("ce-source", "intruder"),
+            (
+                "ce-type",
+                "cluster.open-cluster-management.io.v1.managedclusters.spec.create_request",
+            ),
+            ("ce-clustername", "intruder"),
+            ("ce-originalsource", ""),
+        ]),
+    };
+    bad.push(("join request whose data is not a ManagedCluster", bad_join));
+
+    let mut peer = Probe::connect(fleet.broker_url()).await.unwrap();
+    for (what, m) in &bad {
+        peer.publish(m)
+            .await
+            .unwrap_or_else(|e| panic!("publish {what}: {e}"));
+    }
+    let expected = before.counters.get(MALFORMED).copied().unwrap_or(0) + bad.len() as u64;
+    let admin = fleet.admin().await;
+    wait_until("the hub to count every malformed message", WAIT, || async {
+        admin
+            .stats()
+            .await
+            .is_ok_and(|s| s.counters.get(MALFORMED).copied().unwrap_or(0) >= expected)
+    })
+    .await
+    .unwrap_or_else(|e| {
+        panic!(
+            "{e}; sent: {:?}",
+            bad.iter().map(|(w, _)| *w).collect::<Vec<_>>()
+        )
+    });
+
+    let after = fleet.stats().await;
+    assert_eq!(
+        after.counters.get(MALFORMED).copied().unwrap_or(0),
+        expected,
+        "each malformed message counted once: {after:?}"
+    );
+    assert_eq!(after.works, before.works, "no work stored or dropped");
+    assert_eq!(
+        after.counters.get("statusesAccepted"),
+        before.counters.get("statusesAccepted"),
+        "no status accepted from malformed messages"
+    );
+    assert_eq!(
+        fleet.admin().await.list_clusters().await.unwrap(),
+        clusters_before,
+        "no cluster stored"
+    );
+    let view = fleet.admin().await.get_work("edge-1", "web").await.unwrap();
+    assert_eq!(
+        view.conditions, before_view.conditions,
+        "the work's status is untouched"
+    );
+
+    // The hub still works: a good status for the work is accepted.
+    let mut good = applied_status();
+    good.conditions[0].reason = "AfterTheStorm".into();
+    peer.publish(&status_update("ocm-edge", "edge-1", &rid, 1, good))
+        .await
+        .unwrap();
+    fleet
+        .wait_work("edge-1", "web", "the good status stored", |w| {
+            w.conditions.iter().any(|c| c.reason == "AfterTheStorm")
+        })
+        .await
+        .unwrap();
+    fleet.shutdown().await;
+}
+
+/// The hub's counter of unreadable messages.
+const MALFORMED: &str = "messagesMalformed";

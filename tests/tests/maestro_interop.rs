@@ -9,6 +9,8 @@ use ocm_edge_schemas::api::work::ManifestBundleStatus;
 use ocm_edge_schemas::wire::status_hash::{bundle_status_hash, status_hash_json};
 use ocm_edge_schemas::wire::{MqttMessage, decode, encode, extensions as ext, structured};
 use ocm_edge_tests::broker::TestBroker;
+use ocm_edge_tests::fleet::{Fleet, FleetOptions, has_true_condition};
+use ocm_edge_tests::forge::agent_events_topic;
 use ocm_edge_tests::probe::Probe;
 use serde_json::{Value, json};
 
@@ -170,4 +172,85 @@ fn data_applied(e: &Event) -> bool {
             cs.iter()
                 .any(|c| c["type"] == "Applied" && c["status"] == "True")
         })
+}
+
+const AGENT_STATUS_VECTOR: &[u8] = include_bytes!("../fixtures/cloudevents.agent.json");
+
+#[tokio::test]
+async fn the_hub_accepts_a_status_event_shaped_like_an_ocm_work_agents() {
+    let vector = structured::parse(AGENT_STATUS_VECTOR).expect("the agent status vector parses");
+    let cluster = ext::cluster_name(&vector).unwrap().to_owned();
+    // A hub with maestro's source id, so the vector's originalsource and topics fit as they are.
+    let mut fleet = Fleet::start_with(FleetOptions {
+        source_id: "maestro".into(),
+        ..FleetOptions::default()
+    })
+    .await;
+    // The cluster joins with an ocm-edge agent, which then goes away: an OCM work agent takes over.
+    fleet.agent(&cluster).start().await;
+    fleet.accept(&cluster).await;
+    fleet.stop_agent(&cluster).await;
+
+    let spec = structured::parse(SPEC_VECTOR).unwrap();
+    let manifests = ocm_edge_schemas::wire::data_json(&spec).unwrap().unwrap()["manifests"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let written = fleet
+        .create_work("upgrade-test", &[&cluster], manifests)
+        .await;
+    let work = &written[0].work;
+    assert_eq!(work.version, 1);
+
+    // The vector as an OCM work agent would send it for this work: only the resourceid differs.
+    let mut status = vector.clone();
+    ext::set_resource_id(&mut status, work.resource_id.clone());
+    let before = fleet
+        .stats()
+        .await
+        .counters
+        .get("statusesAccepted")
+        .copied()
+        .unwrap_or(0);
+    let mut ocm_agent = Probe::connect(fleet.broker_url()).await.unwrap();
+    ocm_agent
+        .publish(&encode(&status, agent_events_topic("maestro", &cluster)).unwrap())
+        .await
+        .unwrap();
+
+    let view = fleet
+        .wait_work(
+            &cluster,
+            "upgrade-test",
+            "the OCM agent's status stored",
+            |w| has_true_condition(&w.conditions, "Applied"),
+        )
+        .await
+        .unwrap();
+    let applied = view
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Applied")
+        .unwrap();
+    assert_eq!(applied.reason, "AppliedManifestWorkComplete");
+    assert_eq!(applied.observed_generation, 1);
+    assert_eq!(view.resource_status.len(), 1);
+    let meta = &view.resource_status[0].resource_meta;
+    assert_eq!(
+        (
+            meta.kind.as_str(),
+            meta.name.as_str(),
+            meta.namespace.as_str()
+        ),
+        ("Deployment", "maestro-e2e-upgrade-test", "default")
+    );
+    let after = fleet
+        .stats()
+        .await
+        .counters
+        .get("statusesAccepted")
+        .copied()
+        .unwrap_or(0);
+    assert_eq!(after, before + 1, "counted as an accepted status");
+    fleet.shutdown().await;
 }
