@@ -115,7 +115,7 @@ pub async fn run(options: DemoOptions, out: &mut impl Write) -> Result<(), DemoE
         out,
         "ocm-edge demo: one embedded MQTT broker, the hub, and {} SIMULATED clusters (the sim \
          applier keeps objects in the agent's own store; no Kubernetes runs, Deployments become \
-         ready after a delay).\nData: {}\n",
+         ready after a delay).\nData (removed at the end): {}\n",
         options.clusters,
         dir.path().display()
     )?;

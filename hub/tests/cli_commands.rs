@@ -582,3 +582,53 @@ async fn the_hub_command_serves_the_cli_and_stops_cleanly_on_sigterm() {
     assert!(status.success(), "{status:?}");
     assert!(dir.path().join("data").exists());
 }
+
+#[tokio::test]
+async fn cluster_get_shows_state_labels_and_conditions_and_deny_revokes() {
+    let hub = TestHub::start().await;
+    let agent = hub.accepted_cluster("edge-1").await;
+
+    let out = hub.cli(&["cluster", "list"]).await;
+    assert_success(&out);
+    assert!(stdout(&out).contains("edge-1") && stdout(&out).contains("Accepted"));
+
+    let out = hub.cli(&["cluster", "get", "edge-1"]).await;
+    assert_success(&out);
+    let text = stdout(&out);
+    for needle in [
+        "Cluster:     edge-1",
+        "State:       Accepted",
+        "HubAcceptedManagedCluster",
+    ] {
+        assert!(text.contains(needle), "lacks {needle:?}:\n{text}");
+    }
+
+    let out = hub.cli(&["cluster", "get", "edge-1", "-o", "yaml"]).await;
+    assert_success(&out);
+    let view: Value = serde_yaml_ng::from_slice(&out.stdout).unwrap();
+    assert_eq!(view["name"], "edge-1");
+    assert_eq!(view["state"], "Accepted");
+
+    let out = hub.cli(&["cluster", "deny", "edge-1"]).await;
+    assert_success(&out);
+    assert!(stdout(&out).contains("denied"), "{}", stdout(&out));
+    let out = hub.cli(&["cluster", "get", "edge-1", "-o", "json"]).await;
+    assert_eq!(json(&out)["state"], "Denied");
+
+    // Works cannot be sent to a denied cluster.
+    let dir = fixture("web");
+    let out = hub
+        .cli(&[
+            "work",
+            "create",
+            "web",
+            "-f",
+            dir.to_str().unwrap(),
+            "--clusters",
+            "edge-1",
+        ])
+        .await;
+    assert_failure_mentioning(&out, &["edge-1"]);
+    agent.shutdown().await.unwrap();
+    hub.stop().await;
+}

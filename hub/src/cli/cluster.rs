@@ -61,9 +61,8 @@ pub async fn run(global: &GlobalArgs, cmd: ClusterCommand) -> Result<(), CliErro
                         .collect();
                     if !pending.is_empty() {
                         t.push_str(&format!(
-                            "{} waiting for acceptance: ocm-edge cluster accept {}\n",
-                            pending.len(),
-                            pending.join(" / ")
+                            "Waiting for acceptance: {} (run `ocm-edge cluster accept NAME`)\n",
+                            pending.join(", ")
                         ));
                     }
                     t

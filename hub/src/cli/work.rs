@@ -115,7 +115,10 @@ pub async fn run(global: &GlobalArgs, cmd: WorkCommand) -> Result<(), CliError> 
             output,
         } => {
             let client = global.connect().await?;
-            let work = client.get_work(&cluster, &name).await?;
+            let work = client
+                .get_work(&cluster, &name)
+                .await
+                .map_err(|e| with_list_hint(e, &cluster))?;
             client.disconnect().await;
             match output {
                 OutputFormat::Table => work_detail(&work, now),
@@ -128,7 +131,10 @@ pub async fn run(global: &GlobalArgs, cmd: WorkCommand) -> Result<(), CliError> 
             wait,
         } => {
             let client = global.connect().await?;
-            client.delete_work(&cluster, &name).await?;
+            client
+                .delete_work(&cluster, &name)
+                .await
+                .map_err(|e| with_list_hint(e, &cluster))?;
             let text = if wait {
                 wait_until_forgotten(&client, &cluster, &name, global.timeout).await?;
                 format!("work {name} deleted from {cluster}\n")
@@ -143,6 +149,19 @@ pub async fn run(global: &GlobalArgs, cmd: WorkCommand) -> Result<(), CliError> 
         }
     };
     print(&text)
+}
+
+/// A missing work is often a typo in the name or the cluster: say where to look.
+fn with_list_hint(e: AdminError, cluster: &str) -> CliError {
+    match e {
+        AdminError::Hub {
+            kind: AdminErrorKind::NotFound,
+            message,
+        } => CliError::Usage(format!(
+            "{message} (see `ocm-edge work list --cluster {cluster}`)"
+        )),
+        other => other.into(),
+    }
 }
 
 fn new_work(
