@@ -1,26 +1,20 @@
 //! CloudEvents in and out of the core: received MQTT messages become [`AgentInput`]s, the core's
 //! [`Outbound`] messages become MQTT messages.
 //!
-//! Work events go through `ocm_edge_schemas::wire::works`. The ocm-edge cluster events (join
-//! request, hub view, cluster status, lease, presence; CONTRACTS.md) are built here with the same
-//! extensions: `ocm_edge_schemas::wire::cluster_events` was not published when this was written,
-//! so this is the hub's private adapter for them.
+//! Work events go through `ocm_edge_schemas::wire::works`, the ocm-edge cluster events (join
+//! request, hub view, cluster status, lease, presence; CONTRACTS.md) through
+//! `ocm_edge_schemas::wire::cluster_events`: the agent uses the same code.
 
 use chrono::{DateTime, Utc};
-use cloudevents::{AttributesReader, AttributesWriter, Event};
-use ocm_edge_schemas::api::cluster::{ManagedCluster, ManagedClusterStatus};
-use ocm_edge_schemas::api::lease::Lease;
+use cloudevents::{AttributesReader, Event};
 use ocm_edge_schemas::api::meta::ObjectMeta;
 use ocm_edge_schemas::api::work::ManifestWorkStatus;
-use ocm_edge_schemas::wire::event_type::{
-    Action, EventType, LEASES, MANAGED_CLUSTERS, MANIFEST_BUNDLES, PRESENCES, SubResource,
-};
+use ocm_edge_schemas::wire::MqttMessage;
+use ocm_edge_schemas::wire::cluster_events::{ClusterEnvelope, ClusterEvent, PresenceState};
+use ocm_edge_schemas::wire::event_type::{EventType, MANIFEST_BUNDLES};
 use ocm_edge_schemas::wire::extensions as ext;
-use ocm_edge_schemas::wire::mqtt::APPLICATION_JSON;
 use ocm_edge_schemas::wire::topic::{self, Topic};
 use ocm_edge_schemas::wire::works::{Header, SpecEvent, StatusResyncRequest, WorkEvent};
-use ocm_edge_schemas::wire::{MqttMessage, data_as, data_json};
-use serde::Deserialize;
 
 use crate::core::{AgentInput, Outbound, Presence, SpecMessage, WorkMetadata, WorkStatusReport};
 
@@ -102,11 +96,6 @@ pub fn decode_agent_event(cluster: &str, event: &Event) -> Result<Option<AgentIn
             topic: cluster.to_owned(),
         });
     }
-    let payload = |reason: String| EventError::Payload {
-        id: id.clone(),
-        ty: ty_str.clone(),
-        reason,
-    };
     let cluster = cluster.to_owned();
     if ty.data_type == MANIFEST_BUNDLES {
         return Ok(match WorkEvent::from_event(event)? {
@@ -125,72 +114,31 @@ pub fn decode_agent_event(cluster: &str, event: &Event) -> Result<Option<AgentIn
             _ => None,
         });
     }
-    let (sub, action) = (ty.sub_resource, ty.action);
-    Ok(if ty.data_type == MANAGED_CLUSTERS {
-        match (sub, action) {
-            (SubResource::Spec, Action::CreateRequest) => {
-                let request: ManagedCluster =
-                    data_as(event, "ManagedCluster").map_err(|e| payload(e.to_string()))?;
-                Some(AgentInput::JoinRequest {
-                    cluster,
-                    request: Box::new(request),
-                })
-            }
-            (SubResource::Status, Action::UpdateRequest) => {
-                let value = data_json(event)
-                    .map_err(|e| payload(e.to_string()))?
-                    .ok_or_else(|| payload("no data".into()))?;
-                // Accept a whole ManagedCluster or just its status.
-                let status: ManagedClusterStatus = match value.get("status") {
-                    Some(s) => ManagedClusterStatus::deserialize(s),
-                    None => ManagedClusterStatus::deserialize(&value),
-                }
-                .map_err(|e| payload(format!("not a ManagedCluster status: {e}")))?;
-                Some(AgentInput::ClusterStatus {
-                    cluster,
-                    status: Box::new(status),
-                })
-            }
-            _ => None,
-        }
-    } else if ty.data_type == LEASES {
-        match (sub, action) {
-            (SubResource::Spec, Action::UpdateRequest) => {
-                let lease: Lease = data_as(event, "Lease").map_err(|e| payload(e.to_string()))?;
-                Some(AgentInput::LeaseRenewal {
-                    cluster,
-                    lease: Box::new(lease),
-                })
-            }
-            _ => None,
-        }
-    } else if ty.data_type == PRESENCES {
-        #[derive(Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct PresenceData {
-            state: String,
-            #[serde(default)]
-            connection_seq: u64,
-        }
-        let data: PresenceData = data_as(event, "presence").map_err(|e| payload(e.to_string()))?;
-        let online = match data.state.as_str() {
-            "online" => true,
-            "offline" => false,
-            other => {
-                return Err(payload(format!(
-                    "presence state {other:?} is not online or offline"
-                )));
-            }
-        };
-        Some(AgentInput::Presence {
+    if !ClusterEvent::is_cluster_event_type(&ty_str) {
+        return Ok(None);
+    }
+    Ok(match ClusterEvent::from_event(event)? {
+        ClusterEvent::JoinRequest(env) => Some(AgentInput::JoinRequest {
+            cluster,
+            request: Box::new(env.data),
+        }),
+        ClusterEvent::Status(env) => Some(AgentInput::ClusterStatus {
+            cluster,
+            status: Box::new(env.data.status),
+        }),
+        ClusterEvent::Lease(env) => Some(AgentInput::LeaseRenewal {
+            cluster,
+            lease: Box::new(env.data),
+        }),
+        ClusterEvent::Presence(env) => Some(AgentInput::Presence {
             cluster,
             presence: Presence {
-                online,
-                connection_seq: data.connection_seq,
+                online: env.data.state == PresenceState::Online,
+                connection_seq: env.data.connection_seq,
             },
-        })
-    } else {
-        None
+        }),
+        // The hub's own view coming back, or a type we do not handle.
+        ClusterEvent::HubView(_) | ClusterEvent::Unknown { .. } => None,
     })
 }
 
@@ -207,13 +155,15 @@ pub fn encode_outbound(
     let (cluster, event) = match out {
         Outbound::HubView(view) => {
             let cluster = view.metadata.name.clone();
-            let mut e = Header::new(source_id, now)
-                .event_for(MANAGED_CLUSTERS.event_type(SubResource::Spec, Action::UpdateRequest));
-            ext::set_cluster_name(&mut e, &cluster);
-            ext::set_original_source(&mut e, source_id);
-            let v = serde_json::to_value(view.as_ref()).map_err(|e| build(&e))?;
-            e.set_data(APPLICATION_JSON, v);
-            (cluster, e)
+            let event = ClusterEvent::HubView(ClusterEnvelope {
+                header: Header::new(source_id, now),
+                cluster: cluster.clone(),
+                original_source: source_id.to_owned(),
+                data: (**view).clone(),
+            })
+            .to_event()
+            .map_err(|e| build(&e))?;
+            (cluster, event)
         }
         Outbound::Spec(spec) => (
             spec.cluster.clone(),
@@ -264,28 +214,31 @@ fn object_meta(m: &WorkMetadata) -> ObjectMeta {
     }
 }
 
-/// Builds events for ocm-edge's own data types with the work events' header.
-trait HeaderExt {
-    fn event_for(&self, ty: EventType) -> Event;
-}
-
-impl HeaderExt for Header {
-    fn event_for(&self, ty: EventType) -> Event {
-        let mut e = Event::default();
-        e.set_id(self.id.clone());
-        e.set_source(self.source.clone());
-        e.set_type(ty.to_string());
-        e.set_time(self.time);
-        e
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::core::testkit::{t, work_input};
+    use cloudevents::AttributesWriter;
     use ocm_edge_schemas::api::work::ManifestBundle;
+    use ocm_edge_schemas::wire::event_type::Action;
+    use ocm_edge_schemas::wire::mqtt::APPLICATION_JSON;
     use ocm_edge_schemas::wire::resync::StatusHashList;
+
+    /// Builds events for ocm-edge's own data types with the work events' header.
+    trait HeaderExt {
+        fn event_for(&self, ty: EventType) -> Event;
+    }
+
+    impl HeaderExt for Header {
+        fn event_for(&self, ty: EventType) -> Event {
+            let mut e = Event::default();
+            e.set_id(self.id.clone());
+            e.set_source(self.source.clone());
+            e.set_type(ty.to_string());
+            e.set_time(self.time);
+            e
+        }
+    }
 
     fn agent_event(ty: &str, cluster: &str, data: serde_json::Value) -> MqttMessage {
         let mut e = Header::new("agent", t(0)).event_for(EventType::parse(ty).unwrap());

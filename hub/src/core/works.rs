@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use ocm_edge_schemas::api::meta::is_condition_true;
 use ocm_edge_schemas::api::work::{ManifestBundle, ManifestWorkSpec, WORK_DELETED};
+use ocm_edge_schemas::validate;
 use ocm_edge_schemas::wire::event_type::Action;
 use ocm_edge_schemas::wire::sequence::is_newer;
 use ocm_edge_schemas::wire::status_hash::status_hash;
@@ -19,9 +20,6 @@ use super::{
     Acceptance, Change, HubCore, Outbound, Record, SpecMessage, WorkKey, WorkMetadata, WorkRecord,
     WorkStatusReport, counter, time,
 };
-
-/// Largest total size of a work's manifests (PROTOCOL.md section 6).
-pub const MAX_MANIFESTS_BYTES: usize = 500 * 1024;
 
 /// Name (DNS) of the UUID v5 namespace of work resource ids.
 pub const RESOURCE_ID_NAMESPACE_NAME: &str = "ocm-edge.open-cluster-management.io";
@@ -258,28 +256,12 @@ impl HubCore {
     }
 }
 
-fn is_valid_work_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 253
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
-        && !name.starts_with(['-', '.'])
-        && !name.ends_with(['-', '.'])
-}
-
-/// Checks a work before anything is stored.
-///
-/// Private stand-in for `ocm_edge_schemas::validate` (not published yet when this was written):
-/// the same rules PROTOCOL.md states (500 KiB, metadata.name, no generateName, names valid in
-/// topics), with messages that say what and where.
+/// Checks a work before anything is stored: the name and manifests with
+/// `ocm_edge_schemas::validate` (500 KiB, metadata.name, no generateName, DNS names), and the
+/// target list here.
 fn validate_work(input: &WorkInput, clusters: &[String]) -> Result<(), WorkError> {
-    if !is_valid_work_name(&input.name) {
-        return Err(WorkError::Invalid(format!(
-            "work name {:?} must be a Kubernetes name: lowercase letters, digits, '-' and '.', at most 253 characters, starting and ending with a letter or digit",
-            input.name
-        )));
-    }
+    let invalid = |e: validate::ValidationError| WorkError::Invalid(e.to_string());
+    validate::validate_work_name(&input.name).map_err(invalid)?;
     if clusters.is_empty() {
         return Err(WorkError::Invalid(
             "no cluster given: name at least one".into(),
@@ -291,48 +273,8 @@ fn validate_work(input: &WorkInput, clusters: &[String]) -> Result<(), WorkError
             return Err(WorkError::Invalid(format!("cluster {c:?} is listed twice")));
         }
     }
-    let manifests = &input.spec.workload.manifests;
-    if manifests.is_empty() {
-        return Err(WorkError::Invalid(format!(
-            "work {:?} has no manifests: give at least one Kubernetes object",
-            input.name
-        )));
-    }
-    let mut total = 0usize;
-    for (i, m) in manifests.iter().enumerate() {
-        let at = format!("manifests[{i}]");
-        if !m.0.is_object() {
-            return Err(WorkError::Invalid(format!(
-                "{at} is not a Kubernetes object"
-            )));
-        }
-        if m.api_version().is_none_or(str::is_empty) {
-            return Err(WorkError::Invalid(format!("{at}: apiVersion is missing")));
-        }
-        if m.kind().is_none_or(str::is_empty) {
-            return Err(WorkError::Invalid(format!("{at}: kind is missing")));
-        }
-        if m.0.pointer("/metadata/generateName").is_some() {
-            return Err(WorkError::Invalid(format!(
-                "{at} ({}): metadata.generateName is not supported: set metadata.name",
-                m.kind().unwrap_or_default()
-            )));
-        }
-        if m.name().is_none_or(str::is_empty) {
-            return Err(WorkError::Invalid(format!(
-                "{at} ({}): metadata.name is missing",
-                m.kind().unwrap_or_default()
-            )));
-        }
-        total += serde_json::to_vec(&m.0).map(|v| v.len()).unwrap_or(0);
-    }
-    if total > MAX_MANIFESTS_BYTES {
-        return Err(WorkError::Invalid(format!(
-            "work {:?}: manifests total {total} bytes, more than the limit of {MAX_MANIFESTS_BYTES} bytes (500 KiB); split it into several works",
-            input.name
-        )));
-    }
-    Ok(())
+    validate::validate_manifests(&input.spec.workload.manifests)
+        .map_err(|e| WorkError::Invalid(format!("work {:?}: {e}", input.name)))
 }
 
 #[cfg(test)]
@@ -438,7 +380,7 @@ mod tests {
                 work_input("Bad_Name", 1),
                 clusters(&["a"]),
                 false,
-                "Kubernetes name",
+                "work name",
             ),
             (no_name, clusters(&["a"]), false, "generateName"),
             (work_input("new", 1), clusters(&["a", "a"]), false, "twice"),
@@ -459,7 +401,7 @@ mod tests {
         let core = accepted_core(&["a"]);
         let mut input = work_input("big", 1);
         input.spec.workload.manifests[0].0["data"] =
-            serde_json::json!({"blob": "x".repeat(MAX_MANIFESTS_BYTES)});
+            serde_json::json!({"blob": "x".repeat(validate::MAX_MANIFESTS_BYTES)});
         let err = core
             .write_works(&input, &clusters(&["a"]), false, t(1))
             .unwrap_err();
