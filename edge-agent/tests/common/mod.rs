@@ -75,6 +75,8 @@ pub fn start_broker() -> String {
 pub struct FakeHub {
     pub client: AsyncClient,
     pub received: mpsc::UnboundedReceiver<MqttMessage>,
+    /// Events received but not yet asked for, in arrival order.
+    backlog: Vec<Event>,
     subscribed: Option<tokio::sync::oneshot::Receiver<()>>,
 }
 
@@ -121,6 +123,7 @@ impl FakeHub {
         let mut hub = FakeHub {
             client,
             received: rx,
+            backlog: Vec::new(),
             subscribed: Some(sub_rx),
         };
         let sub = hub.subscribed.take().unwrap();
@@ -150,15 +153,23 @@ impl FakeHub {
             .unwrap();
     }
 
-    /// The next event received whose type ends with `suffix` and that passes `pred`.
+    /// The first event received (earlier ones not yet taken included) whose type ends with
+    /// `suffix` and that passes `pred`; other events stay for later calls.
     pub async fn next_event(&mut self, suffix: &str, pred: impl Fn(&Event) -> bool) -> Event {
+        let matches = |ev: &Event| ev.ty().ends_with(suffix) && pred(ev);
+        if let Some(i) = self.backlog.iter().position(|e| matches(e)) {
+            return self.backlog.remove(i);
+        }
+        let backlog = &mut self.backlog;
+        let received = &mut self.received;
         tokio::time::timeout(WAIT, async {
             loop {
-                let msg = self.received.recv().await.expect("hub channel open");
+                let msg = received.recv().await.expect("hub channel open");
                 let Ok(ev) = decode(&msg) else { continue };
-                if ev.ty().ends_with(suffix) && pred(&ev) {
+                if matches(&ev) {
                     return ev;
                 }
+                backlog.push(ev);
             }
         })
         .await
@@ -188,4 +199,58 @@ pub fn maestro_spec() -> Event {
     ))
     .expect("maestro vector");
     ocm_edge_schemas::wire::structured::parse(&bytes).expect("vector parses")
+}
+
+/// A TCP proxy in front of the broker whose link can be cut (both sides see the connection drop,
+/// as with a broken network) and blocked (new connections are refused while blocked).
+pub struct LinkProxy {
+    pub url: String,
+    cuts: watch::Sender<u64>,
+    blocked: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl LinkProxy {
+    pub async fn start(broker_url: &str) -> LinkProxy {
+        let target = broker_url.trim_start_matches("mqtt://").to_owned();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("mqtt://{}", listener.local_addr().unwrap());
+        let (cuts, cut_rx) = watch::channel(0u64);
+        let blocked = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let is_blocked = blocked.clone();
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut inbound, _)) = listener.accept().await else {
+                    return;
+                };
+                if is_blocked.load(std::sync::atomic::Ordering::SeqCst) {
+                    drop(inbound);
+                    continue;
+                }
+                let target = target.clone();
+                let mut cut = cut_rx.clone();
+                cut.mark_unchanged();
+                tokio::spawn(async move {
+                    let Ok(mut outbound) = tokio::net::TcpStream::connect(&target).await else {
+                        return;
+                    };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                        _ = cut.changed() => {}
+                    }
+                });
+            }
+        });
+        LinkProxy { url, cuts, blocked }
+    }
+
+    /// Drops every open connection.
+    pub fn cut(&self) {
+        self.cuts.send_modify(|n| *n += 1);
+    }
+
+    /// Refuses (`true`) or accepts new connections.
+    pub fn block(&self, blocked: bool) {
+        self.blocked
+            .store(blocked, std::sync::atomic::Ordering::SeqCst);
+    }
 }
