@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use ocm_edge_agent::{AgentConfig, AgentHandle, ApplierConfig, SimControl, start_agent};
 use ocm_edge_schemas::api::meta::{ConditionStatus, find_condition};
-use ocm_edge_schemas::api::work::{ManifestConfigOption, WORK_APPLIED, WORK_AVAILABLE};
+use ocm_edge_schemas::api::work::{WORK_APPLIED, WORK_AVAILABLE};
 use serde_json::{Value, json};
 use thiserror::Error;
 use tokio::time::Instant;
@@ -29,6 +29,7 @@ use tokio::time::Instant;
 use crate::admin::client::{AdminClient, AdminError, NewWork};
 use crate::admin::messages::{ClusterState, ClusterView, WorkView};
 use crate::cli::output::{clusters_table, works_table};
+use crate::cli::work::well_known_feedback;
 use crate::config::{BrokerConfig, HubConfig};
 
 /// Demo settings.
@@ -242,7 +243,7 @@ async fn story(
         .await?;
     writeln!(
         out,
-        "\n[{}] $ ocm-edge work create {DEMO_WORK} -f demo/ --clusters {}  ({} works created: \
+        "\n[{}] $ ocm-edge work create {DEMO_WORK} -f demo/ --clusters {} --feedback  ({} works created: \
          Namespace {DEMO_NAMESPACE}, ConfigMap web-config, Deployment web with 2 nginx replicas)",
         elapsed(started),
         names.join(","),
@@ -349,7 +350,7 @@ async fn story(
     let version = updated.first().map_or(2, |w| w.work.version);
     writeln!(
         out,
-        "[{}] $ ocm-edge work create {DEMO_WORK} -f demo/ --clusters {} --overwrite  (3 replicas, \
+        "[{}] $ ocm-edge work create {DEMO_WORK} -f demo/ --clusters {} --feedback --overwrite  (3 replicas, \
          version {version})",
         elapsed(started),
         names.join(",")
@@ -596,18 +597,15 @@ pub fn sample_manifests(replicas: i64) -> Vec<Value> {
     ]
 }
 
+/// The sample work, with well-known status feedback as `work create --feedback` asks for it.
 fn sample_work(clusters: Vec<String>, replicas: i64, overwrite: bool) -> NewWork {
-    let feedback: ManifestConfigOption = serde_json::from_value(json!({
-        "resourceIdentifier": {"group": "apps", "resource": "deployments", "name": "web", "namespace": DEMO_NAMESPACE},
-        "feedbackRules": [{"type": "WellKnownStatus"}]
-    }))
-    .unwrap_or_default();
+    let manifests = sample_manifests(replicas);
     NewWork {
         name: DEMO_WORK.to_owned(),
         clusters,
-        manifests: sample_manifests(replicas),
+        manifest_configs: well_known_feedback(&manifests),
+        manifests,
         delete_option: None,
-        manifest_configs: vec![feedback],
         overwrite,
     }
 }

@@ -255,7 +255,7 @@ async fn invalid_yaml_is_reported_with_the_file_and_line_before_anything_is_sent
 }
 
 #[tokio::test]
-async fn oversize_manifests_are_refused_with_the_limit_and_nothing_is_stored() {
+async fn oversize_manifests_are_refused_and_nothing_is_stored_while_450_kib_goes_through() {
     let hub = TestHub::start().await;
     let agent = hub.accepted_cluster("edge-1").await;
     let dir = tempfile::tempdir().unwrap();
@@ -286,6 +286,32 @@ async fn oversize_manifests_are_refused_with_the_limit_and_nothing_is_stored() {
         .await;
     assert_success(&out);
     assert!(works_json(&out).is_empty());
+
+    // Just under the limit goes all the way to the agent and back.
+    let payload = "y".repeat(450 * 1024);
+    std::fs::write(
+        &big,
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big\n  namespace: default\ndata:\n  blob: {payload}\n"
+        ),
+    )
+    .unwrap();
+    let out = hub
+        .cli(&[
+            "work",
+            "create",
+            "big",
+            "-f",
+            big.to_str().unwrap(),
+            "--clusters",
+            "edge-1",
+        ])
+        .await;
+    assert_success(&out);
+    hub.wait_work("edge-1", "big", |w| {
+        is_condition_true(&w.conditions, "Applied")
+    })
+    .await;
     agent.shutdown().await.unwrap();
     hub.stop().await;
 }
@@ -409,6 +435,7 @@ async fn work_create_list_get_and_delete_round_trip_through_the_cli() {
             dir.to_str().unwrap(),
             "--clusters",
             "edge-1,edge-2",
+            "--feedback",
         ])
         .await;
     assert_success(&out);
@@ -458,6 +485,7 @@ async fn work_create_list_get_and_delete_round_trip_through_the_cli() {
             "--clusters",
             "edge-1",
             "--overwrite",
+            "--feedback",
         ])
         .await;
     assert_success(&out);
@@ -465,13 +493,20 @@ async fn work_create_list_get_and_delete_round_trip_through_the_cli() {
 
     for cluster in ["edge-1", "edge-2"] {
         hub.wait_work(cluster, "web", |w| {
-            is_condition_true(&w.conditions, "Applied")
+            is_condition_true(&w.conditions, "Available")
+                && w.resource_status.iter().any(|m| {
+                    m.status_feedback
+                        .values
+                        .iter()
+                        .any(|v| v.name == "ReadyReplicas" && v.field_value.integer == Some(1))
+                })
         })
         .await;
     }
     let out = hub.cli(&["work", "list"]).await;
     assert_success(&out);
     let table = stdout(&out);
+    assert!(table.contains("web: ReadyReplicas=1"), "{table}");
     assert!(
         table.contains("edge-1") && table.contains("edge-2"),
         "{table}"

@@ -4,7 +4,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Subcommand;
+use ocm_edge_schemas::api::work::{
+    DeleteOption, FeedbackRule, FeedbackType, Manifest, ManifestConfigOption, PropagationPolicy,
+    ResourceIdentifier,
+};
 use ocm_edge_schemas::validate::{validate_cluster_name, validate_work_name};
+use serde_json::Value;
 
 use super::manifests::{InputError, check_manifests, read_objects};
 use super::output::{OutputFormat, print, to_document, work_detail, works_table};
@@ -34,6 +39,13 @@ pub enum WorkCommand {
         /// Replace the work where it already exists (its version is bumped when it changed).
         #[arg(long)]
         overwrite: bool,
+        /// Ask the agents to report the well-known status (ReadyReplicas, ...) of every
+        /// Deployment, DaemonSet, Job and Pod in the work.
+        #[arg(long)]
+        feedback: bool,
+        /// Leave the resources on the clusters when the work is deleted (deleteOption Orphan).
+        #[arg(long)]
+        orphan: bool,
     },
     /// List works with their status.
     List {
@@ -80,9 +92,20 @@ pub async fn run(global: &GlobalArgs, cmd: WorkCommand) -> Result<(), CliError> 
             file,
             clusters,
             overwrite,
+            feedback,
+            orphan,
         } => {
             // Everything is checked before connecting: bad input never reaches the hub.
-            let work = new_work(name, &file, clusters, overwrite)?;
+            let mut work = new_work(name, &file, clusters, overwrite)?;
+            if feedback {
+                work.manifest_configs = well_known_feedback(&work.manifests);
+            }
+            if orphan {
+                work.delete_option = Some(DeleteOption {
+                    propagation_policy: PropagationPolicy::Orphan,
+                    ..DeleteOption::default()
+                });
+            }
             let client = global.connect().await?;
             let written = client.create_work(work).await?;
             client.disconnect().await;
@@ -149,6 +172,40 @@ pub async fn run(global: &GlobalArgs, cmd: WorkCommand) -> Result<(), CliError> 
         }
     };
     print(&text)
+}
+
+/// Kinds with OCM well-known status feedback, and their plural resource names.
+const WELL_KNOWN_STATUS_KINDS: [(&str, &str); 4] = [
+    ("Deployment", "deployments"),
+    ("DaemonSet", "daemonsets"),
+    ("Job", "jobs"),
+    ("Pod", "pods"),
+];
+
+/// A WellKnownStatus feedback rule for every manifest whose kind has one.
+pub fn well_known_feedback(manifests: &[Value]) -> Vec<ManifestConfigOption> {
+    manifests
+        .iter()
+        .filter_map(|m| {
+            let m = Manifest(m.clone());
+            let kind = m.kind()?;
+            let (_, resource) = WELL_KNOWN_STATUS_KINDS.iter().find(|(k, _)| *k == kind)?;
+            let (group, _) = m.group_version()?;
+            Some(ManifestConfigOption {
+                resource_identifier: ResourceIdentifier {
+                    group: group.to_owned(),
+                    resource: (*resource).to_owned(),
+                    name: m.name()?.to_owned(),
+                    namespace: m.namespace().unwrap_or_default().to_owned(),
+                },
+                feedback_rules: vec![FeedbackRule {
+                    type_: FeedbackType::WellKnownStatus,
+                    json_paths: Vec::new(),
+                }],
+                ..ManifestConfigOption::default()
+            })
+        })
+        .collect()
 }
 
 /// A missing work is often a typo in the name or the cluster: say where to look.
