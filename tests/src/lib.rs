@@ -1,6 +1,7 @@
 //! ocm-edge integration test harness and the fleet benchmark.
 //!
 //! Map:
+//! - [`bench`]: the fleet benchmark behind `fleet-bench` (real hub vs transport alone).
 //! - [`broker`]: the hub's embedded rumqttd (MQTT 5) on a free port that outlives hub restarts.
 //! - [`fleet`]: a broker, a hub that can be restarted, N agents on the simulated cluster, an admin
 //!   client, and waits on what the hub and the simulated clusters show.
@@ -13,6 +14,7 @@
 //! Integration tests live in `tests/` (one user-visible behaviour per test, sentence names);
 //! `src/bin/fleet-bench.rs` is the fleet benchmark.
 
+pub mod bench;
 pub mod broker;
 pub mod fleet;
 pub mod forge;

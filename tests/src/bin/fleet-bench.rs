@@ -1,1 +1,98 @@
-fn main() {}
+//! fleet-bench: how long the real hub takes to bring one work to N simulated agents, compared
+//! with the transport alone on the same broker. Prints figures; asserts nothing.
+//!
+//! `cargo run --release -p ocm-edge-tests --bin fleet-bench -- --agents 200`
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use ocm_edge_tests::bench::worker::{WorkerMode, run_worker};
+use ocm_edge_tests::bench::{BenchOptions, run};
+
+#[derive(Debug, Parser)]
+#[command(about = "ocm-edge fleet benchmark: real hub vs transport alone, same broker")]
+struct Args {
+    /// Simulated agents (clusters).
+    #[arg(long, default_value_t = 200)]
+    agents: usize,
+    /// Agents per worker process (each agent holds a TCP connection and a redb file; a process
+    /// may hold at most 20,000 open files).
+    #[arg(long, default_value_t = 500)]
+    agents_per_process: usize,
+    /// Simulated Deployment ready delay in milliseconds.
+    #[arg(long, default_value_t = 0)]
+    ready_delay_ms: u64,
+    /// Bound on each phase, in seconds.
+    #[arg(long, default_value_t = 600)]
+    timeout_secs: u64,
+    /// How often the hub is polled for progress, in milliseconds.
+    #[arg(long, default_value_t = 50)]
+    poll_ms: u64,
+    #[command(subcommand)]
+    worker: Option<Worker>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Worker {
+    /// Internal: run a slice of the fleet (started by fleet-bench itself).
+    Worker {
+        #[arg(long)]
+        mode: String,
+        #[arg(long)]
+        broker: String,
+        #[arg(long)]
+        first: usize,
+        #[arg(long)]
+        count: usize,
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        #[arg(long, default_value_t = 0)]
+        ready_delay_ms: u64,
+        #[arg(long, default_value_t = 0)]
+        reply_bytes: usize,
+    },
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "error,rumqttd=off".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let args = Args::parse();
+    if let Some(Worker::Worker {
+        mode,
+        broker,
+        first,
+        count,
+        dir,
+        ready_delay_ms,
+        reply_bytes,
+    }) = args.worker
+    {
+        let mode = match mode.as_str() {
+            "real" => WorkerMode::Real {
+                dir: dir.ok_or_else(|| anyhow::anyhow!("--dir is required for real workers"))?,
+                ready_delay: Duration::from_millis(ready_delay_ms),
+            },
+            "ideal" => WorkerMode::Ideal { reply_bytes },
+            other => anyhow::bail!("unknown worker mode {other:?} (real or ideal)"),
+        };
+        return run_worker(&broker, first, count, mode).await;
+    }
+    let opts = BenchOptions {
+        agents: args.agents.max(1),
+        agents_per_process: args.agents_per_process.max(1),
+        ready_delay: Duration::from_millis(args.ready_delay_ms),
+        timeout: Duration::from_secs(args.timeout_secs),
+        poll: Duration::from_millis(args.poll_ms.max(1)),
+    };
+    let dir = tempfile::tempdir()?;
+    let report = run(&opts, dir.path()).await?;
+    print!("{report}");
+    Ok(())
+}

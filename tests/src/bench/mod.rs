@@ -1,0 +1,518 @@
+//! The fleet benchmark (`fleet-bench`): the real hub with N simulated agents, then the transport
+//! alone on the same broker, with the ratio of the two. Wall-clock figures, printed, never asserted.
+//!
+//! - [`worker`]: the worker processes that run the agents (real or ideal).
+//! - [`procfs`]: memory and CPU figures from `/proc`.
+//! - this file: the two runs and the [`Report`].
+
+pub mod procfs;
+pub mod worker;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use bytes::Bytes;
+use futures::StreamExt;
+use ocm_edge_hub::admin::client::{AdminClient, NewWork};
+use ocm_edge_hub::admin::messages::ClusterState;
+use ocm_edge_hub::{BrokerConfig, HubConfig, start_hub};
+use ocm_edge_schemas::api::meta::is_condition_true;
+use ocm_edge_schemas::wire::MqttMessage;
+use rumqttc::v5::mqttbytes::QoS;
+use rumqttc::v5::mqttbytes::v5::Packet;
+use rumqttc::v5::{AsyncClient, Event, MqttOptions};
+use tokio::process::{Child, ChildStdin, Command};
+
+use crate::broker::{MAX_PACKET_BYTES, TestBroker};
+use crate::probe::Probe;
+use worker::{IDEAL_READY, IDEAL_SOURCE, cluster_name};
+
+/// Options of one benchmark run.
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    /// Simulated clusters.
+    pub agents: usize,
+    /// Agents per worker process.
+    pub agents_per_process: usize,
+    /// Simulated Deployment ready delay.
+    pub ready_delay: Duration,
+    /// Bound on each phase.
+    pub timeout: Duration,
+    /// How often the hub is polled for progress.
+    pub poll: Duration,
+}
+
+/// Figures of one run.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    pub agents: usize,
+    pub worker_processes: usize,
+    /// All join requests pending at the hub, from the start of the workers.
+    pub join: Duration,
+    /// Accepting every cluster through the admin API.
+    pub accept: Duration,
+    /// From the createWork request to every status Applied at the hub.
+    pub converge: Duration,
+    /// From the createWork request to the hub having accepted N statuses (its counter).
+    pub statuses_counted: Duration,
+    /// Transport alone: one spec-sized message per cluster, one status-sized reply each.
+    pub transport: Duration,
+    /// Hub process (hub + embedded broker + admin client + spy) CPU during convergence.
+    pub hub_cpu_converge: Duration,
+    /// Hub process memory after convergence.
+    pub hub_memory: procfs::Memory,
+    /// Worker processes' resident memory after convergence, summed.
+    pub agents_rss_kib: u64,
+    /// Open files of the hub process after convergence.
+    pub hub_open_files: usize,
+    /// Bytes of the work's spec event and of one status event (payload + topic + properties).
+    pub spec_bytes: usize,
+    pub status_bytes: usize,
+    /// Every byte on the cluster topics during the real run, per cluster.
+    pub bytes_per_cluster: f64,
+    /// Messages on the cluster topics during the real run, per cluster, by CloudEvent type.
+    pub messages_per_cluster_by_type: BTreeMap<String, f64>,
+}
+
+impl std::fmt::Display for Report {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        let n = self.agents.max(1) as f64;
+        writeln!(
+            f,
+            "fleet-bench: {} simulated agents in {} worker process(es), one embedded rumqttd",
+            self.agents, self.worker_processes
+        )?;
+        writeln!(
+            f,
+            "  join (all pending at hub) : {:>10.1} ms",
+            ms(self.join)
+        )?;
+        writeln!(
+            f,
+            "  accept all (admin API)    : {:>10.1} ms",
+            ms(self.accept)
+        )?;
+        writeln!(
+            f,
+            "  real hub: work -> all Applied at hub : {:>10.1} ms  (hub counted N statuses at {:.1} ms)",
+            ms(self.converge),
+            ms(self.statuses_counted)
+        )?;
+        writeln!(
+            f,
+            "  transport alone (1 msg out + 1 reply per cluster): {:>10.1} ms",
+            ms(self.transport)
+        )?;
+        let ratio = if self.transport.is_zero() {
+            f64::NAN
+        } else {
+            self.converge.as_secs_f64() / self.transport.as_secs_f64()
+        };
+        writeln!(f, "  ratio real / transport    : {ratio:>10.2}x")?;
+        writeln!(
+            f,
+            "  hub process CPU during convergence: {:.1} ms ({:.2} ms per cluster)",
+            ms(self.hub_cpu_converge),
+            ms(self.hub_cpu_converge) / n
+        )?;
+        writeln!(
+            f,
+            "  hub process memory: RSS {} KiB, peak {} KiB; open files {}",
+            self.hub_memory.rss_kib, self.hub_memory.peak_kib, self.hub_open_files
+        )?;
+        writeln!(
+            f,
+            "  agent processes RSS: {} KiB total, {:.0} KiB per agent",
+            self.agents_rss_kib,
+            self.agents_rss_kib as f64 / n
+        )?;
+        writeln!(
+            f,
+            "  spec event {} B, status event {} B (payload + topic + properties)",
+            self.spec_bytes, self.status_bytes
+        )?;
+        writeln!(
+            f,
+            "  bytes on cluster topics per cluster (whole real run): {:.0} B",
+            self.bytes_per_cluster
+        )?;
+        for (ty, per) in &self.messages_per_cluster_by_type {
+            writeln!(f, "    {per:>6.2} x {ty}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Traffic seen by the spy on the cluster topics.
+#[derive(Debug, Default)]
+struct Tally {
+    bytes: BTreeMap<String, usize>,
+    messages: BTreeMap<(String, String), usize>,
+    last_size: BTreeMap<String, usize>,
+}
+
+fn wire_size(m: &MqttMessage) -> usize {
+    m.topic.len()
+        + m.payload.len()
+        + m.content_type.as_ref().map_or(0, String::len)
+        + m.user_properties
+            .iter()
+            .map(|(k, v)| k.len() + v.len())
+            .sum::<usize>()
+}
+
+async fn spy(broker_url: &str) -> anyhow::Result<(Arc<Mutex<Tally>>, tokio::task::JoinHandle<()>)> {
+    let mut probe = Probe::connect(broker_url).await?;
+    probe
+        .subscribe("sources/+/consumers/+/sourceevents")
+        .await?;
+    probe.subscribe("sources/+/consumers/+/agentevents").await?;
+    let tally = Arc::new(Mutex::new(Tally::default()));
+    let t = tally.clone();
+    let task = tokio::spawn(async move {
+        while let Some(m) = probe.recv(Duration::from_secs(3600)).await {
+            let source = m.topic.split('/').nth(1).unwrap_or_default().to_owned();
+            let ty = m
+                .user_property("ce-type")
+                .unwrap_or("(not a CloudEvent)")
+                .to_owned();
+            let size = wire_size(&m);
+            let mut t = t.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            *t.bytes.entry(source.clone()).or_default() += size;
+            *t.messages.entry((source, ty.clone())).or_default() += 1;
+            t.last_size.insert(ty, size);
+        }
+    });
+    Ok((tally, task))
+}
+
+struct Workers {
+    children: Vec<(Child, Option<ChildStdin>)>,
+}
+
+impl Workers {
+    async fn spawn(
+        broker_url: &str,
+        opts: &BenchOptions,
+        mode: &str,
+        extra: &[String],
+    ) -> anyhow::Result<Self> {
+        let exe = std::env::current_exe().context("path of fleet-bench")?;
+        let mut children = Vec::new();
+        let mut first = 0;
+        while first < opts.agents {
+            let count = opts.agents_per_process.min(opts.agents - first);
+            let mut cmd = Command::new(&exe);
+            cmd.arg("worker")
+                .args(["--mode", mode, "--broker", broker_url])
+                .args(["--first", &first.to_string(), "--count", &count.to_string()])
+                .args(extra)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .kill_on_drop(true);
+            let mut child = cmd
+                .spawn()
+                .with_context(|| format!("start worker {}", exe.display()))?;
+            let stdin = child.stdin.take();
+            children.push((child, stdin));
+            first += count;
+        }
+        Ok(Workers { children })
+    }
+
+    fn rss_kib(&self) -> u64 {
+        self.children
+            .iter()
+            .filter_map(|(c, _)| c.id())
+            .map(|pid| procfs::memory(&pid.to_string()).rss_kib)
+            .sum()
+    }
+
+    /// Closes the workers' stdin (they stop their agents) and reaps them.
+    async fn stop(mut self) {
+        for (child, stdin) in &mut self.children {
+            drop(stdin.take());
+            if tokio::time::timeout(Duration::from_secs(30), child.wait())
+                .await
+                .is_err()
+            {
+                let _ = child.kill().await;
+            }
+        }
+    }
+}
+
+async fn poll_until<T, F, Fut>(what: &str, opts: &BenchOptions, mut check: F) -> anyhow::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let mut interval = tokio::time::interval(opts.poll);
+    let run = async {
+        loop {
+            interval.tick().await;
+            if let Some(v) = check().await {
+                return v;
+            }
+        }
+    };
+    tokio::time::timeout(opts.timeout, run)
+        .await
+        .map_err(|_| anyhow::anyhow!("timed out after {:?} waiting for {what}", opts.timeout))
+}
+
+/// Runs both measurements on one broker.
+///
+/// # Errors
+/// When a component does not start or a phase exceeds the timeout.
+pub async fn run(opts: &BenchOptions, dir: &Path) -> anyhow::Result<Report> {
+    let n = opts.agents;
+    let broker = TestBroker::start_async().await;
+    let url = broker.url();
+    let (tally, spy_task) = spy(&url).await?;
+
+    let mut hub_cfg = HubConfig::new(dir.join("hub"));
+    hub_cfg.broker = BrokerConfig::External { url: url.clone() };
+    let hub = start_hub(hub_cfg).await.context("hub starts")?;
+    let admin = AdminClient::connect_with_timeout(&url, "ocm-edge", opts.timeout).await?;
+
+    // Real fleet.
+    let started = Instant::now();
+    let workers = Workers::spawn(
+        &url,
+        opts,
+        "real",
+        &[
+            "--dir".into(),
+            dir.join("agents").display().to_string(),
+            "--ready-delay-ms".into(),
+            opts.ready_delay.as_millis().to_string(),
+        ],
+    )
+    .await?;
+    poll_until("every join request", opts, || async {
+        let cs = admin.list_clusters().await.ok()?;
+        (cs.iter()
+            .filter(|c| c.state == ClusterState::Pending)
+            .count()
+            >= n)
+            .then_some(())
+    })
+    .await?;
+    let join = started.elapsed();
+
+    let t = Instant::now();
+    let results: Vec<_> = futures::stream::iter((0..n).map(|i| {
+        let admin = &admin;
+        async move { admin.accept_cluster(&cluster_name(i)).await }
+    }))
+    .buffer_unordered(32)
+    .collect()
+    .await;
+    if let Some(Err(e)) = results.into_iter().find(Result::is_err) {
+        bail!("accept failed: {e}");
+    }
+    let accept = t.elapsed();
+
+    let base = admin
+        .stats()
+        .await?
+        .counters
+        .get("statusesAccepted")
+        .copied()
+        .unwrap_or(0);
+    let cpu0 = procfs::cpu_time("self");
+    let t0 = Instant::now();
+    admin
+        .create_work(NewWork {
+            name: "bench".into(),
+            clusters: (0..n).map(cluster_name).collect(),
+            manifests: vec![crate::manifests::deployment(
+                "default",
+                "bench",
+                1,
+                "nginx:1.27",
+            )],
+            ..NewWork::default()
+        })
+        .await?;
+    poll_until("N statuses accepted by the hub", opts, || async {
+        let s = admin.stats().await.ok()?;
+        (s.counters.get("statusesAccepted").copied().unwrap_or(0) >= base + n as u64).then_some(())
+    })
+    .await?;
+    let statuses_counted = t0.elapsed();
+    poll_until("every work Applied at the hub", opts, || async {
+        let ws = admin.list_works(None).await.ok()?;
+        (ws.iter()
+            .filter(|w| is_condition_true(&w.conditions, "Applied"))
+            .count()
+            >= n)
+            .then_some(())
+    })
+    .await?;
+    let converge = t0.elapsed();
+    let hub_cpu_converge = procfs::cpu_time("self").saturating_sub(cpu0);
+    let hub_memory = procfs::memory("self");
+    let hub_open_files = procfs::open_files();
+    let agents_rss_kib = workers.rss_kib();
+
+    let (spec_bytes, status_bytes, bytes_per_cluster, messages_per_cluster_by_type) = {
+        let t = tally
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let spec = t
+            .last_size
+            .get("io.open-cluster-management.works.v1alpha1.manifestbundles.spec.create_request")
+            .copied()
+            .unwrap_or(0);
+        let status = t
+            .last_size
+            .get("io.open-cluster-management.works.v1alpha1.manifestbundles.status.update_request")
+            .copied()
+            .unwrap_or(0);
+        let total = t.bytes.get("ocm-edge").copied().unwrap_or(0);
+        let by_type = t
+            .messages
+            .iter()
+            .filter(|((s, _), _)| s == "ocm-edge")
+            .map(|((_, ty), c)| (ty.clone(), *c as f64 / n as f64))
+            .collect();
+        (spec, status, total as f64 / n as f64, by_type)
+    };
+    workers.stop().await;
+
+    // Transport alone, same broker, same sizes, its own topics.
+    let transport = ideal_transport(&url, opts, spec_bytes, status_bytes).await?;
+
+    spy_task.abort();
+    admin.disconnect().await;
+    hub.shutdown().await?;
+    Ok(Report {
+        agents: n,
+        worker_processes: n.div_ceil(opts.agents_per_process.max(1)),
+        join,
+        accept,
+        converge,
+        statuses_counted,
+        transport,
+        hub_cpu_converge,
+        hub_memory,
+        agents_rss_kib,
+        hub_open_files,
+        spec_bytes,
+        status_bytes,
+        bytes_per_cluster,
+        messages_per_cluster_by_type,
+    })
+}
+
+/// An ideal hub: once every ideal agent is subscribed, publish one `spec_bytes` message per
+/// cluster and count one reply each.
+async fn ideal_transport(
+    url: &str,
+    opts: &BenchOptions,
+    spec_bytes: usize,
+    status_bytes: usize,
+) -> anyhow::Result<Duration> {
+    let n = opts.agents;
+    let (host, port) = worker::host_port(url)?;
+    let mut mqtt = MqttOptions::new("bench-ideal-hub", host, port);
+    mqtt.set_keep_alive(Duration::from_secs(30));
+    mqtt.set_clean_start(true);
+    mqtt.set_max_packet_size(Some(MAX_PACKET_BYTES as u32));
+    mqtt.set_outgoing_inflight_upper_limit(100);
+    let (client, mut eventloop) = AsyncClient::new(mqtt, 1024);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<bool>();
+    let (sub_tx, sub_rx) = tokio::sync::oneshot::channel::<()>();
+    let sub_client = client.clone();
+    let loop_task = tokio::spawn(async move {
+        let mut sub_tx = Some(sub_tx);
+        loop {
+            match eventloop.poll().await {
+                Ok(Event::Incoming(Packet::ConnAck(_))) => {
+                    let _ = sub_client
+                        .subscribe(
+                            format!("sources/{IDEAL_SOURCE}/consumers/+/agentevents"),
+                            QoS::AtLeastOnce,
+                        )
+                        .await;
+                }
+                Ok(Event::Incoming(Packet::SubAck(_))) => {
+                    if let Some(s) = sub_tx.take() {
+                        let _ = s.send(());
+                    }
+                }
+                Ok(Event::Incoming(Packet::Publish(p))) => {
+                    let _ = tx.send(p.payload.as_ref() == IDEAL_READY);
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "ideal hub connection");
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            }
+        }
+    });
+    tokio::time::timeout(opts.timeout, sub_rx).await??;
+    let workers = Workers::spawn(
+        url,
+        opts,
+        "ideal",
+        &["--reply-bytes".into(), status_bytes.to_string()],
+    )
+    .await?;
+    let ready = tokio::time::timeout(opts.timeout, count(n, true, &mut rx)).await?;
+    if ready < n {
+        bail!("only {ready} of {n} ideal agents subscribed");
+    }
+    let payload = Bytes::from(vec![b'x'; spec_bytes.max(1)]);
+    let t = Instant::now();
+    let publish_all = async {
+        for i in 0..n {
+            let topic = format!(
+                "sources/{IDEAL_SOURCE}/consumers/{}/sourceevents",
+                cluster_name(i)
+            );
+            client
+                .publish(topic, QoS::AtLeastOnce, false, payload.clone())
+                .await?;
+        }
+        anyhow::Ok(())
+    };
+    let (published, replies) = tokio::join!(
+        publish_all,
+        tokio::time::timeout(opts.timeout, count(n, false, &mut rx))
+    );
+    published?;
+    let replies = replies?;
+    let elapsed = t.elapsed();
+    if replies < n {
+        bail!("only {replies} of {n} ideal agents replied");
+    }
+    workers.stop().await;
+    loop_task.abort();
+    Ok(elapsed)
+}
+
+/// Counts messages from ideal agents (ready ones or replies) until `n` of the wanted kind arrived.
+async fn count(
+    n: usize,
+    want_ready: bool,
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<bool>,
+) -> usize {
+    let mut seen = 0;
+    while seen < n {
+        match rx.recv().await {
+            Some(r) if r == want_ready => seen += 1,
+            Some(_) => {}
+            None => break,
+        }
+    }
+    seen
+}
