@@ -157,7 +157,7 @@ impl FakeHub {
     /// `suffix` and that passes `pred`; other events stay for later calls.
     pub async fn next_event(&mut self, suffix: &str, pred: impl Fn(&Event) -> bool) -> Event {
         let matches = |ev: &Event| ev.ty().ends_with(suffix) && pred(ev);
-        if let Some(i) = self.backlog.iter().position(|e| matches(e)) {
+        if let Some(i) = self.backlog.iter().position(&matches) {
             return self.backlog.remove(i);
         }
         let backlog = &mut self.backlog;
