@@ -667,3 +667,49 @@ async fn cluster_get_shows_state_labels_and_conditions_and_deny_revokes() {
     agent.shutdown().await.unwrap();
     hub.stop().await;
 }
+
+#[tokio::test]
+async fn a_command_sent_before_the_hub_is_up_is_answered_once_it_is() {
+    use rumqttc::v5::mqttbytes::QoS;
+    use rumqttc::v5::mqttbytes::v5::Packet;
+    use rumqttc::v5::{AsyncClient, Event, MqttOptions};
+
+    let broker = tokio::task::spawn_blocking(|| {
+        ocm_edge_hub::broker::start_embedded("127.0.0.1:0".parse().unwrap())
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    let url = broker.url();
+
+    // Watch the request topic to know the CLI has asked while no hub listens.
+    let (host, port) = (broker.addr().ip().to_string(), broker.addr().port());
+    let (watcher, mut events) = AsyncClient::new(MqttOptions::new("watcher", host, port), 10);
+    watcher
+        .subscribe("ocm-edge/ocm-edge/admin/requests", QoS::AtLeastOnce)
+        .await
+        .unwrap();
+    let cli = tokio::spawn({
+        let url = url.clone();
+        async move { ocm_edge(&url, &["cluster", "list", "-o", "json", "--timeout", "20s"]).await }
+    });
+    timeout(WAIT, async {
+        loop {
+            if let Event::Incoming(Packet::Publish(_)) = events.poll().await.unwrap() {
+                return;
+            }
+        }
+    })
+    .await
+    .expect("the CLI publishes its request");
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = HubConfig::new(dir.path());
+    cfg.broker = BrokerConfig::External { url };
+    let hub = start_hub(cfg).await.unwrap();
+
+    let out = cli.await.unwrap();
+    assert_success(&out);
+    assert_eq!(json(&out), Value::Array(vec![]));
+    hub.shutdown().await.unwrap();
+}
