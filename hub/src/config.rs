@@ -57,6 +57,8 @@ pub struct HubConfig {
     /// MQTT client id of the hub; defaults to `<source_id>-hub`. Two hubs on one broker need
     /// different ids (a second connection with the same id kicks the first one off).
     pub client_id: Option<String>,
+    /// Publish the retained dashboard topics (`ocm-edge/<source>/dashboard/...`).
+    pub dashboard: bool,
 }
 
 impl HubConfig {
@@ -71,6 +73,7 @@ impl HubConfig {
             keepalive: Duration::from_secs(30),
             status_resync_batch: DEFAULT_STATUS_RESYNC_BATCH,
             client_id: None,
+            dashboard: true,
         }
     }
 

@@ -27,9 +27,9 @@ use crate::admin::server;
 use crate::broker::{BrokerError, EmbeddedBroker, start_embedded};
 use crate::config::{BrokerConfig, HubConfig};
 use crate::core::{Change, CoreConfig, HubCore, Outbound, counter};
-use crate::events;
 use crate::store::{Store, StoreError};
 use crate::transport::{self, Inbound, Received, Transport, TransportConfig, TransportError};
+use crate::{dashboard, events};
 
 /// Most inbound items handled (and stored) in one batch.
 const MAX_BATCH: usize = 512;
@@ -165,6 +165,7 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
     let (stop, stopped) = watch::channel(false);
     let (subscribed, subscriptions) = watch::channel(0u64);
     let hub = HubLoop {
+        dashboard: cfg.dashboard,
         subscribed,
         core,
         store,
@@ -209,6 +210,7 @@ pub async fn run_hub(
 
 /// The task that owns the core.
 struct HubLoop {
+    dashboard: bool,
     /// SUBACKs handled so far (for [`HubHandle::subscribed`]).
     subscribed: watch::Sender<u64>,
     core: HubCore,
@@ -354,6 +356,21 @@ impl HubLoop {
                     }
                 }
                 Err(e) => tracing::warn!(error = %e, kind = outbound_kind(out), "cannot encode"),
+            }
+        }
+        if self.dashboard {
+            for m in dashboard::messages_for(&self.core, &batch.change.records) {
+                let props = PublishProperties {
+                    content_type: (!m.payload.is_empty()).then(|| APPLICATION_JSON.to_owned()),
+                    ..PublishProperties::default()
+                };
+                if let Err(e) = self
+                    .transport
+                    .publish_with(m.topic, m.payload, props, true)
+                    .await
+                {
+                    tracing::warn!(error = %e, "dashboard publish failed");
+                }
             }
         }
         for r in batch.responses {

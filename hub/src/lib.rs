@@ -9,6 +9,7 @@
 //! - [`broker`]: the embedded rumqttd broker.
 //! - [`hub`]: [`start_hub`] / [`run_hub`]: wires broker, store, transport, core and admin server.
 //! - [`config`]: [`HubConfig`] and [`BrokerConfig`].
+//! - [`dashboard`]: the retained dashboard topics (summary, per cluster, per work).
 //! - [`admin`]: the admin API over MQTT 5 request/response: message types, the CLI's client, the hub's server.
 //! - [`cli`]: the `ocm-edge` command line (one file per command) and [`demo`].
 
@@ -17,6 +18,7 @@ pub mod broker;
 pub mod cli;
 pub mod config;
 pub mod core;
+pub mod dashboard;
 pub mod demo;
 pub mod events;
 pub mod hub;

@@ -351,3 +351,47 @@ async fn updating_a_work_sends_the_new_version_and_identical_writes_send_nothing
     };
     assert_eq!(versions, [1, 2], "the identical overwrite sent nothing");
 }
+
+#[tokio::test]
+async fn dashboards_find_retained_cluster_work_and_summary_views() {
+    let hub = TestHub::start("ocm-edge").await;
+    let mut agent = RawAgent::connect(&hub.url(), "ocm-edge", "edge-1").await;
+    join_and_accept(&hub, &mut agent).await;
+    let admin = hub.admin().await;
+    admin
+        .create_work(deployment_work("web", &["edge-1"], 1))
+        .await
+        .unwrap();
+    // Round trip so the hub has published the views before the dashboard subscribes.
+    admin.get_work("edge-1", "web").await.unwrap();
+
+    let mut dashboard = RawAgent::connect_to(
+        &hub.url(),
+        "ocm-edge",
+        "dashboard",
+        "ocm-edge/ocm-edge/dashboard/clusters/+".into(),
+    )
+    .await;
+    let msg = dashboard
+        .next_message("retained cluster view", |m| {
+            m.topic == "ocm-edge/ocm-edge/dashboard/clusters/edge-1"
+        })
+        .await;
+    let view: serde_json::Value = serde_json::from_slice(&msg.payload).unwrap();
+    assert_eq!(view["state"], "Accepted");
+    assert_eq!(view["works"], 1);
+
+    let mut works = RawAgent::connect_to(
+        &hub.url(),
+        "ocm-edge",
+        "dashboard",
+        "ocm-edge/ocm-edge/dashboard/works/edge-1/web".into(),
+    )
+    .await;
+    let msg = works.next_message("retained work view", |_| true).await;
+    let view: serde_json::Value = serde_json::from_slice(&msg.payload).unwrap();
+    assert_eq!(
+        (view["name"].as_str(), view["version"].as_i64()),
+        (Some("web"), Some(1))
+    );
+}

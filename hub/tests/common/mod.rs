@@ -94,15 +94,24 @@ impl Drop for RawAgent {
 
 impl RawAgent {
     pub async fn connect(url: &str, source: &str, cluster: &str) -> RawAgent {
+        let sub = topic::source_events(source, cluster).unwrap();
+        Self::connect_to(url, source, cluster, sub).await
+    }
+
+    /// A client subscribed to `filter` (e.g. the dashboard topics) instead of sourceevents.
+    pub async fn connect_to(url: &str, source: &str, cluster: &str, sub: String) -> RawAgent {
         let (host, port) = ocm_edge_hub::transport::parse_broker_url(url).unwrap();
-        let mut opts = MqttOptions::new(format!("{cluster}-agent"), host, port);
+        let mut opts = MqttOptions::new(
+            format!("{cluster}-{}", uuid::Uuid::new_v4().simple()),
+            host,
+            port,
+        );
         opts.set_clean_start(true)
             .set_max_packet_size(Some(4 * 1024 * 1024))
             .set_outgoing_inflight_upper_limit(100);
         let (client, mut eventloop) = AsyncClient::new(opts, 64);
         let (tx, messages) = mpsc::unbounded_channel();
         let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
-        let sub = topic::source_events(source, cluster).unwrap();
         let sub_client = client.clone();
         let task = tokio::spawn(async move {
             let mut ready = Some(ready_tx);
@@ -189,6 +198,26 @@ impl RawAgent {
                                "spec": {"leaseDurationSeconds": 60}}),
         );
         self.send(&e).await;
+    }
+
+    /// Waits (bounded) for the next received message matching `pred`, skipping others.
+    pub async fn next_message(
+        &mut self,
+        what: &str,
+        pred: impl Fn(&MqttMessage) -> bool,
+    ) -> MqttMessage {
+        let wait = async {
+            loop {
+                let msg = self.messages.recv().await.expect("connection closed");
+                if pred(&msg) {
+                    return msg;
+                }
+            }
+        };
+        match tokio::time::timeout(WAIT, wait).await {
+            Ok(m) => m,
+            Err(_) => panic!("no {what} within {WAIT:?}"),
+        }
     }
 
     /// Waits (bounded) for the next received event matching `pred`, skipping others.
