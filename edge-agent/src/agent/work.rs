@@ -89,14 +89,18 @@ impl Agent {
     pub(super) async fn reconcile_all(&mut self, t: DateTime<Utc>) {
         match self.store.all_desired() {
             Ok(all) => {
+                let total = all.len() as u64;
+                let deleted_before = self.counters.borrow().bundles_deleted;
                 for desired in all {
                     self.reconcile_one(desired, t).await;
                 }
+                // Bundles whose removal finished in this pass are forgotten.
+                let forgotten = self.counters.borrow().bundles_deleted - deleted_before;
+                self.bump(|c| c.bundles_held = total.saturating_sub(forgotten));
             }
             Err(e) => tracing::error!(error = %e, "cannot read the store"),
         }
         self.bump(|c| c.reconciles += 1);
-        self.update_held_count();
     }
 
     async fn reconcile_one(&mut self, desired: DesiredBundle, t: DateTime<Utc>) {

@@ -1,0 +1,85 @@
+//! The `ocm-edge-agent` binary: flags, environment variables and clear errors.
+
+use std::process::Command;
+
+fn agent() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_ocm-edge-agent"));
+    c.env_remove("RUST_LOG");
+    for (k, _) in std::env::vars() {
+        if k.starts_with("OCM_EDGE_") {
+            c.env_remove(k);
+        }
+    }
+    c
+}
+
+#[test]
+fn help_lists_every_flag() {
+    let out = agent().arg("--help").output().unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    for flag in [
+        "--cluster-name",
+        "--broker",
+        "--data-dir",
+        "--source-id",
+        "--applier",
+        "--sim-ready-delay",
+        "--kubeconfig",
+        "--in-cluster",
+        "--label",
+        "--claim",
+        "--lease-duration-seconds",
+        "--keepalive-seconds",
+        "OCM_EDGE_CLUSTER_NAME",
+    ] {
+        assert!(help.contains(flag), "{flag} missing from --help:\n{help}");
+    }
+}
+
+#[test]
+fn a_bad_cluster_name_exits_non_zero_with_a_message_that_says_what_to_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = agent()
+        .args(["--cluster-name", "Edge_1", "--applier", "sim", "--data-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cluster name") && err.contains("[a-z0-9-]+"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_lease_below_five_seconds_from_the_environment_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = agent()
+        .env("OCM_EDGE_CLUSTER_NAME", "edge-1")
+        .env("OCM_EDGE_LEASE_DURATION_SECONDS", "2")
+        .args(["--applier", "sim", "--data-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at least 5"));
+}
+
+#[test]
+fn a_label_that_is_not_key_value_is_refused() {
+    let out = agent()
+        .args([
+            "--cluster-name",
+            "edge-1",
+            "--applier",
+            "sim",
+            "--label",
+            "novalue",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not k=v"));
+}
