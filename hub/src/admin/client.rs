@@ -327,6 +327,8 @@ impl AdminClient {
                 limit,
             });
         }
+        // Bytes: each resend shares the buffer instead of copying up to 2 MiB.
+        let payload = Bytes::from(payload);
         let correlation = Bytes::from(uuid::Uuid::new_v4().as_bytes().to_vec());
         let (tx, rx) = oneshot::channel();
         self.lock_pending().insert(correlation.clone(), tx);

@@ -17,15 +17,16 @@ use serde::Serialize;
 use super::CliError;
 use crate::admin::messages::{ClusterView, WorkView};
 
-/// `-o` values.
+/// `-o` values: `table` (default), `json` (the admin API's view types), `yaml`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+// Plain comments on the variants: doc comments would turn `--help` into a page per value.
 pub enum OutputFormat {
-    /// Human-readable tables.
+    // Human-readable tables.
     #[default]
     Table,
-    /// JSON (the admin API's view types, pretty-printed).
+    // JSON: the admin API's view types, pretty-printed.
     Json,
-    /// YAML (same content as JSON).
+    // YAML: the same content as JSON.
     Yaml,
 }
 
