@@ -7,5 +7,6 @@
 //!   sequence ids, the status hash), independent of any MQTT client library.
 
 pub mod api;
+pub mod contracts;
 pub mod validate;
 pub mod wire;

@@ -22,7 +22,7 @@ use cloudevents::{AttributesReader, AttributesWriter, Event};
 use serde::{Deserialize, Serialize};
 
 /// Whether an agent's MQTT session is up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum PresenceState {
     Online,
@@ -31,7 +31,7 @@ pub enum PresenceState {
 
 /// Presence payload `{"state":"online"|"offline","connectionSeq":N}`. Birth and will of one connection
 /// carry the same `connectionSeq`, so the hub can ignore a death that belongs to an older session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Presence {
     pub state: PresenceState,

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 pub const MAX_STATUS_HASHES_PER_MESSAGE: usize = 1000;
 
 /// One bundle the agent holds: `{"resourceID":"...","resourceVersion":N}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ResourceVersion {
     #[serde(rename = "resourceID")]
     pub resource_id: String,
@@ -18,7 +18,7 @@ pub struct ResourceVersion {
 }
 
 /// `{"resourceVersions":[...]}`: "these are the versions I hold".
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ResourceVersionList {
     // Go encodes a nil slice as null; accept it as empty.
     #[serde(
@@ -26,11 +26,12 @@ pub struct ResourceVersionList {
         default,
         deserialize_with = "null_as_empty"
     )]
+    #[schemars(with = "Option<Vec<ResourceVersion>>")]
     pub resource_versions: Vec<ResourceVersion>,
 }
 
 /// One status the hub holds: `{"resourceID":"...","statusHash":"<hex>"}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StatusHash {
     #[serde(rename = "resourceID")]
     pub resource_id: String,
@@ -39,9 +40,10 @@ pub struct StatusHash {
 }
 
 /// `{"statusHashes":[...]}`: "these are the status hashes I hold"; empty means "send everything".
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StatusHashList {
     #[serde(rename = "statusHashes", default, deserialize_with = "null_as_empty")]
+    #[schemars(with = "Option<Vec<StatusHash>>")]
     pub status_hashes: Vec<StatusHash>,
 }
 
