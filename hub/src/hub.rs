@@ -134,7 +134,7 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
         path = %store.path().display(),
         "hub state loaded"
     );
-    let core = HubCore::restore(
+    let mut core = HubCore::restore(
         CoreConfig {
             source_id: cfg.source_id.clone(),
             lease_grace_multiplier: cfg.lease_grace_multiplier,
@@ -144,6 +144,7 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
         loaded.works,
         loaded.counters,
     );
+    core.set_grace_start(Utc::now());
     let admin_topic =
         topic::admin_requests(&cfg.source_id).map_err(|e| HubError::Config(e.to_string()))?;
     let agent_events = topic::hub_agent_events_subscription(&cfg.source_id, None)

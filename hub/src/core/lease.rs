@@ -73,7 +73,11 @@ impl HubCore {
             if already_unknown {
                 continue;
             }
-            let deadline = last.as_datetime() + self.grace_period(record);
+            let base = match self.grace_start() {
+                Some(start) => last.as_datetime().max(start),
+                None => last.as_datetime(),
+            };
+            let deadline = base + self.grace_period(record);
             if now >= deadline {
                 let mut record = record.clone();
                 set_condition(
@@ -173,6 +177,32 @@ mod tests {
         let (change, _) = core.lease_tick(t(300));
         core.apply(&change.records);
         assert_eq!(available(&core, "silent"), Some(ConditionStatus::Unknown));
+    }
+
+    #[test]
+    fn after_a_restart_the_grace_period_runs_from_the_restart_not_the_last_renewal_heard() {
+        let mut core = accepted_core(&["edge-1"]);
+        step(&mut core, lease("edge-1"), 10);
+        // The hub was down from t=20 to t=1000 and restarts with the stored state.
+        let mut restarted = HubCore::restore(
+            cfg(),
+            core.clusters().cloned().collect(),
+            vec![],
+            Default::default(),
+        );
+        restarted.set_grace_start(t(1000));
+        let (change, next) = restarted.lease_tick(t(1000));
+        assert!(
+            change.is_empty(),
+            "no cluster flaps to Unknown because the hub was away"
+        );
+        assert_eq!(next, Some(t(1300)));
+        let (change, _) = restarted.lease_tick(t(1300));
+        restarted.apply(&change.records);
+        assert_eq!(
+            available(&restarted, "edge-1"),
+            Some(ConditionStatus::Unknown)
+        );
     }
 
     #[test]

@@ -281,6 +281,9 @@ pub struct HubCore {
     works: BTreeMap<WorkKey, WorkRecord>,
     by_resource_id: HashMap<String, WorkKey>,
     counters: Counters,
+    /// Lease grace periods run from no earlier than this (the hub's start): renewals sent while
+    /// the hub was down were never heard, which says nothing about the clusters.
+    grace_start: Option<DateTime<Utc>>,
 }
 
 impl HubCore {
@@ -291,6 +294,7 @@ impl HubCore {
             works: BTreeMap::new(),
             by_resource_id: HashMap::new(),
             counters: Counters::default(),
+            grace_start: None,
         }
     }
 
@@ -312,6 +316,15 @@ impl HubCore {
             core.works.insert(w.key.clone(), w);
         }
         core
+    }
+
+    /// Starts every lease grace period no earlier than `now` (call once after a restart).
+    pub fn set_grace_start(&mut self, now: DateTime<Utc>) {
+        self.grace_start = Some(now);
+    }
+
+    pub(crate) fn grace_start(&self) -> Option<DateTime<Utc>> {
+        self.grace_start
     }
 
     pub fn config(&self) -> &CoreConfig {
