@@ -81,7 +81,7 @@ pub enum DemoError {
     Admin(#[from] AdminError),
     /// Something did not happen in time.
     #[error(
-        "{what} did not happen within {} s; last state seen:\n{last}",
+        "gave up after {} s waiting for {what} (the fleet did not converge); last state seen:\n{last}",
         waited.as_secs()
     )]
     NotConverged {

@@ -347,3 +347,101 @@ pub fn work_detail(w: &WorkView, now: DateTime<Utc>) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ocm_edge_schemas::api::work::{FeedbackValue, StatusFeedbackResult};
+
+    fn work(conditions: &[(&str, ConditionStatus)]) -> WorkView {
+        WorkView {
+            cluster: "edge-1".into(),
+            name: "web".into(),
+            resource_id: "id".into(),
+            version: 1,
+            deleting: false,
+            created: None,
+            labels: Default::default(),
+            manifests: vec![],
+            conditions: conditions
+                .iter()
+                .map(|(t, s)| Condition::new(*t, *s, "Reason", ""))
+                .collect(),
+            resource_status: vec![],
+            status_updated: None,
+            spec: None,
+        }
+    }
+
+    #[test]
+    fn the_phase_says_what_an_operator_needs_first() {
+        assert_eq!(work_phase(&work(&[])), "Pending");
+        let applied = work(&[(WORK_APPLIED, ConditionStatus::True)]);
+        assert_eq!(work_phase(&applied), "Applied");
+        let available = work(&[
+            (WORK_APPLIED, ConditionStatus::True),
+            (WORK_AVAILABLE, ConditionStatus::True),
+        ]);
+        assert_eq!(work_phase(&available), "Available");
+        let degraded = work(&[
+            (WORK_AVAILABLE, ConditionStatus::True),
+            (WORK_DEGRADED, ConditionStatus::True),
+        ]);
+        assert_eq!(work_phase(&degraded), "Degraded");
+        let failing = work(&[(WORK_APPLIED, ConditionStatus::False)]);
+        assert_eq!(work_phase(&failing), "Progressing");
+        let mut deleting = available;
+        deleting.deleting = true;
+        assert_eq!(work_phase(&deleting), "Deleting");
+    }
+
+    #[test]
+    fn feedback_is_printed_as_name_value_pairs_of_every_type() {
+        let m = ManifestCondition {
+            status_feedback: StatusFeedbackResult {
+                values: vec![
+                    FeedbackValue {
+                        name: "ReadyReplicas".into(),
+                        field_value: FieldValue::integer(3),
+                    },
+                    FeedbackValue {
+                        name: "phase".into(),
+                        field_value: FieldValue::string("Running"),
+                    },
+                    FeedbackValue {
+                        name: "ok".into(),
+                        field_value: FieldValue::boolean(true),
+                    },
+                ],
+            },
+            ..Default::default()
+        };
+        assert_eq!(feedback_text(&m), "ReadyReplicas=3 phase=Running ok=true");
+    }
+
+    #[test]
+    fn ages_are_rounded_to_the_largest_unit() {
+        let now = chrono::DateTime::from_timestamp(1_000_000, 0).unwrap();
+        let at = |secs_ago: i64| Time::from_unix_seconds(1_000_000 - secs_ago);
+        assert_eq!(ago(at(5), now), "5s ago");
+        assert_eq!(ago(at(125), now), "2m ago");
+        assert_eq!(ago(at(7200), now), "2h ago");
+        assert_eq!(ago(at(3 * 86400), now), "3d ago");
+        // A clock slightly ahead of ours is not "in the future".
+        assert_eq!(ago(at(-3), now), "0s ago");
+    }
+
+    #[test]
+    fn the_works_table_has_one_row_per_work_with_its_conditions() {
+        let w = work(&[
+            (WORK_APPLIED, ConditionStatus::True),
+            (WORK_AVAILABLE, ConditionStatus::False),
+        ]);
+        let text = works_table(&[w], chrono::Utc::now());
+        let row = text.lines().find(|l| l.contains("edge-1")).unwrap();
+        assert!(
+            row.contains("True") && row.contains("False") && row.contains("Applied"),
+            "{row}"
+        );
+    }
+}

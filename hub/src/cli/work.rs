@@ -277,3 +277,45 @@ async fn wait_until_forgotten(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn feedback_rules_cover_workloads_with_well_known_status_only() {
+        let manifests = [
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "web"}}),
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "web"}}),
+            json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "once", "namespace": "web"}}),
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "web"}}),
+        ];
+        let configs = well_known_feedback(&manifests);
+        let ids: Vec<_> = configs
+            .iter()
+            .map(|c| {
+                let r = &c.resource_identifier;
+                (
+                    r.group.as_str(),
+                    r.resource.as_str(),
+                    r.name.as_str(),
+                    r.namespace.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                ("apps", "deployments", "web", "web"),
+                ("batch", "jobs", "once", "web"),
+                ("", "pods", "p", "web"),
+            ]
+        );
+        assert!(
+            configs
+                .iter()
+                .all(|c| c.feedback_rules[0].type_ == FeedbackType::WellKnownStatus)
+        );
+    }
+}
