@@ -395,3 +395,48 @@ async fn dashboards_find_retained_cluster_work_and_summary_views() {
         (Some("web"), Some(1))
     );
 }
+
+#[tokio::test]
+async fn a_cluster_that_stops_renewing_becomes_unknown_after_the_grace_period() {
+    let mut hub = TestHub::start("ocm-edge").await;
+    // Grace = 1 x leaseDurationSeconds (1 s), so the hub's own deadline timer fires quickly.
+    hub.stop_hub().await;
+    let mut cfg = hub.config();
+    cfg.lease_grace_multiplier = 1;
+    let handle = ocm_edge_hub::start_hub(cfg).await.unwrap();
+    tokio::time::timeout(common::WAIT, handle.subscribed())
+        .await
+        .unwrap();
+    hub.hub = Some(handle);
+
+    let mut agent = RawAgent::connect(&hub.url(), "ocm-edge", "edge-1").await;
+    let join = agent.event(
+        "cluster.open-cluster-management.io.v1.managedclusters.spec.create_request",
+        json!({"metadata": {"name": "edge-1"}, "spec": {"leaseDurationSeconds": 1}}),
+    );
+    agent.send(&join).await;
+    agent.next_hub_view(|_| true).await;
+    hub.admin().await.accept_cluster("edge-1").await.unwrap();
+    let lease = agent.event(
+        "coordination.k8s.io.v1.leases.spec.update_request",
+        json!({"spec": {"leaseDurationSeconds": 1}}),
+    );
+    agent.send(&lease).await;
+    let condition = |status: &'static str| {
+        move |v: &serde_json::Value| {
+            v["status"]["conditions"].as_array().is_some_and(|cs| {
+                cs.iter().any(|c| {
+                    c["type"] == "ManagedClusterConditionAvailable" && c["status"] == status
+                })
+            })
+        }
+    };
+    agent.next_hub_view(condition("True")).await;
+    let unknown = agent.next_hub_view(condition("Unknown")).await;
+    assert_eq!(unknown["metadata"]["name"], "edge-1");
+    let view = hub.admin().await.get_cluster("edge-1").await.unwrap();
+    assert_eq!(
+        view.available.unwrap().status,
+        ocm_edge_schemas::api::meta::ConditionStatus::Unknown
+    );
+}
