@@ -310,3 +310,27 @@ async fn a_killed_agent_leaves_a_will_with_its_connection_sequence_number() {
         seq
     );
 }
+
+#[tokio::test]
+async fn a_graceful_shutdown_says_offline_with_the_same_sequence_number_as_the_birth() {
+    let url = start_broker();
+    let dir = tempfile::tempdir().unwrap();
+    let mut hub = FakeHub::connect(&url, "sources/ocm-edge/consumers/edge-3/agentevents").await;
+    let agent = start_agent(AgentConfig::new("edge-3", &url, dir.path()))
+        .await
+        .unwrap();
+    let birth = hub
+        .next_event("presences.status.update_request", |_| true)
+        .await;
+    let seq = ocm_edge_schemas::wire::data_json(&birth).unwrap().unwrap()["connectionSeq"].clone();
+    agent.shutdown().await.unwrap();
+    let bye = hub
+        .next_event("presences.status.update_request", |e| {
+            ocm_edge_schemas::wire::data_json(e).unwrap().unwrap()["state"] == "offline"
+        })
+        .await;
+    assert_eq!(
+        ocm_edge_schemas::wire::data_json(&bye).unwrap().unwrap()["connectionSeq"],
+        seq
+    );
+}

@@ -176,3 +176,29 @@ async fn while_the_api_server_is_down_drift_stays_and_is_corrected_when_it_retur
     );
     agent.shutdown().await.unwrap();
 }
+
+/// The whole agent on a real cluster with no broker: the cached bundle is applied with the kube applier.
+#[tokio::test]
+#[ignore = "needs a real cluster: set OCM_EDGE_E2E_KUBECONFIG"]
+async fn e2e_the_agent_applies_its_cached_bundle_to_a_real_cluster() {
+    let path = std::env::var("OCM_EDGE_E2E_KUBECONFIG").expect("OCM_EDGE_E2E_KUBECONFIG");
+    let dir = tempfile::tempdir().unwrap();
+    let mut bundle = web_bundle();
+    bundle.bundle.manifests[1] =
+        Manifest(json!({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"ocm-edge-e2e"}}));
+    bundle.bundle.manifests[0] = Manifest(
+        json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"e2e","namespace":"ocm-edge-e2e"},"data":{"k":"v"}}),
+    );
+    seed(dir.path(), &bundle);
+    let mut cfg = offline_config(dir.path());
+    cfg.applier = ApplierConfig::Kube {
+        kubeconfig: Some(path.into()),
+    };
+    let agent = start_agent(cfg).await.unwrap();
+    let mut counters = agent.counters();
+    wait_counters(&mut counters, "applied on the cluster", |c| {
+        c.objects_applied >= 2 && c.apply_errors == 0
+    })
+    .await;
+    agent.shutdown().await.unwrap();
+}

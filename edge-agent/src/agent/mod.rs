@@ -276,7 +276,9 @@ impl Agent {
                 encode(&event, will_topic.clone()).ok()
             }),
         };
-        let transport_stop = stop.child_token();
+        // Not a child of `stop`: the transport must outlive the agent loop long enough to carry
+        // the offline presence out before its DISCONNECT.
+        let transport_stop = CancellationToken::new();
         let transport_task = AbortOnDrop(tokio::spawn(transport::run(
             tcfg,
             tx,
