@@ -14,6 +14,7 @@
 //! - [`cli`]: the `ocm-edge` command line (one file per command) and [`demo`].
 
 pub mod admin;
+pub mod availability;
 pub mod broker;
 pub mod cli;
 pub mod config;
@@ -22,6 +23,8 @@ pub mod dashboard;
 pub mod demo;
 pub mod events;
 pub mod hub;
+pub mod placement;
+pub mod rollout;
 pub mod store;
 pub mod transport;
 

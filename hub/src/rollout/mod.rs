@@ -1,0 +1,42 @@
+//! ManifestWorkReplicaSet rollouts, as pure logic: given a set, its placements' decisions, what
+//! each cluster's work looks like and `now`, say which clusters get the current template now,
+//! which works go, every cluster's rollout status, the set's status and when to look again.
+//!
+//! OCM's semantics (sdk-go `pkg/apis/cluster/v1alpha1/rollout.go` and ocm's
+//! `manifestworkreplicasetcontroller`), with the differences documented where they are made:
+//! a cluster counts as Progressing from the moment the hub sent it the template (so an
+//! unreachable cluster times out at progressDeadline instead of holding its slot for ever), and a
+//! decision group is left once every cluster still in it has failed within maxFailures.
+//!
+//! - [`cluster_status`]: one work's [`RolloutStatus`] ([`work_rollout_status`]).
+//! - [`strategy`]: All / Progressive / ProgressivePerGroup ([`rollout_clusters`]).
+//! - [`replicaset`]: the whole set: plan, summary and conditions ([`plan_replica_set`]).
+
+pub mod cluster_status;
+pub mod replicaset;
+pub mod strategy;
+
+pub use cluster_status::{
+    ClusterDecision, ClusterRolloutStatus, ClusterWork, GroupKey, RolloutStatus, TemplateState,
+    work_rollout_status,
+};
+pub use replicaset::{ClusterRolloutView, ReplicaSetPlan, plan_replica_set};
+pub use strategy::{RolloutResult, rollout_clusters};
+
+/// A rollout strategy that cannot be used. Not retryable: the set's spec must be fixed; the set
+/// reports it in PlacementVerified (NotAsExpected) and nothing is rolled out for that placement.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RolloutError {
+    /// progressDeadline is neither `None` nor a duration such as `90s`, `5m`, `1h`.
+    #[error("invalid progressDeadline {0:?}: expected a duration such as 90s, 5m or 1h, or None")]
+    ProgressDeadline(String),
+    /// minSuccessTime is not a duration.
+    #[error("invalid minSuccessTime {0:?}: expected a duration such as 90s, 5m or 1h")]
+    MinSuccessTime(String),
+    /// maxFailures is neither a number nor a percentage.
+    #[error("failed to parse the provided maxFailures: {0}")]
+    MaxFailures(String),
+    /// maxConcurrency is neither a number nor a percentage.
+    #[error("failed to parse the provided maxConcurrency: {0}")]
+    MaxConcurrency(String),
+}
