@@ -1,0 +1,109 @@
+//! Cluster sets and bindings: which clusters a placement may choose from.
+//!
+//! As OCM's scheduling controller (`getValidManagedClusterSetBindings`,
+//! `getEligibleClusterSets`, `getAvailableClusters`) and sdk-go's `GetClustersFromClusterSet`:
+//! - a ManagedClusterSet selects clusters by the label
+//!   `cluster.open-cluster-management.io/clusterset=<set>` (ExclusiveClusterSetLabel, the
+//!   default) or by a label selector (LabelSelector; an empty selector selects every cluster,
+//!   as the `global` set does, and a missing one selects none);
+//! - a ManagedClusterSetBinding in the placement's namespace is valid when a set with the
+//!   binding's name exists (OCM's webhook makes the name equal `spec.clusterSet`);
+//! - the eligible sets are the valid bindings' sets, intersected with `spec.clusterSets` when
+//!   that is not empty;
+//! - the available clusters are the members of the eligible sets that are not being deleted.
+
+use std::collections::BTreeSet;
+
+use ocm_edge_schemas::api::cluster::{
+    LABEL_CLUSTER_SET, ManagedCluster, ManagedClusterSet, ManagedClusterSetBinding, SelectorType,
+};
+use ocm_edge_schemas::api::placement::{ClusterSelector, Placement};
+
+use super::plugins::predicate;
+
+/// Whether `set` selects `cluster`.
+pub fn selects(set: &ManagedClusterSet, cluster: &ManagedCluster) -> bool {
+    let selector = &set.spec.cluster_selector;
+    match selector.selector_type.unwrap_or_default() {
+        SelectorType::ExclusiveClusterSetLabel => {
+            cluster.metadata.labels.get(LABEL_CLUSTER_SET) == Some(&set.metadata.name)
+        }
+        // Kubernetes' LabelSelectorAsSelector: nil selects nothing, an invalid selector is an
+        // error (nothing is selected here).
+        SelectorType::LabelSelector => selector.label_selector.as_ref().is_some_and(|s| {
+            let as_cluster_selector = ClusterSelector {
+                label_selector: s.clone(),
+                ..Default::default()
+            };
+            predicate::validate_selector(&as_cluster_selector).is_ok()
+                && s.matches(&cluster.metadata.labels)
+        }),
+    }
+}
+
+/// The members of `set` among `clusters` (deleting ones included, as in sdk-go).
+pub fn clusters_of<'a>(
+    set: &ManagedClusterSet,
+    clusters: &'a [ManagedCluster],
+) -> Vec<&'a ManagedCluster> {
+    clusters.iter().filter(|c| selects(set, c)).collect()
+}
+
+/// The names of the sets that select `cluster`, sorted.
+pub fn sets_of<'a>(cluster: &ManagedCluster, sets: &'a [ManagedClusterSet]) -> Vec<&'a str> {
+    let mut names: Vec<&str> = sets
+        .iter()
+        .filter(|s| selects(s, cluster))
+        .map(|s| s.metadata.name.as_str())
+        .collect();
+    names.sort_unstable();
+    names
+}
+
+/// The bindings in `namespace` whose set exists.
+pub fn valid_bindings<'a>(
+    namespace: &str,
+    bindings: &'a [ManagedClusterSetBinding],
+    sets: &[ManagedClusterSet],
+) -> Vec<&'a ManagedClusterSetBinding> {
+    bindings
+        .iter()
+        .filter(|b| b.metadata.namespace == namespace)
+        .filter(|b| sets.iter().any(|s| s.metadata.name == b.metadata.name))
+        .collect()
+}
+
+/// The sets `placement` may use: bound ones, restricted to `spec.clusterSets` when given.
+/// Sorted and without duplicates.
+pub fn eligible_sets(placement: &Placement, valid: &[&ManagedClusterSetBinding]) -> Vec<String> {
+    let bound: BTreeSet<&str> = valid.iter().map(|b| b.metadata.name.as_str()).collect();
+    let wanted = &placement.spec.cluster_sets;
+    bound
+        .into_iter()
+        .filter(|name| wanted.is_empty() || wanted.iter().any(|w| w == name))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Why a cluster outside the eligible sets is not available, for the explanation.
+pub fn unavailable_reason(
+    cluster: &ManagedCluster,
+    sets: &[ManagedClusterSet],
+    placement: &Placement,
+) -> String {
+    let member_of = sets_of(cluster, sets);
+    let member_of = if member_of.is_empty() {
+        "no set".to_string()
+    } else {
+        member_of.join(", ")
+    };
+    let wanted = &placement.spec.cluster_sets;
+    if wanted.is_empty() {
+        format!("not in any bound cluster set (member of {member_of})")
+    } else {
+        format!(
+            "not in any bound cluster set of spec.clusterSets [{}] (member of {member_of})",
+            wanted.join(",")
+        )
+    }
+}

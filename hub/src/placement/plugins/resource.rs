@@ -1,0 +1,110 @@
+//! ResourceAllocatableCPU / ResourceAllocatableMemory prioritizers (OCM
+//! `pkg/placement/plugins/resource/resource.go`): among the clusters that report both
+//! allocatable and capacity of the resource,
+//! `score = trunc(((alloc - min) / (max - min) - 0.5) * 2 * 100)`, or 100 when every cluster
+//! has the same allocatable. A cluster that does not report the resource gets no score (0 in
+//! the sum), as in OCM.
+
+use ocm_edge_schemas::api::cluster::ManagedCluster;
+use ocm_edge_schemas::api::meta::Quantity;
+
+use super::{MAX_CLUSTER_SCORE, PluginScores};
+
+/// Which resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resource {
+    /// `cpu`.
+    Cpu,
+    /// `memory`.
+    Memory,
+}
+
+impl Resource {
+    /// The Kubernetes resource name.
+    pub fn key(self) -> &'static str {
+        match self {
+            Resource::Cpu => "cpu",
+            Resource::Memory => "memory",
+        }
+    }
+}
+
+/// OCM's formula for one cluster.
+pub fn allocatable_score(allocatable: f64, min: f64, max: f64) -> i64 {
+    if max - min != 0.0 {
+        let ratio = (allocatable - min) / (max - min);
+        ((ratio - 0.5) * 2.0 * 100.0) as i64
+    } else {
+        MAX_CLUSTER_SCORE
+    }
+}
+
+/// Allocatable of `resource`, when the cluster reports both allocatable and capacity (OCM's
+/// `getClusterResource` fails otherwise) and both parse.
+pub fn cluster_allocatable(cluster: &ManagedCluster, resource: Resource) -> Option<f64> {
+    let allocatable = cluster.status.allocatable.get(resource.key())?;
+    cluster.status.capacity.get(resource.key())?;
+    parse_quantity(allocatable)
+}
+
+/// Scores `clusters`.
+pub fn score(resource: Resource, clusters: &[&ManagedCluster]) -> PluginScores {
+    let mut out = PluginScores::zeroed(clusters.len());
+    let values: Vec<Option<f64>> = clusters
+        .iter()
+        .map(|c| cluster_allocatable(c, resource))
+        .collect();
+    let known = values.iter().flatten();
+    let min = known.clone().copied().fold(f64::INFINITY, f64::min);
+    let max = known.copied().fold(f64::NEG_INFINITY, f64::max);
+    for (i, value) in values.iter().enumerate() {
+        match value {
+            Some(v) => out.scores[i] = allocatable_score(*v, min, max),
+            None => {
+                out.notes[i] = Some(format!(
+                    "no allocatable and capacity {} reported",
+                    resource.key()
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// A Kubernetes quantity as a float (Go's `Quantity.AsApproximateFloat64`): a decimal
+/// number with an optional binary (`Ki`..`Ei`), decimal (`n`, `u`, `m`, `k`, `M`..`E`) or
+/// exponent (`e3`, `E-2`) suffix. `None` when it does not parse.
+pub fn parse_quantity(q: &Quantity) -> Option<f64> {
+    let s = q.0.trim();
+    let number_end = s
+        .char_indices()
+        .find(|&(i, c)| !(c.is_ascii_digit() || c == '.' || ((c == '+' || c == '-') && i == 0)))
+        .map_or(s.len(), |(i, _)| i);
+    let (number, suffix) = s.split_at(number_end);
+    if number.is_empty() || number == "+" || number == "-" {
+        return None;
+    }
+    let value: f64 = number.parse().ok()?;
+    let multiplier = match suffix {
+        "" => 1.0,
+        "Ki" => 1024f64,
+        "Mi" => 1024f64.powi(2),
+        "Gi" => 1024f64.powi(3),
+        "Ti" => 1024f64.powi(4),
+        "Pi" => 1024f64.powi(5),
+        "Ei" => 1024f64.powi(6),
+        "n" => 1e-9,
+        "u" => 1e-6,
+        "m" => 1e-3,
+        "k" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        "P" => 1e15,
+        "E" => 1e18,
+        exp if exp.starts_with(['e', 'E']) => 10f64.powi(exp[1..].parse::<i32>().ok()?),
+        _ => return None,
+    };
+    let v = value * multiplier;
+    v.is_finite().then_some(v)
+}
