@@ -23,6 +23,7 @@ pub mod dashboard;
 pub mod demo;
 pub mod events;
 pub mod hub;
+pub mod placement;
 pub mod rollout;
 pub mod store;
 pub mod transport;
