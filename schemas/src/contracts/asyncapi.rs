@@ -34,7 +34,8 @@ fn extension_schema(name: &str) -> Value {
         ext::CLUSTER_NAME => json!({"type": "string",
             "description": "The managed cluster the event is about."}),
         ext::ORIGINAL_SOURCE => json!({"type": "string",
-            "description": "Empty on hub-to-agent events and requests; the source id on work statuses."}),
+            "description": "Work events: empty on specs and resync requests, the source id on statuses. \
+                ocm-edge cluster events: empty from agents, the source id from the hub."}),
         ext::METADATA => json!({"type": "string", "contentMediaType": "application/json",
             "description": "The work's ObjectMeta as a JSON string."}),
         ext::DELETION_TIMESTAMP => json!({"type": "string", "format": "date-time",
