@@ -107,3 +107,78 @@ pub fn unavailable_reason(
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::placement::testkit::{mk_binding, mk_cluster, mk_label_set, mk_placement, mk_set};
+    use ocm_edge_schemas::api::cluster::ManagedClusterSelector;
+    use ocm_edge_schemas::api::meta::LabelSelector;
+
+    /// sdk-go `TestGetClustersFromClusterSet`, same clusters and sets.
+    #[test]
+    fn sets_select_clusters_as_sdk_go() {
+        let clusters = vec![
+            mk_cluster("c1")
+                .label("vendor", "openshift")
+                .set("dev")
+                .build(),
+            mk_cluster("c2")
+                .label("cloud", "aws")
+                .label("vendor", "openshift")
+                .set("dev")
+                .build(),
+            mk_cluster("c3").label("cloud", "aws").build(),
+        ];
+        let mut explicit_exclusive = mk_set("dev");
+        explicit_exclusive.spec.cluster_selector.selector_type =
+            Some(SelectorType::ExclusiveClusterSetLabel);
+        let mut global = mk_set("global");
+        global.spec.cluster_selector = ManagedClusterSelector {
+            selector_type: Some(SelectorType::LabelSelector),
+            label_selector: Some(LabelSelector::default()),
+        };
+        let mut missing_selector = mk_set("broken");
+        missing_selector.spec.cluster_selector.selector_type = Some(SelectorType::LabelSelector);
+        let cases = [
+            ("default is exclusive", mk_set("dev"), vec!["c1", "c2"]),
+            ("exclusive", explicit_exclusive, vec!["c1", "c2"]),
+            (
+                "label selector",
+                mk_label_set("openshift", &[("vendor", "openshift")]),
+                vec!["c1", "c2"],
+            ),
+            ("global", global, vec!["c1", "c2", "c3"]),
+            ("label selector missing", missing_selector, vec![]),
+        ];
+        for (case, set, want) in cases {
+            let got: Vec<&str> = clusters_of(&set, &clusters)
+                .iter()
+                .map(|c| c.name())
+                .collect();
+            assert_eq!(got, want, "{case}");
+        }
+    }
+
+    #[test]
+    fn bindings_count_only_in_the_placement_namespace_and_for_existing_sets() {
+        let sets = vec![mk_set("dev"), mk_set("prod")];
+        let bindings = vec![
+            mk_binding("ns", "dev"),
+            mk_binding("ns", "prod"),
+            mk_binding("ns", "ghost"),
+            mk_binding("other", "dev"),
+        ];
+        let valid = valid_bindings("ns", &bindings, &sets);
+        let names: Vec<&str> = valid.iter().map(|b| b.metadata.name.as_str()).collect();
+        assert_eq!(names, ["dev", "prod"]);
+        let all = mk_placement("ns", "p").build();
+        assert_eq!(eligible_sets(&all, &valid), ["dev", "prod"]);
+        let only_prod = mk_placement("ns", "p")
+            .cluster_sets(&["prod", "ghost"])
+            .build();
+        assert_eq!(eligible_sets(&only_prod, &valid), ["prod"]);
+        let none = mk_placement("ns", "p").cluster_sets(&["ghost"]).build();
+        assert!(eligible_sets(&none, &valid).is_empty());
+    }
+}

@@ -204,3 +204,172 @@ pub fn stale_decisions<'a>(
         .filter(|pd| !desired.iter().any(|d| d.metadata.name == pd.metadata.name))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::placement::testkit::{mk_cluster, mk_decision, mk_placement};
+    use ocm_edge_schemas::api::placement::DecisionGroup;
+
+    /// OCM `calculateLength`.
+    #[test]
+    fn group_length_follows_ocm() {
+        let s = |v: &str| IntOrString::String(v.into());
+        let cases = [
+            // (clustersPerDecisionGroup, total, length)
+            (None, 10, Ok(10)),
+            (Some(IntOrString::Int(3)), 10, Ok(3)),
+            (Some(IntOrString::Int(0)), 10, Ok(10)),
+            (Some(IntOrString::Int(-2)), 10, Ok(10)),
+            (Some(IntOrString::Int(20)), 10, Ok(10)),
+            (Some(s("25%")), 10, Ok(3)), // ceil(2.5)
+            (Some(s("100%")), 10, Ok(10)),
+            (Some(s("0%")), 10, Ok(10)),
+            (Some(s("33.4%")), 3, Ok(2)), // ceil(1.002)
+            (
+                Some(s("3")),
+                10,
+                Err("3 invalid type: string is not a percentage".to_string()),
+            ),
+            (
+                Some(s("x%")),
+                10,
+                Err("x% invalid type: string is not a percentage".to_string()),
+            ),
+        ];
+        for (value, total, want) in cases {
+            let got = group_length(value.as_ref(), total).map_err(|m| m.message);
+            assert_eq!(got, want, "{value:?} of {total}");
+        }
+    }
+
+    #[test]
+    fn decisions_split_at_100_clusters_per_placement_decision() {
+        let clusters: Vec<ManagedCluster> = (0..250)
+            .map(|i| mk_cluster(&format!("c{i:03}")).build())
+            .collect();
+        let refs: Vec<&ManagedCluster> = clusters.iter().collect();
+        let placement = mk_placement("ns", "p").build();
+        let groups =
+            decision_groups(&placement.spec.decision_strategy.group_strategy, &refs).unwrap();
+        let (pds, status) = placement_decisions(&placement, &groups);
+        let sizes: Vec<usize> = pds.iter().map(|pd| pd.status.decisions.len()).collect();
+        assert_eq!(sizes, [100, 100, 50]);
+        let names: Vec<&str> = pds.iter().map(|pd| pd.metadata.name.as_str()).collect();
+        assert_eq!(names, ["p-decision-1", "p-decision-2", "p-decision-3"]);
+        assert_eq!(pds[2].status.decisions[49].cluster_name, "c249");
+        assert_eq!(status.len(), 1);
+        assert_eq!(status[0].decisions, names);
+        assert_eq!(status[0].clusters_count, 250);
+        let labels = &pds[1].metadata.labels;
+        assert_eq!(labels[LABEL_PLACEMENT], "p");
+        assert_eq!(labels[LABEL_DECISION_GROUP_INDEX], "0");
+        assert_eq!(labels[LABEL_DECISION_GROUP_NAME], "");
+        let owner = &pds[0].metadata.owner_references[0];
+        assert_eq!(
+            (
+                owner.kind.as_str(),
+                owner.name.as_str(),
+                owner.uid.as_str(),
+                owner.controller
+            ),
+            ("Placement", "p", "uid-p", Some(true))
+        );
+        assert_eq!(pds[0].metadata.namespace, "ns");
+    }
+
+    #[test]
+    fn named_groups_take_their_clusters_first_and_the_rest_is_cut_by_clusters_per_group() {
+        let clusters = vec![
+            mk_cluster("e3").label("canary", "true").build(),
+            mk_cluster("e1").label("canary", "true").build(),
+            mk_cluster("z")
+                .label("canary", "true")
+                .label("prod", "true")
+                .build(),
+            mk_cluster("p2").label("prod", "true").build(),
+            mk_cluster("p1").label("prod", "true").build(),
+            mk_cluster("x").build(),
+        ];
+        let refs: Vec<&ManagedCluster> = clusters.iter().collect();
+        let placement = mk_placement("ns", "p")
+            .group("canary", &[("canary", "true")])
+            .group("nothing", &[("no", "such")])
+            .group("prod", &[("prod", "true")])
+            .per_group(IntOrString::Int(2))
+            .build();
+        let groups =
+            decision_groups(&placement.spec.decision_strategy.group_strategy, &refs).unwrap();
+        let got: Vec<(&str, Vec<&str>)> = groups
+            .iter()
+            .map(|g| {
+                (
+                    g.name.as_str(),
+                    g.clusters.iter().map(String::as_str).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("canary", vec!["e1", "e3"]),
+                ("canary", vec!["z"]), // z matched canary first; the group is cut at 2
+                ("prod", vec!["p1", "p2"]),
+                ("", vec!["x"]),
+            ]
+        );
+        let (pds, status) = placement_decisions(&placement, &groups);
+        assert_eq!(pds.len(), 4);
+        assert_eq!(status[1].decision_group_index, 1);
+        assert_eq!(status[1].decision_group_name, "canary");
+        assert_eq!(status[1].decisions, ["p-decision-2"]);
+        assert_eq!(pds[3].metadata.labels[LABEL_DECISION_GROUP_INDEX], "3");
+    }
+
+    #[test]
+    fn no_selected_cluster_still_yields_one_empty_placement_decision() {
+        let placement = mk_placement("ns", "p").build();
+        let groups =
+            decision_groups(&placement.spec.decision_strategy.group_strategy, &[]).unwrap();
+        let (pds, status) = placement_decisions(&placement, &groups);
+        assert_eq!(pds.len(), 1);
+        assert_eq!(pds[0].metadata.name, "p-decision-1");
+        assert!(pds[0].status.decisions.is_empty());
+        assert_eq!(status[0].clusters_count, 0);
+    }
+
+    #[test]
+    fn an_invalid_group_selector_is_a_misconfiguration() {
+        let c = mk_cluster("a").build();
+        let mut strategy = GroupStrategy::default();
+        let mut group = DecisionGroup::default();
+        group
+            .group_cluster_selector
+            .label_selector
+            .match_expressions
+            .push(crate::placement::testkit::requirement(
+                "k",
+                ocm_edge_schemas::api::meta::LabelSelectorOperator::In,
+                &[],
+            ));
+        strategy.decision_groups.push(group);
+        assert!(decision_groups(&strategy, &[&c]).is_err());
+    }
+
+    #[test]
+    fn stale_decisions_are_the_placements_own_not_in_the_desired_set() {
+        let placement = mk_placement("ns", "p").build();
+        let existing = vec![
+            mk_decision("ns", "p", 1, &["a"]),
+            mk_decision("ns", "p", 2, &["b"]),
+            mk_decision("ns", "q", 3, &["c"]),
+            mk_decision("other", "p", 4, &["d"]),
+        ];
+        let desired = vec![mk_decision("ns", "p", 1, &["a", "b"])];
+        let stale: Vec<&str> = stale_decisions(&placement, &existing, &desired)
+            .iter()
+            .map(|pd| pd.metadata.name.as_str())
+            .collect();
+        assert_eq!(stale, ["p-decision-2"]);
+    }
+}

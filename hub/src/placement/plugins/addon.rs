@@ -49,8 +49,7 @@ pub fn cluster_score(
         .status
         .scores
         .iter()
-        .filter(|s| s.name == score_name)
-        .next_back()
+        .rfind(|s| s.name == score_name)
         .map(|s| i64::from(s.value));
     match value {
         Some(v) => (v, None, valid_until),
@@ -88,4 +87,40 @@ pub fn score(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::placement::testkit::{mk_score, t};
+
+    /// OCM `addon.go`: missing object or score -> 0; `Now().After(validUntil)` -> 0;
+    /// the last score with the name wins.
+    #[test]
+    fn addon_scores_follow_ocm() {
+        let scores = vec![
+            mk_score("c1", "cpuratio", &[("cpu", 70), ("mem", -20)], None),
+            mk_score("c2", "cpuratio", &[("cpu", 30)], Some(t(100))),
+            mk_score("c3", "cpuratio", &[("cpu", 10), ("cpu", 90)], None),
+            mk_score("c4", "other", &[("cpu", 50)], None),
+        ];
+        let cases = [
+            // (cluster, score name, now, score, counts until)
+            ("c1", "cpu", t(0), 70, None),
+            ("c1", "mem", t(0), -20, None),
+            ("c1", "disk", t(0), 0, None),
+            ("c2", "cpu", t(99), 30, Some(t(100))),
+            ("c2", "cpu", t(100), 30, Some(t(100))), // not yet *after* validUntil
+            ("c2", "cpu", t(101), 0, None),
+            ("c3", "cpu", t(0), 90, None),
+            ("c4", "cpu", t(0), 0, None),
+            ("c5", "cpu", t(0), 0, None),
+        ];
+        for (cluster, name, now, want, until) in cases {
+            let (got, _, valid) = cluster_score(&scores, cluster, "cpuratio", name, now);
+            assert_eq!((got, valid), (want, until), "{cluster} {name} at {now}");
+        }
+        let (_, note, _) = cluster_score(&scores, "c2", "cpuratio", "cpu", t(101));
+        assert!(note.unwrap().contains("expired"));
+    }
 }

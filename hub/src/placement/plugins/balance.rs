@@ -33,3 +33,62 @@ pub fn score(ctx: &Context<'_>, clusters: &[&ManagedCluster]) -> PluginScores {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::placement::testkit::{World, mk_cluster, mk_decision, mk_placement, t};
+
+    /// Cases computed by hand from OCM `balance.go`:
+    /// `scores[c] = 2 * int64(float64(MaxClusterScore)*(0.5-usage))`, usage = count/maxCount.
+    #[test]
+    fn balance_score_follows_ocms_formula_with_go_truncation() {
+        let cases = [
+            // (count, maxCount, score)
+            (0, 0, 100),
+            (0, 3, 100),
+            (1, 1, -100),
+            (1, 2, 0),
+            (1, 3, 32),  // 100*(0.5-0.333) = 16.67 -> 16, x2
+            (2, 3, -32), // -16.67 -> -16 (toward zero), x2
+            (1, 4, 50),
+            (3, 4, -50),
+            (1, 6, 66),
+            (5, 6, -66),
+            (2, 5, 18), // 0.5 - 0.4 is 0.0999.. in f64, so 9.99.. -> 9, as Go computes
+        ];
+        for (count, max, want) in cases {
+            assert_eq!(balance_score(count, max), want, "count {count} max {max}");
+        }
+    }
+
+    #[test]
+    fn balance_counts_other_placements_decisions_but_not_its_own() {
+        let mut world = World::bound(
+            "ns",
+            "s",
+            vec![mk_cluster("a"), mk_cluster("b"), mk_cluster("c")],
+        );
+        world.decisions = vec![
+            mk_decision("ns", "other", 1, &["a", "b"]),
+            mk_decision("ns2", "third", 1, &["a"]),
+            // The placement's own decisions do not count, even in another namespace's name.
+            mk_decision("ns", "p", 1, &["c", "a"]),
+        ];
+        let placement = mk_placement("ns", "p").build();
+        let outcome = world.schedule(&placement, t(0));
+        let score = |c: &str| {
+            outcome
+                .explanation
+                .cluster(c)
+                .unwrap()
+                .terms
+                .iter()
+                .find(|t| t.prioritizer == "Balance")
+                .unwrap()
+                .score
+        };
+        // a: 2 of max 2 -> -100; b: 1 of 2 -> 0; c: none -> 100.
+        assert_eq!((score("a"), score("b"), score("c")), (-100, 0, 100));
+    }
+}

@@ -226,3 +226,111 @@ pub fn score(p: &Prioritizer, ctx: &Context<'_>, clusters: &[&ManagedCluster]) -
         Prioritizer::Spread => PluginScores::zeroed(clusters.len()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::placement::testkit::{PlacementBuilder, mk_placement};
+    use ocm_edge_schemas::api::placement::TopologyKeyType;
+
+    fn weights(p: PlacementBuilder) -> Result<Vec<(String, i32)>, String> {
+        prioritizers(&p.build())
+            .map(|ws| {
+                ws.into_iter()
+                    .map(|w| (w.prioritizer.to_string(), w.weight))
+                    .collect()
+            })
+            .map_err(|m| m.to_string())
+    }
+
+    fn ok(list: &[(&str, i32)]) -> Result<Vec<(String, i32)>, String> {
+        Ok(list.iter().map(|(n, w)| ((*n).to_string(), *w)).collect())
+    }
+
+    /// OCM `schedule.go` `getWeights`/`mergeWeights`/`getPrioritizers`.
+    #[test]
+    fn prioritizer_weights_follow_ocms_modes() {
+        let p = || mk_placement("ns", "p");
+        let cases: Vec<(&str, PlacementBuilder, Result<Vec<(String, i32)>, String>)> = vec![
+            (
+                "additive defaults",
+                p(),
+                ok(&[("Balance", 1), ("Steady", 1)]),
+            ),
+            (
+                "additive override",
+                p().prioritizer("Steady", 3),
+                ok(&[("Balance", 1), ("Steady", 3)]),
+            ),
+            (
+                "additive adds",
+                p().prioritizer("ResourceAllocatableCPU", 2)
+                    .addon("cpuratio", "cpu", -1),
+                ok(&[
+                    ("Balance", 1),
+                    ("Steady", 1),
+                    ("ResourceAllocatableCPU", 2),
+                    ("AddOn/cpuratio/cpu", -1),
+                ]),
+            ),
+            (
+                "weight 0 means 1",
+                p().prioritizer("ResourceAllocatableMemory", 0),
+                ok(&[
+                    ("Balance", 1),
+                    ("Steady", 1),
+                    ("ResourceAllocatableMemory", 1),
+                ]),
+            ),
+            (
+                "exact",
+                p().exact().prioritizer("ResourceAllocatableMemory", 2),
+                ok(&[("ResourceAllocatableMemory", 2)]),
+            ),
+            ("exact empty", p().exact(), ok(&[])),
+            (
+                "spread policy adds Spread",
+                p().spread("zone", TopologyKeyType::Label, None, None),
+                ok(&[("Balance", 1), ("Steady", 1), ("Spread", 1)]),
+            ),
+            (
+                "unknown built-in",
+                p().prioritizer("Random", 1),
+                Err(":incorrect builtin prioritizer: Random".into()),
+            ),
+            (
+                "addOn without resourceName",
+                p().addon("", "cpu", 1),
+                Err(":addOn resourceName should not be empty".into()),
+            ),
+            (
+                "addOn without scoreName",
+                p().addon("cpuratio", "", 1),
+                Err(":addOn scoreName should not be empty".into()),
+            ),
+        ];
+        for (case, placement, want) in cases {
+            assert_eq!(weights(placement), want, "{case}");
+        }
+        let mut no_coordinate = p().build();
+        no_coordinate
+            .spec
+            .prioritizer_policy
+            .configurations
+            .push(Default::default());
+        assert_eq!(
+            prioritizers(&no_coordinate).unwrap_err().to_string(),
+            ":scoreCoordinate field is required"
+        );
+        let mut no_addon = p().addon("r", "s", 1).build();
+        no_addon.spec.prioritizer_policy.configurations[0]
+            .score_coordinate
+            .as_mut()
+            .unwrap()
+            .add_on = None;
+        assert_eq!(
+            prioritizers(&no_addon).unwrap_err().to_string(),
+            ":addOn should not be empty"
+        );
+    }
+}

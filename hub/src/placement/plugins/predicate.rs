@@ -148,3 +148,152 @@ pub fn filter(placement: &Placement, cluster: &ManagedCluster) -> Result<(), Str
         unmet.join("; ")
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::placement::testkit::{labels, mk_cluster, mk_placement, requirement};
+    use LabelSelectorOperator::{DoesNotExist, Exists, In, NotIn};
+    use ocm_edge_schemas::api::placement::ClusterClaimSelector;
+
+    fn claims(reqs: Vec<LabelSelectorRequirement>) -> ClusterSelector {
+        ClusterSelector {
+            claim_selector: ClusterClaimSelector {
+                match_expressions: reqs,
+            },
+            ..Default::default()
+        }
+    }
+
+    /// OCM `predicate.go`: predicates ORed; label and claim selectors ANDed inside one.
+    #[test]
+    fn predicates_match_labels_and_claims_as_ocm() {
+        let cluster = mk_cluster("c1")
+            .label("env", "prod")
+            .label("tier", "edge")
+            .claim("region", "eu-west")
+            .build();
+        let label_and_claim = ClusterSelector {
+            label_selector: labels(&[("env", "prod")]),
+            claim_selector: ClusterClaimSelector {
+                match_expressions: vec![requirement("region", In, &["eu-west"])],
+            },
+            ..Default::default()
+        };
+        let cases: Vec<(&str, Vec<ClusterSelector>, bool)> = vec![
+            ("no predicate", vec![], true),
+            (
+                "matching label",
+                vec![ClusterSelector {
+                    label_selector: labels(&[("env", "prod")]),
+                    ..Default::default()
+                }],
+                true,
+            ),
+            (
+                "other label value",
+                vec![ClusterSelector {
+                    label_selector: labels(&[("env", "dev")]),
+                    ..Default::default()
+                }],
+                false,
+            ),
+            ("empty selector", vec![ClusterSelector::default()], true),
+            (
+                "claim In",
+                vec![claims(vec![requirement("region", In, &["eu-west", "us"])])],
+                true,
+            ),
+            (
+                "claim NotIn",
+                vec![claims(vec![requirement("region", NotIn, &["eu-west"])])],
+                false,
+            ),
+            (
+                "claim Exists",
+                vec![claims(vec![requirement("region", Exists, &[])])],
+                true,
+            ),
+            (
+                "claim DoesNotExist",
+                vec![claims(vec![requirement("zone", DoesNotExist, &[])])],
+                true,
+            ),
+            (
+                "labels are not claims",
+                vec![claims(vec![requirement("env", Exists, &[])])],
+                false,
+            ),
+            ("label AND claim", vec![label_and_claim.clone()], true),
+            (
+                "ORed: second matches",
+                vec![
+                    claims(vec![requirement("region", In, &["us"])]),
+                    label_and_claim,
+                ],
+                true,
+            ),
+            (
+                "ORed: none matches",
+                vec![
+                    claims(vec![requirement("region", In, &["us"])]),
+                    ClusterSelector {
+                        label_selector: labels(&[("tier", "core")]),
+                        ..Default::default()
+                    },
+                ],
+                false,
+            ),
+        ];
+        for (case, selectors, want) in cases {
+            let mut p = mk_placement("ns", "p");
+            for s in selectors {
+                p = p.predicate(s);
+            }
+            assert_eq!(filter(&p.build(), &cluster).is_ok(), want, "{case}");
+        }
+    }
+
+    #[test]
+    fn a_filtered_cluster_is_told_which_term_of_each_predicate_failed() {
+        let cluster = mk_cluster("c1").label("env", "dev").build();
+        let p = mk_placement("ns", "p")
+            .predicate_labels(&[("env", "prod")])
+            .predicate(claims(vec![requirement("region", In, &["eu", "us"])]))
+            .build();
+        assert_eq!(
+            filter(&p, &cluster).unwrap_err(),
+            "matches no predicate (label env=prod; claim region In [eu,us] not met)"
+        );
+    }
+
+    #[test]
+    fn invalid_selectors_and_cel_are_misconfigurations() {
+        let in_without_values = mk_placement("ns", "p")
+            .predicate(claims(vec![requirement("region", In, &[])]))
+            .build();
+        let err = validate(&in_without_values).unwrap_err();
+        assert_eq!(err.plugin, "Predicate");
+        assert!(err.message.contains("region"), "{err}");
+        let exists_with_values = mk_placement("ns", "p")
+            .predicate(ClusterSelector {
+                label_selector: LabelSelector {
+                    match_expressions: vec![requirement("env", Exists, &["x"])],
+                    ..Default::default()
+                },
+                ..Default::default()
+            })
+            .build();
+        assert!(validate(&exists_with_values).is_err());
+        let mut cel = ClusterSelector::default();
+        cel.cel_selector
+            .cel_expressions
+            .push("managedCluster.metadata.name == 'a'".into());
+        assert!(
+            validate(&mk_placement("ns", "p").predicate(cel).build())
+                .unwrap_err()
+                .message
+                .contains("celSelector")
+        );
+    }
+}

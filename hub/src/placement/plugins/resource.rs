@@ -108,3 +108,75 @@ pub fn parse_quantity(q: &Quantity) -> Option<f64> {
     let v = value * multiplier;
     v.is_finite().then_some(v)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::placement::testkit::mk_cluster;
+
+    #[test]
+    fn quantities_parse_like_kubernetes() {
+        let cases = [
+            ("4", Some(4.0)),
+            ("500m", Some(0.5)),
+            ("1.5", Some(1.5)),
+            ("8Gi", Some(8.0 * 1024.0 * 1024.0 * 1024.0)),
+            ("512Mi", Some(512.0 * 1024.0 * 1024.0)),
+            ("2k", Some(2000.0)),
+            ("3M", Some(3e6)),
+            ("1e3", Some(1000.0)),
+            ("2E", Some(2e18)),
+            ("12Ki", Some(12.0 * 1024.0)),
+            ("", None),
+            ("Gi", None),
+            ("4 cores", None),
+            ("1Zi", None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(parse_quantity(&Quantity(text.into())), want, "{text:?}");
+        }
+    }
+
+    /// OCM `resource.go`: `int64((ratio - 0.5) * 2.0 * 100.0)`, 100 when max == min.
+    #[test]
+    fn allocatable_score_follows_ocms_formula() {
+        let cases = [
+            // (allocatable, min, max, score)
+            (2.0, 2.0, 8.0, -100),
+            (8.0, 2.0, 8.0, 100),
+            (5.0, 2.0, 8.0, 0),
+            (4.0, 2.0, 8.0, -33), // ratio 1/3 -> -33.3 truncated toward zero
+            (6.0, 2.0, 8.0, 33),
+            (3.0, 3.0, 3.0, 100),
+        ];
+        for (alloc, min, max, want) in cases {
+            assert_eq!(
+                allocatable_score(alloc, min, max),
+                want,
+                "{alloc} in [{min}, {max}]"
+            );
+        }
+    }
+
+    #[test]
+    fn clusters_without_the_resource_score_zero_and_do_not_move_min_or_max() {
+        let a = mk_cluster("a")
+            .allocatable("cpu", "2")
+            .allocatable("memory", "4Gi")
+            .build();
+        let b = mk_cluster("b").allocatable("cpu", "8").build();
+        let c = mk_cluster("c").allocatable("memory", "1Gi").build();
+        let mut no_capacity = mk_cluster("d").build();
+        no_capacity
+            .status
+            .allocatable
+            .insert("cpu".into(), Quantity("100".into()));
+        let cpu = score(Resource::Cpu, &[&a, &b, &c, &no_capacity]);
+        assert_eq!(cpu.scores, vec![-100, 100, 0, 0]);
+        assert!(cpu.notes[2].as_deref().unwrap().contains("cpu"));
+        let memory = score(Resource::Memory, &[&a, &b, &c]);
+        assert_eq!(memory.scores, vec![100, 0, -100]);
+        let one = score(Resource::Memory, &[&a]);
+        assert_eq!(one.scores, vec![100]);
+    }
+}

@@ -157,11 +157,11 @@ pub fn select(
     };
     // Candidates lacking a DoNotSchedule key can never be picked and do not make domains.
     let mut sorted: Vec<usize> = Vec::with_capacity(n);
-    for i in 0..n {
+    for (i, key) in keys.iter().enumerate() {
         let missing = terms
             .iter()
             .enumerate()
-            .find(|(k, t)| keys[i][*k].is_none() && do_not_schedule(t));
+            .find(|(k, t)| key[*k].is_none() && do_not_schedule(t));
         if let Some((_, t)) = missing {
             result.blocked[i] = Some(format!(
                 "no topology {:?} {} (DoNotSchedule)",
@@ -169,7 +169,7 @@ pub fn select(
             ));
             continue;
         }
-        for (k, v) in keys[i].iter().enumerate() {
+        for (k, v) in key.iter().enumerate() {
             if let Some(v) = v {
                 round.counts[k].entry(v).or_insert(0);
             }
@@ -230,4 +230,146 @@ pub fn select(
         }
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::placement::testkit::mk_cluster;
+    use TopologyKeyType::{Claim, Label};
+    use UnsatisfiableMaxSkewAction::{DoNotSchedule, ScheduleAnyway};
+
+    fn term(
+        key: &str,
+        kind: TopologyKeyType,
+        skew: Option<i32>,
+        when: Option<UnsatisfiableMaxSkewAction>,
+    ) -> SpreadConstraintsTerm {
+        SpreadConstraintsTerm {
+            topology_key: key.into(),
+            topology_key_type: kind,
+            max_skew: skew,
+            when_unsatisfiable: when,
+        }
+    }
+
+    fn names(candidates: &[&ManagedCluster], order: &[usize]) -> Vec<String> {
+        order
+            .iter()
+            .map(|&i| candidates[i].name().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn constraint_score_is_100_when_even_and_minus_100_when_past_max_skew() {
+        let cases = [
+            // (count, min, maxSkew, score)
+            (0, 0, 1, 100),
+            (1, 0, 1, -100),
+            (2, 0, 1, -100),
+            (1, 0, 2, 0),
+            (2, 0, 2, -100),
+            (1, 0, 4, 50),
+            (3, 3, 1, 100),
+        ];
+        for (count, min, skew, want) in cases {
+            assert_eq!(
+                constraint_score(count, min, skew),
+                want,
+                "{count} {min} {skew}"
+            );
+        }
+        assert_eq!(combine(&[]), 0);
+        assert_eq!(combine(&[100]), 100);
+        assert_eq!(combine(&[100, -100]), 33); // (2*100 - 100) / 3
+        assert_eq!(combine(&[-100, 100]), -33);
+    }
+
+    #[test]
+    fn clusters_are_spread_evenly_over_zones_before_doubling_up() {
+        let cs: Vec<ManagedCluster> = [
+            ("a1", "a"),
+            ("a2", "a"),
+            ("a3", "a"),
+            ("b1", "b"),
+            ("b2", "b"),
+            ("c1", "c"),
+        ]
+        .iter()
+        .map(|(n, z)| mk_cluster(n).label("zone", z).build())
+        .collect();
+        let refs: Vec<&ManagedCluster> = cs.iter().collect();
+        // a* clusters have the best static scores; spreading must still go a, b, c first.
+        let base = vec![300, 290, 280, 100, 90, 0];
+        let sel = select(&refs, &base, 3, &[term("zone", Label, None, None)], 4);
+        assert_eq!(names(&refs, &sel.order), ["a1", "b1", "c1", "a2"]);
+        // The 5th pick would be b2 (b has 1, min is 1 -> even), a3 would double up a.
+        assert_eq!(sel.spread[4], 100);
+        assert_eq!(sel.spread[2], -100);
+    }
+
+    #[test]
+    fn do_not_schedule_stops_at_max_skew_and_skips_clusters_without_the_key() {
+        let cs = vec![
+            mk_cluster("a1").claim("region", "eu").build(),
+            mk_cluster("a2").claim("region", "eu").build(),
+            mk_cluster("a3").claim("region", "eu").build(),
+            mk_cluster("b1").claim("region", "us").build(),
+            mk_cluster("nokey").build(),
+        ];
+        let refs: Vec<&ManagedCluster> = cs.iter().collect();
+        let base = vec![0; 5];
+        let sel = select(
+            &refs,
+            &base,
+            1,
+            &[term("region", Claim, Some(1), Some(DoNotSchedule))],
+            5,
+        );
+        // eu, us, eu (skew 1) -> a third eu would make skew 2.
+        assert_eq!(names(&refs, &sel.order), ["a1", "b1", "a2"]);
+        assert_eq!(
+            sel.blocked[2].as_deref(),
+            Some("region=eu would exceed maxSkew 1 (DoNotSchedule)")
+        );
+        assert_eq!(
+            sel.blocked[4].as_deref(),
+            Some("no topology Claim region (DoNotSchedule)")
+        );
+        // ScheduleAnyway keeps going.
+        let sel = select(
+            &refs,
+            &base,
+            1,
+            &[term("region", Claim, Some(1), Some(ScheduleAnyway))],
+            5,
+        );
+        assert_eq!(sel.order.len(), 5);
+    }
+
+    #[test]
+    fn the_first_constraint_weighs_more_than_the_second() {
+        let cs = vec![
+            mk_cluster("x")
+                .label("zone", "a")
+                .label("rack", "r1")
+                .build(),
+            mk_cluster("y")
+                .label("zone", "a")
+                .label("rack", "r2")
+                .build(),
+            mk_cluster("z")
+                .label("zone", "b")
+                .label("rack", "r1")
+                .build(),
+        ];
+        let refs: Vec<&ManagedCluster> = cs.iter().collect();
+        let terms = [
+            term("zone", Label, None, None),
+            term("rack", Label, None, None),
+        ];
+        let sel = select(&refs, &[0, 0, 0], 1, &terms, 2);
+        // After x (zone a, rack r1): y keeps racks even but doubles zone a; z evens zones.
+        assert_eq!(names(&refs, &sel.order), ["x", "z"]);
+    }
 }

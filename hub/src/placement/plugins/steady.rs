@@ -15,3 +15,31 @@ pub fn score(ctx: &Context<'_>, clusters: &[&ManagedCluster]) -> PluginScores {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::placement::testkit::{World, mk_cluster, mk_decision, mk_placement, t};
+
+    /// OCM `steady.go`: clusters in existing decisions score MaxClusterScore, others 0.
+    #[test]
+    fn steady_gives_100_to_current_decisions_and_0_to_the_rest() {
+        let mut world = World::bound("ns", "s", vec![mk_cluster("a"), mk_cluster("b")]);
+        world.decisions = vec![
+            mk_decision("ns", "p", 1, &["b"]),
+            mk_decision("ns", "q", 1, &["a"]),
+        ];
+        let outcome = world.schedule(&mk_placement("ns", "p").build(), t(0));
+        for (cluster, want) in [("a", 0), ("b", 100)] {
+            let term = outcome
+                .explanation
+                .cluster(cluster)
+                .unwrap()
+                .terms
+                .iter()
+                .find(|t| t.prioritizer == "Steady")
+                .unwrap()
+                .clone();
+            assert_eq!(term.score, want, "{cluster}");
+        }
+    }
+}

@@ -182,3 +182,221 @@ pub fn expiry(taint: &Taint, toleration: &Toleration) -> Option<Option<DateTime<
         .and_then(|d| added.as_datetime().checked_add_signed(d))
         .map(Some)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::placement::testkit::{TolerationExt, equal, exists, mk_cluster, t};
+    use TaintEffect::{NoSelect, NoSelectIfNew, PreferNoSelect};
+    use ocm_edge_schemas::api::cluster::TAINT_UNREACHABLE;
+
+    fn tolerated(v: &TaintVerdict) -> bool {
+        matches!(v, TaintVerdict::Tolerated { .. })
+    }
+
+    /// Cases from OCM `taint_toleration.go` (`isTaintTolerated`, `isTolerated`,
+    /// `isTolerationTimeExpired`).
+    #[test]
+    fn taints_are_tolerated_as_ocm_decides() {
+        let key = TAINT_UNREACHABLE;
+        let cases: Vec<(&str, (&str, &str, TaintEffect), Vec<Toleration>, bool, bool)> = vec![
+            // (case, taint (key, value, effect), tolerations, in decision, tolerated)
+            ("no toleration", (key, "", NoSelect), vec![], false, false),
+            (
+                "Exists on the key",
+                (key, "", NoSelect),
+                vec![exists(key)],
+                false,
+                true,
+            ),
+            (
+                "Exists on every key",
+                (key, "", NoSelect),
+                vec![exists("")],
+                false,
+                true,
+            ),
+            (
+                "Exists on another key",
+                (key, "", NoSelect),
+                vec![exists("other")],
+                false,
+                false,
+            ),
+            (
+                "Equal with the value",
+                ("gpu", "a100", NoSelect),
+                vec![equal("gpu", "a100")],
+                false,
+                true,
+            ),
+            (
+                "Equal with another value",
+                ("gpu", "a100", NoSelect),
+                vec![equal("gpu", "t4")],
+                false,
+                false,
+            ),
+            (
+                "Equal empty value",
+                (key, "", NoSelect),
+                vec![equal(key, "")],
+                false,
+                true,
+            ),
+            (
+                "effect matches",
+                (key, "", NoSelect),
+                vec![exists(key).effect(NoSelect)],
+                false,
+                true,
+            ),
+            (
+                "effect differs",
+                (key, "", NoSelect),
+                vec![exists(key).effect(NoSelectIfNew)],
+                false,
+                false,
+            ),
+            (
+                "PreferNoSelect never filters",
+                (key, "", PreferNoSelect),
+                vec![],
+                false,
+                true,
+            ),
+            (
+                "NoSelectIfNew filters a new cluster",
+                (key, "", NoSelectIfNew),
+                vec![],
+                false,
+                false,
+            ),
+            (
+                "NoSelectIfNew keeps a selected one",
+                (key, "", NoSelectIfNew),
+                vec![],
+                true,
+                true,
+            ),
+            (
+                "NoSelect removes a selected one",
+                (key, "", NoSelect),
+                vec![],
+                true,
+                false,
+            ),
+            (
+                "NoSelectIfNew tolerated",
+                (key, "", NoSelectIfNew),
+                vec![exists(key)],
+                false,
+                true,
+            ),
+            (
+                "second toleration matches",
+                (key, "", NoSelect),
+                vec![exists("x"), exists(key)],
+                false,
+                true,
+            ),
+        ];
+        for (case, (k, v, effect), tolerations, in_decision, want) in cases {
+            let cluster = mk_cluster("c")
+                .taint_value(k, v, effect, Some(t(0)))
+                .build();
+            let got = filter(&cluster, &tolerations, in_decision, t(10));
+            assert_eq!(tolerated(&got), want, "{case}: {got:?}");
+        }
+    }
+
+    #[test]
+    fn a_timed_toleration_keeps_the_cluster_until_exactly_time_added_plus_seconds() {
+        let cluster = mk_cluster("c")
+            .taint(TAINT_UNREACHABLE, NoSelect, Some(t(100)))
+            .build();
+        let tolerations = [exists(TAINT_UNREACHABLE).seconds(30)];
+        let at = |secs| filter(&cluster, &tolerations, true, t(secs));
+        assert_eq!(
+            at(129),
+            TaintVerdict::Tolerated {
+                until: Some(t(130)),
+                notes: vec![format!(
+                    "taint {TAINT_UNREACHABLE}:NoSelect tolerated until {}",
+                    Time::new(t(130))
+                )],
+            }
+        );
+        assert_eq!(
+            at(130),
+            TaintVerdict::NotTolerated(format!(
+                "taint {TAINT_UNREACHABLE}:NoSelect toleration expired at {}",
+                Time::new(t(130))
+            ))
+        );
+    }
+
+    #[test]
+    fn the_first_matching_toleration_decides_and_an_expired_one_falls_through() {
+        let cluster = mk_cluster("c")
+            .taint(TAINT_UNREACHABLE, NoSelect, Some(t(0)))
+            .build();
+        // First match is timed and still valid: its expiry is used even though a later
+        // toleration would hold forever (OCM returns on the first match).
+        let v = filter(
+            &cluster,
+            &[exists("").seconds(60), exists(TAINT_UNREACHABLE)],
+            false,
+            t(10),
+        );
+        assert!(matches!(v, TaintVerdict::Tolerated { until: Some(u), .. } if u == t(60)));
+        // First match expired: the next one is tried.
+        let v = filter(
+            &cluster,
+            &[exists("").seconds(5), exists(TAINT_UNREACHABLE)],
+            false,
+            t(10),
+        );
+        assert!(matches!(v, TaintVerdict::Tolerated { until: None, .. }));
+    }
+
+    #[test]
+    fn the_earliest_expiry_over_all_taints_is_returned() {
+        let cluster = mk_cluster("c")
+            .taint("a", NoSelect, Some(t(0)))
+            .taint("b", NoSelect, Some(t(20)))
+            .build();
+        let v = filter(
+            &cluster,
+            &[exists("a").seconds(100), exists("b").seconds(50)],
+            false,
+            t(1),
+        );
+        assert!(matches!(v, TaintVerdict::Tolerated { until: Some(u), .. } if u == t(70)));
+    }
+
+    #[test]
+    fn a_timed_toleration_of_a_taint_without_time_added_has_expired() {
+        let cluster = mk_cluster("c").taint("a", NoSelect, None).build();
+        let v = filter(&cluster, &[exists("a").seconds(1_000_000)], false, t(0));
+        assert!(matches!(v, TaintVerdict::NotTolerated(ref why) if why.contains("no timeAdded")));
+        let forever = filter(&cluster, &[exists("a")], false, t(0));
+        assert!(tolerated(&forever));
+    }
+
+    #[test]
+    fn invalid_tolerations_are_misconfigurations_with_ocms_messages() {
+        let empty_key_equal = Toleration::default();
+        assert_eq!(
+            validate(&[empty_key_equal]).unwrap_err().to_string(),
+            "TaintToleration:If the key is empty, operator must be Exists."
+        );
+        let mut exists_with_value = exists("a");
+        exists_with_value.value = "x".into();
+        assert_eq!(
+            validate(&[exists_with_value]).unwrap_err().to_string(),
+            "TaintToleration:If the operator is Exists, the value should be empty."
+        );
+        assert!(validate(&[exists(""), equal("a", "b")]).is_ok());
+    }
+}
