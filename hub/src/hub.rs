@@ -31,6 +31,8 @@ use crate::store::{Store, StoreError};
 use crate::transport::{self, Inbound, Received, Transport, TransportConfig, TransportError};
 use crate::{dashboard, events};
 
+/// How long [`HubHandle::shutdown`] waits for the batch in hand before aborting the hub task.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// Most inbound items handled (and stored) in one batch.
 const MAX_BATCH: usize = 512;
 
@@ -90,11 +92,19 @@ impl HubHandle {
     ///
     /// # Errors
     /// The error that stopped the hub task, if one did.
-    pub async fn shutdown(self) -> Result<(), HubError> {
+    pub async fn shutdown(mut self) -> Result<(), HubError> {
         let _ = self.stop.send(true);
-        let result = match self.task.await {
-            Ok(r) => r,
-            Err(e) => Err(HubError::Task(e.to_string())),
+        let result = match tokio::time::timeout(SHUTDOWN_GRACE, &mut self.task).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => Err(HubError::Task(e.to_string())),
+            Err(_) => {
+                // Stuck publishing to a broker that is gone: what was stored stays stored, and
+                // resync delivers the rest. Aborting drops the task and with it the store.
+                tracing::warn!("hub task did not stop within {SHUTDOWN_GRACE:?}; aborting it");
+                self.task.abort();
+                let _ = (&mut self.task).await;
+                Ok(())
+            }
         };
         self.transport_task.shutdown().await;
         result
@@ -113,6 +123,9 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
             cfg.source_id
         )));
     }
+    // The store first: a hub that cannot open it must not leave a broker behind.
+    let store = Store::open(&cfg.data_dir)?;
+    let loaded = store.load()?;
     let (broker_url, broker) = match &cfg.broker {
         BrokerConfig::Embedded { listen } => {
             let listen = *listen;
@@ -126,8 +139,6 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
             (url.clone(), None)
         }
     };
-    let store = Store::open(&cfg.data_dir)?;
-    let loaded = store.load()?;
     tracing::info!(
         clusters = loaded.clusters.len(),
         works = loaded.works.len(),

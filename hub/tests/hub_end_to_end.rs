@@ -440,3 +440,35 @@ async fn a_cluster_that_stops_renewing_becomes_unknown_after_the_grace_period() 
         ocm_edge_schemas::api::meta::ConditionStatus::Unknown
     );
 }
+
+#[tokio::test]
+async fn a_hub_whose_broker_is_unreachable_still_starts_and_shuts_down_releasing_its_store() {
+    let data_dir = tempfile::tempdir().unwrap();
+    // A port nobody listens on: bind, read, release.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config = || {
+        let mut cfg = ocm_edge_hub::HubConfig::new(data_dir.path());
+        cfg.broker = ocm_edge_hub::BrokerConfig::External {
+            url: format!("mqtt://127.0.0.1:{port}"),
+        };
+        cfg
+    };
+    let hub = ocm_edge_hub::start_hub(config()).await.unwrap();
+    hub.shutdown().await.unwrap();
+    // The redb file is closed: a second hub opens it in the same process.
+    let again = ocm_edge_hub::start_hub(config()).await.unwrap();
+    again.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn two_hubs_cannot_share_one_data_directory() {
+    let hub = TestHub::start("ocm-edge").await;
+    let mut cfg = hub.config();
+    cfg.client_id = Some("second-hub".into());
+    let err = ocm_edge_hub::start_hub(cfg).await.unwrap_err();
+    assert!(err.to_string().contains("hub.redb"), "{err}");
+}
