@@ -15,9 +15,10 @@ use ocm_edge_agent::core::status::{
 };
 use ocm_edge_schemas::api::meta::{ConditionStatus, Time, find_condition};
 use ocm_edge_schemas::api::work::{
-    DeleteOption, FeedbackRule, FeedbackType, FieldValue, JsonPath, Manifest, ManifestBundle,
-    ManifestConfigOption, PropagationPolicy, ResourceIdentifier, SelectivelyOrphan,
-    ServerSideApplyConfig, UpdateStrategy, UpdateStrategyType, ValueType,
+    ConditionRule, ConditionRuleType, DeleteOption, FeedbackRule, FeedbackType, FieldValue,
+    JsonPath, Manifest, ManifestBundle, ManifestConfigOption, PropagationPolicy,
+    ResourceIdentifier, SelectivelyOrphan, ServerSideApplyConfig, UpdateStrategy,
+    UpdateStrategyType, ValueType,
 };
 use ocm_edge_schemas::wire::resync::StatusHash;
 use serde_json::{Value, json};
@@ -568,5 +569,83 @@ fn the_lease_is_renewed_at_once_then_every_third_of_its_duration() {
     assert_eq!(
         LeaseSchedule::new(5).interval(),
         chrono::Duration::milliseconds(1666)
+    );
+}
+
+#[test]
+fn well_known_completion_rules_set_complete_on_the_manifest_and_the_work() {
+    let job =
+        json!({"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"j","namespace":"default"}});
+    let mut b = bundle(vec![job.clone()]);
+    b.manifest_configs = vec![ManifestConfigOption {
+        resource_identifier: id("batch", "jobs", "default", "j"),
+        condition_rules: vec![ConditionRule {
+            type_: ConditionRuleType::WellKnownCompletions,
+            ..Default::default()
+        }],
+        ..Default::default()
+    }];
+    let mut running = job.clone();
+    running["status"] = json!({"active": 1});
+    let mut done = job.clone();
+    done["status"] =
+        json!({"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]});
+    let outcome = |obj: Value| {
+        vec![ManifestOutcome {
+            ordinal: 0,
+            resource: Some(rref(&job)),
+            result: Ok(obj),
+        }]
+    };
+
+    let s = work_status(&b, &outcome(running), ctx(None, at(0)));
+    assert_eq!(
+        find_condition(&s.resource_status.manifests[0].conditions, "Complete")
+            .unwrap()
+            .status,
+        ConditionStatus::False
+    );
+    assert!(find_condition(&s.conditions, "Complete").is_none());
+
+    let s = work_status(&b, &outcome(done), ctx(Some(&s), at(10)));
+    assert_eq!(
+        find_condition(&s.resource_status.manifests[0].conditions, "Complete")
+            .unwrap()
+            .status,
+        ConditionStatus::True
+    );
+    assert_eq!(
+        find_condition(&s.conditions, "Complete").unwrap().status,
+        ConditionStatus::True
+    );
+}
+
+#[test]
+fn cel_condition_rules_are_reported_unknown_rather_than_guessed() {
+    let cm =
+        json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"default"}});
+    let mut b = bundle(vec![cm.clone()]);
+    b.manifest_configs = vec![ManifestConfigOption {
+        resource_identifier: id("", "configmaps", "default", "c"),
+        condition_rules: vec![ConditionRule {
+            type_: ConditionRuleType::Cel,
+            condition: "Ready".into(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    }];
+    let s = work_status(
+        &b,
+        &[ManifestOutcome {
+            ordinal: 0,
+            resource: Some(rref(&cm)),
+            result: Ok(cm.clone()),
+        }],
+        ctx(None, at(0)),
+    );
+    let c = find_condition(&s.resource_status.manifests[0].conditions, "Ready").unwrap();
+    assert_eq!(
+        (c.status, c.reason.as_str()),
+        (ConditionStatus::Unknown, "ConditionRuleNotSupported")
     );
 }

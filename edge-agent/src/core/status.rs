@@ -6,10 +6,10 @@
 
 use ocm_edge_schemas::api::meta::{Condition, ConditionStatus, Time, set_condition};
 use ocm_edge_schemas::api::work::{
-    FeedbackType, FeedbackValue, FieldValue, MANIFEST_STATUS_FEEDBACK_SYNCED, ManifestBundle,
-    ManifestCondition, ManifestResourceStatus, ManifestWorkStatus, REASON_MANIFESTS_DELETED,
-    ResourceMeta, StatusFeedbackResult, WORK_APPLIED, WORK_AVAILABLE, WORK_DEGRADED, WORK_DELETED,
-    WORK_PROGRESSING,
+    ConditionRuleType, FeedbackType, FeedbackValue, FieldValue, MANIFEST_STATUS_FEEDBACK_SYNCED,
+    ManifestBundle, ManifestCondition, ManifestResourceStatus, ManifestWorkStatus,
+    REASON_MANIFESTS_DELETED, ResourceMeta, StatusFeedbackResult, WORK_APPLIED, WORK_AVAILABLE,
+    WORK_COMPLETE, WORK_DEGRADED, WORK_DELETED, WORK_PROGRESSING,
 };
 use serde_json::Value;
 
@@ -49,6 +49,8 @@ pub fn work_status(
     let mut applied_count = 0usize;
     let mut available_count = 0usize;
     let mut progressing = false;
+    // Manifests with a Complete rule, and how many of them are complete.
+    let (mut completable, mut completed) = (0usize, 0usize);
     let sim_note = if ctx.simulated {
         " (simulated cluster)"
     } else {
@@ -100,6 +102,33 @@ pub fn work_status(
                 if let Some(r) = &outcome.resource {
                     if workload_ready(&r.kind, observed) == Some(false) {
                         progressing = true;
+                    }
+                    for (type_, done) in condition_rules(bundle, r, observed) {
+                        let c = match done {
+                            Some(done) => {
+                                if type_ == WORK_COMPLETE {
+                                    completable += 1;
+                                    completed += usize::from(done);
+                                }
+                                cond(
+                                    &type_,
+                                    done,
+                                    if done {
+                                        "ConditionRuleTrue"
+                                    } else {
+                                        "ConditionRuleFalse"
+                                    },
+                                    "",
+                                )
+                            }
+                            None => Condition::new(
+                                type_,
+                                ConditionStatus::Unknown,
+                                "ConditionRuleNotSupported",
+                                "CEL condition rules are not supported by ocm-edge-agent",
+                            ),
+                        };
+                        set_condition(&mut conditions, c, ctx.now);
                     }
                     let wanted = feedback_wanted(bundle, r);
                     if wanted {
@@ -225,6 +254,22 @@ pub fn work_status(
             ctx.now,
         );
     }
+    // As OCM: the work is Complete once every manifest with a completion rule is complete.
+    if completable > 0 && completed == completable {
+        set_condition(
+            &mut conditions,
+            cond(
+                WORK_COMPLETE,
+                true,
+                "ConditionRulesAggregated",
+                "All completable manifests are complete",
+            )
+            .with_observed_generation(generation),
+            ctx.now,
+        );
+    } else {
+        conditions.retain(|c| c.type_ != WORK_COMPLETE);
+    }
     ManifestWorkStatus {
         conditions,
         resource_status: ManifestResourceStatus { manifests },
@@ -281,6 +326,54 @@ fn condition_status<'a>(obj: &'a Value, type_: &str) -> Option<&'a str> {
         .find(|c| c.get("type").and_then(Value::as_str) == Some(type_))?
         .get("status")?
         .as_str()
+}
+
+/// Conditions set by the manifestConfigs' conditionRules: (type, Some(status)) for
+/// WellKnownCompletions, (type, None) for CEL rules, which this agent cannot evaluate.
+pub fn condition_rules(
+    bundle: &ManifestBundle,
+    r: &ResourceRef,
+    obj: &Value,
+) -> Vec<(String, Option<bool>)> {
+    let mut out = Vec::new();
+    for config in bundle
+        .manifest_configs
+        .iter()
+        .filter(|c| r.matches(&c.resource_identifier))
+    {
+        for rule in &config.condition_rules {
+            let type_ = if rule.condition.is_empty() {
+                WORK_COMPLETE.to_owned()
+            } else {
+                rule.condition.clone()
+            };
+            match rule.type_ {
+                ConditionRuleType::WellKnownCompletions => {
+                    if let Some(done) = well_known_completion(&r.kind, obj) {
+                        out.push((type_, Some(done)));
+                    }
+                }
+                ConditionRuleType::Cel => out.push((type_, None)),
+            }
+        }
+    }
+    out
+}
+
+/// OCM's WellKnownCompletions: a Job is complete when Complete or Failed, a Pod when Succeeded or
+/// Failed; other kinds have no completion.
+pub fn well_known_completion(kind: &str, obj: &Value) -> Option<bool> {
+    match kind {
+        "Job" => Some(
+            condition_status(obj, "Complete") == Some("True")
+                || condition_status(obj, "Failed") == Some("True"),
+        ),
+        "Pod" => Some(matches!(
+            obj.pointer("/status/phase").and_then(Value::as_str),
+            Some("Succeeded" | "Failed")
+        )),
+        _ => None,
+    }
 }
 
 fn feedback_wanted(bundle: &ManifestBundle, r: &ResourceRef) -> bool {
