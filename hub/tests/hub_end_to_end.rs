@@ -472,3 +472,45 @@ async fn two_hubs_cannot_share_one_data_directory() {
     let err = ocm_edge_hub::start_hub(cfg).await.unwrap_err();
     assert!(err.to_string().contains("hub.redb"), "{err}");
 }
+
+#[tokio::test]
+async fn a_work_close_to_the_500_kib_limit_travels_from_the_cli_through_the_hub_to_the_agent() {
+    let hub = TestHub::start("ocm-edge").await;
+    let mut agent = RawAgent::connect(&hub.url(), "ocm-edge", "edge-1").await;
+    join_and_accept(&hub, &mut agent).await;
+    let admin = hub.admin().await;
+    let blob = "x".repeat(480 * 1024);
+    let work = NewWork {
+        name: "big".into(),
+        clusters: vec!["edge-1".into()],
+        manifests: vec![json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "big", "namespace": "default"},
+            "data": {"blob": blob}
+        })],
+        ..NewWork::default()
+    };
+    admin.create_work(work.clone()).await.unwrap();
+    let WorkEvent::Spec(spec) = agent
+        .next_work_event("big spec", |w| matches!(w, WorkEvent::Spec(_)))
+        .await
+    else {
+        unreachable!()
+    };
+    let bundle = spec.bundle.unwrap();
+    assert_eq!(
+        bundle.manifests[0].0["data"]["blob"]
+            .as_str()
+            .unwrap()
+            .len(),
+        blob.len()
+    );
+
+    // Over the limit: refused with the limit in the message, nothing stored.
+    let mut too_big = work;
+    too_big.name = "too-big".into();
+    too_big.manifests[0]["data"]["blob"] = json!("x".repeat(520 * 1024));
+    let err = admin.create_work(too_big).await.unwrap_err();
+    assert!(err.to_string().contains("500 KiB"), "{err}");
+    assert_eq!(admin.list_works(None).await.unwrap().len(), 1);
+}
