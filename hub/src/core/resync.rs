@@ -38,7 +38,20 @@ impl HubCore {
                 (Some(_), Some(_)) => change.outbound.push(Outbound::Spec(Box::new(
                     self.spec_message(work, Some(Action::ResyncResponse)),
                 ))),
-                (None, Some(v)) if v >= work.resource_version => {}
+                (None, Some(v)) if v == work.resource_version => {}
+                (None, Some(v)) if v > work.resource_version => {
+                    // The agent holds a newer version of this resourceid than the hub: the work
+                    // was re-created under the same name (same UUID v5) or the hub's store is
+                    // older than the agent's. Agents drop lower versions, so move past theirs.
+                    if v < i64::from(i32::MAX) {
+                        let mut bumped = work.clone();
+                        bumped.resource_version = v + 1;
+                        change.outbound.push(Outbound::Spec(Box::new(
+                            self.spec_message(&bumped, Some(Action::ResyncResponse)),
+                        )));
+                        change.records.push(Record::Work(Box::new(bumped)));
+                    }
+                }
                 (None, _) => change.outbound.push(Outbound::Spec(Box::new(
                     self.spec_message(work, Some(Action::ResyncResponse)),
                 ))),
@@ -144,12 +157,8 @@ mod tests {
             .resource_id
             .clone();
         // (agent holds, number of spec events expected)
-        let cases: Vec<(Vec<(&str, i64)>, usize)> = vec![
-            (vec![], 1),
-            (vec![(&id, 1)], 0),
-            (vec![(&id, 0)], 1),
-            (vec![(&id, 7)], 0),
-        ];
+        let cases: Vec<(Vec<(&str, i64)>, usize)> =
+            vec![(vec![], 1), (vec![(&id, 1)], 0), (vec![(&id, 0)], 1)];
         for (list, expected) in cases {
             let change = resync(&mut core, "a", held(&list));
             let sent = specs(&change);
@@ -159,6 +168,21 @@ mod tests {
                 assert!(s.bundle.is_some());
             }
         }
+    }
+
+    #[test]
+    fn an_agent_holding_a_newer_version_of_a_recreated_work_gets_a_version_past_its_own() {
+        let mut core = core_with_work("a", "web");
+        let key = WorkKey::new("a", "web");
+        let id = core.work(&key).unwrap().resource_id.clone();
+        let change = resync(&mut core, "a", held(&[(&id, 7)]));
+        let sent = specs(&change);
+        assert_eq!(sent.len(), 1);
+        assert_eq!(sent[0].resource_version, 8);
+        assert!(sent[0].bundle.is_some());
+        assert_eq!(core.work(&key).unwrap().resource_version, 8);
+        // Next time the agent holds 8: nothing to send.
+        assert!(specs(&resync(&mut core, "a", held(&[(&id, 8)]))).is_empty());
     }
 
     #[test]
