@@ -146,8 +146,9 @@ pub fn plan_replica_set(
     let mut applying: BTreeSet<String> = BTreeSet::new();
     let mut views: BTreeMap<String, ClusterRolloutView> = BTreeMap::new();
     let mut summaries = Vec::new();
-    let (mut total_selected, mut count, mut succeeded) = (0usize, 0usize, 0usize);
-    let (mut timed_out, mut failed) = (0usize, 0usize);
+    // Clusters selected by several placements are counted once.
+    let mut holding: BTreeSet<String> = BTreeSet::new();
+    let mut succeeded: BTreeSet<String> = BTreeSet::new();
 
     for placement in &set.spec.placement_refs {
         let decided = &decisions[&placement.name];
@@ -186,19 +187,18 @@ pub fn plan_replica_set(
                 }
             }
         }
-        succeeded += existing
-            .iter()
-            .filter(|s| s.status == RolloutStatus::Succeeded)
-            .count();
-        total_selected += decided.len();
-        count += current.len();
+        succeeded.extend(
+            existing
+                .iter()
+                .filter(|s| s.status == RolloutStatus::Succeeded)
+                .map(|s| s.cluster.clone()),
+        );
+        holding.extend(current.iter().cloned());
 
         let mut counts = Counts::default();
         let mut updated = 0i64;
         for s in &result.statuses {
             selected.insert(s.cluster.clone());
-            timed_out += usize::from(s.status == RolloutStatus::TimeOut);
-            failed += usize::from(s.status == RolloutStatus::Failed);
             let work = live(&s.cluster);
             if let Some(w) = work {
                 counts.add(w);
@@ -245,6 +245,7 @@ pub fn plan_replica_set(
             updated += i64::from(runs_current_generation(w));
         }
     }
+    let count = holding.len();
     let summary = counts.summary(count as i64, selected.len() as i64, updated);
     plan.status.placements_summary = summaries;
     plan.clusters = views.into_values().collect();
@@ -275,6 +276,12 @@ pub fn plan_replica_set(
     let conditions = &mut plan.status.conditions;
     set_condition(conditions, verified, at);
 
+    let with_status = |status| plan.clusters.iter().filter(|c| c.status == status).count();
+    let (failed, timed_out) = (
+        with_status(RolloutStatus::Failed),
+        with_status(RolloutStatus::TimeOut),
+    );
+    let (succeeded, total_selected) = (succeeded.len(), selected.len());
     let mut message = format!("{succeeded}/{total_selected} clusters succeeded");
     if failed > 0 {
         message.push_str(&format!(", {failed} failed"));
