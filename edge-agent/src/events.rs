@@ -102,10 +102,8 @@ pub fn parse_inbound(msg: &MqttMessage, cluster: &str) -> Result<Inbound, EventE
                 bundle: spec.bundle,
             }))
         }
-        WorkEvent::StatusResyncRequest(req) => {
-            check(&req.cluster)?;
-            Inbound::StatusResync(req.hashes)
-        }
+        // A status resync may come on the source broadcast topic, addressed to every cluster.
+        WorkEvent::StatusResyncRequest(req) => Inbound::StatusResync(req.hashes),
         _ => Inbound::Ignored(ty),
     })
 }

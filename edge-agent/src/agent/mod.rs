@@ -2,7 +2,7 @@
 //!
 //! One task owns all state (no locks): it reacts to transport events, a reconcile tick and a
 //! lease/health tick. Everything works without a broker; the broker only carries specs in and
-//! statuses out. See [`work`] for bundles and statuses, this file for connection, registration,
+//! statuses out. See `work.rs` for bundles and statuses, this file for connection, registration,
 //! lease and cluster status.
 
 use std::collections::BTreeMap;
