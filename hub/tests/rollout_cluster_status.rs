@@ -12,7 +12,8 @@ use RolloutStatus::{Failed, Progressing, Succeeded};
 #[test]
 fn the_status_of_a_work_follows_its_conditions() {
     // (case, work, expected (status, since seconds)); the template was sent at t=100.
-    let rows: Vec<(&str, W, Option<(RolloutStatus, i64)>)> = vec![
+    type Row = (&'static str, W, Option<(RolloutStatus, i64)>);
+    let rows: Vec<Row> = vec![
         ("outdated template", outdated(), None),
         ("being deleted", sent(100).succeeded(120).deleting(), None),
         (

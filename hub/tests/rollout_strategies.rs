@@ -333,10 +333,11 @@ fn clusters_no_longer_selected_lose_their_work() {
 
 #[test]
 fn malformed_strategies_are_refused_and_nothing_is_rolled_out() {
-    let rows: Vec<(
+    type Row = (
         ocm_edge_schemas::api::replicaset::RolloutStrategy,
         fn(&RolloutError) -> bool,
-    )> = vec![
+    );
+    let rows: Vec<Row> = vec![
         (all(Cfg::deadline("1.5h")), |e| {
             matches!(e, RolloutError::ProgressDeadline(_))
         }),
