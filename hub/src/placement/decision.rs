@@ -280,7 +280,7 @@ mod tests {
 
     #[test]
     fn named_groups_take_their_clusters_first_and_the_rest_is_cut_by_clusters_per_group() {
-        let clusters = vec![
+        let clusters = [
             mk_cluster("e3").label("canary", "true").build(),
             mk_cluster("e1").label("canary", "true").build(),
             mk_cluster("z")

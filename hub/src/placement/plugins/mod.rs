@@ -233,7 +233,9 @@ mod tests {
     use crate::placement::testkit::{PlacementBuilder, mk_placement};
     use ocm_edge_schemas::api::placement::TopologyKeyType;
 
-    fn weights(p: PlacementBuilder) -> Result<Vec<(String, i32)>, String> {
+    type Weights = Result<Vec<(String, i32)>, String>;
+
+    fn weights(p: PlacementBuilder) -> Weights {
         prioritizers(&p.build())
             .map(|ws| {
                 ws.into_iter()
@@ -243,7 +245,7 @@ mod tests {
             .map_err(|m| m.to_string())
     }
 
-    fn ok(list: &[(&str, i32)]) -> Result<Vec<(String, i32)>, String> {
+    fn ok(list: &[(&str, i32)]) -> Weights {
         Ok(list.iter().map(|(n, w)| ((*n).to_string(), *w)).collect())
     }
 
@@ -251,7 +253,7 @@ mod tests {
     #[test]
     fn prioritizer_weights_follow_ocms_modes() {
         let p = || mk_placement("ns", "p");
-        let cases: Vec<(&str, PlacementBuilder, Result<Vec<(String, i32)>, String>)> = vec![
+        let cases: Vec<(&str, PlacementBuilder, Weights)> = vec![
             (
                 "additive defaults",
                 p(),

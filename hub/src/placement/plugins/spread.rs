@@ -310,7 +310,7 @@ mod tests {
 
     #[test]
     fn do_not_schedule_stops_at_max_skew_and_skips_clusters_without_the_key() {
-        let cs = vec![
+        let cs = [
             mk_cluster("a1").claim("region", "eu").build(),
             mk_cluster("a2").claim("region", "eu").build(),
             mk_cluster("a3").claim("region", "eu").build(),
@@ -349,7 +349,7 @@ mod tests {
 
     #[test]
     fn the_first_constraint_weighs_more_than_the_second() {
-        let cs = vec![
+        let cs = [
             mk_cluster("x")
                 .label("zone", "a")
                 .label("rack", "r1")

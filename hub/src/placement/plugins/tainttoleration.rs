@@ -190,6 +190,15 @@ mod tests {
     use TaintEffect::{NoSelect, NoSelectIfNew, PreferNoSelect};
     use ocm_edge_schemas::api::cluster::TAINT_UNREACHABLE;
 
+    /// (case, taint (key, value, effect), tolerations, in decision, tolerated)
+    type Case = (
+        &'static str,
+        (&'static str, &'static str, TaintEffect),
+        Vec<Toleration>,
+        bool,
+        bool,
+    );
+
     fn tolerated(v: &TaintVerdict) -> bool {
         matches!(v, TaintVerdict::Tolerated { .. })
     }
@@ -199,7 +208,7 @@ mod tests {
     #[test]
     fn taints_are_tolerated_as_ocm_decides() {
         let key = TAINT_UNREACHABLE;
-        let cases: Vec<(&str, (&str, &str, TaintEffect), Vec<Toleration>, bool, bool)> = vec![
+        let cases: Vec<Case> = vec![
             // (case, taint (key, value, effect), tolerations, in decision, tolerated)
             ("no toleration", (key, "", NoSelect), vec![], false, false),
             (
