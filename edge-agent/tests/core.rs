@@ -120,11 +120,13 @@ fn manifest_configs_choose_the_update_strategy_and_ssa_defaults_to_the_agent_fie
         vec![
             ApplyStrategy::ServerSideApply {
                 force: true,
-                field_manager: "maestro-agent".into()
+                field_manager: "maestro-agent".into(),
+                ignore_fields: vec![]
             },
             ApplyStrategy::ServerSideApply {
                 force: false,
-                field_manager: "ocm-edge-agent".into()
+                field_manager: "ocm-edge-agent".into(),
+                ignore_fields: vec![]
             },
             ApplyStrategy::CreateOnly,
             ApplyStrategy::ReadOnly,
@@ -647,5 +649,39 @@ fn cel_condition_rules_are_reported_unknown_rather_than_guessed() {
     assert_eq!(
         (c.status, c.reason.as_str()),
         (ConditionStatus::Unknown, "ConditionRuleNotSupported")
+    );
+}
+
+#[test]
+fn ssa_ignore_fields_are_left_out_only_once_the_object_exists() {
+    let mut b = bundle(vec![deployment("a", "default")]);
+    b.manifest_configs = vec![ManifestConfigOption {
+        resource_identifier: id("apps", "deployments", "default", "a"),
+        update_strategy: Some(UpdateStrategy {
+            type_: UpdateStrategyType::ServerSideApply,
+            server_side_apply: Some(ServerSideApplyConfig {
+                ignore_fields: vec![ocm_edge_schemas::api::work::IgnoreField {
+                    json_paths: vec![".spec.replicas".into()],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+        }),
+        ..Default::default()
+    }];
+    let plan = plan_apply(&b, &[], "fm");
+    let strategy = &plan.applies[0].strategy;
+    assert!(strategy.needs_existence_check());
+    let manifest = &plan.applies[0].manifest;
+    assert_eq!(
+        strategy.effective_manifest(manifest, false)["spec"]["replicas"],
+        2,
+        "set on create"
+    );
+    assert!(
+        strategy.effective_manifest(manifest, true)["spec"]
+            .get("replicas")
+            .is_none(),
+        "left alone afterwards"
     );
 }

@@ -163,6 +163,7 @@ async fn server_side_apply_patches_with_the_field_manager_and_force_after_discov
     let strategy = ApplyStrategy::ServerSideApply {
         force: true,
         field_manager: "maestro-agent".into(),
+        ignore_fields: vec![],
     };
     let observed = applier
         .apply(&action(deployment(), strategy), Utc::now())
@@ -199,6 +200,7 @@ async fn server_side_apply_without_force_does_not_ask_for_force_and_reports_conf
     let strategy = ApplyStrategy::ServerSideApply {
         force: false,
         field_manager: "ocm-edge-agent".into(),
+        ignore_fields: vec![],
     };
     let err = applier
         .apply(&action(deployment(), strategy), Utc::now())
@@ -337,6 +339,7 @@ async fn a_cluster_scoped_namespace_is_applied_without_a_namespace_in_the_path()
     let strategy = ApplyStrategy::ServerSideApply {
         force: false,
         field_manager: "ocm-edge-agent".into(),
+        ignore_fields: vec![],
     };
     applier
         .apply(&action(ns, strategy), Utc::now())
@@ -457,6 +460,7 @@ async fn e2e_server_side_apply_and_delete_on_a_real_cluster() {
     let strategy = ApplyStrategy::ServerSideApply {
         force: true,
         field_manager: "ocm-edge-agent".into(),
+        ignore_fields: vec![],
     };
     let observed = applier
         .apply(&action(cm.clone(), strategy), Utc::now())
@@ -479,4 +483,44 @@ async fn e2e_version_and_health_of_a_real_cluster() {
         .await
         .unwrap();
     assert!(applier.version().await.unwrap().starts_with('v'));
+}
+
+#[tokio::test]
+async fn ssa_with_ignore_fields_reads_the_object_first_and_leaves_the_fields_out() {
+    let (applier, server) = scripted(vec![
+        step(Method::GET, "/apis/apps/v1", StatusCode::OK, apps_v1()),
+        step(
+            Method::GET,
+            "/apis/apps/v1/namespaces/default/deployments/web",
+            StatusCode::OK,
+            with_meta(deployment(), "5"),
+        ),
+        Step {
+            method: Method::PATCH,
+            path: "/apis/apps/v1/namespaces/default/deployments/web",
+            query: &["fieldManager=ocm-edge-agent", "force=true"],
+            absent: &[],
+            status: StatusCode::OK,
+            answer: with_meta(deployment(), "6"),
+        },
+    ]);
+    let strategy = ApplyStrategy::ServerSideApply {
+        force: true,
+        field_manager: "ocm-edge-agent".into(),
+        ignore_fields: vec![".spec.replicas".into()],
+    };
+    applier
+        .apply(&action(deployment(), strategy), Utc::now())
+        .await
+        .unwrap();
+    let seen = server.await.unwrap();
+    assert!(
+        seen[2].body["spec"].get("replicas").is_none(),
+        "{}",
+        seen[2].body
+    );
+    assert_eq!(
+        seen[2].body["spec"]["selector"]["matchLabels"]["app"],
+        "web"
+    );
 }

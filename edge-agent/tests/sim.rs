@@ -133,6 +133,7 @@ async fn strategies_behave_as_on_a_real_cluster() {
     let ssa = ApplyStrategy::ServerSideApply {
         force: true,
         field_manager: "m".into(),
+        ignore_fields: vec![],
     };
     let merged = sim.apply(&action(cm.clone(), ssa), t(2)).await.unwrap();
     assert_eq!(
@@ -178,4 +179,29 @@ async fn a_down_api_server_refuses_every_call_and_reports_unhealthy() {
     assert!(sim.health().await);
     assert!(sim.simulated());
     assert!(sim.version().await.unwrap().contains("sim"));
+}
+
+#[tokio::test]
+async fn ssa_ignore_fields_keep_the_clusters_value_after_creation() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_store, sim) = sim(dir.path(), Duration::ZERO);
+    let d = json!({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d","namespace":"default"},"spec":{"replicas":2,"paused":false}});
+    let ssa = ApplyStrategy::ServerSideApply {
+        force: true,
+        field_manager: "m".into(),
+        ignore_fields: vec![".spec.replicas".into()],
+    };
+    let created = sim
+        .apply(&action(d.clone(), ssa.clone()), t(0))
+        .await
+        .unwrap();
+    assert_eq!(created["spec"]["replicas"], 2);
+    sim.control().modify("Deployment", "default", "d", |o| {
+        o["spec"]["replicas"] = json!(5)
+    });
+    let kept = sim.apply(&action(d, ssa), t(1)).await.unwrap();
+    assert_eq!(
+        kept["spec"]["replicas"], 5,
+        "an autoscaler's value is not overwritten"
+    );
 }

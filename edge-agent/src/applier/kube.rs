@@ -160,12 +160,16 @@ impl Applier for KubeApplier {
             ApplyStrategy::ServerSideApply {
                 force,
                 field_manager,
+                ..
             } => {
                 let mut params = PatchParams::apply(field_manager);
                 if *force {
                     params = params.force();
                 }
-                let patch = without_status(&action.manifest);
+                // Ignored fields are only known to be ignorable once the object exists.
+                let exists = action.strategy.needs_existence_check()
+                    && api.get_opt(&r.name).await.map_err(api_error)?.is_some();
+                let patch = action.strategy.effective_manifest(&action.manifest, exists);
                 let obj = api
                     .patch(&r.name, &params, &Patch::Apply(&patch))
                     .await

@@ -195,14 +195,6 @@ impl Inner {
     }
 }
 
-fn without_status(manifest: &Value) -> Value {
-    let mut m = manifest.clone();
-    if let Some(map) = m.as_object_mut() {
-        map.remove("status");
-    }
-    m
-}
-
 fn merge(into: &mut Value, from: &Value) {
     match (into, from) {
         (Value::Object(a), Value::Object(b)) => {
@@ -293,7 +285,9 @@ impl Applier for SimApplier {
         }
         let k = ref_key(r);
         let existing = self.inner.load(&k)?;
-        let desired = without_status(&action.manifest);
+        let desired = action
+            .strategy
+            .effective_manifest(&action.manifest, existing.is_some());
         let updated = match (&action.strategy, existing) {
             (ApplyStrategy::ReadOnly, Some(obj)) | (ApplyStrategy::CreateOnly, Some(obj)) => obj,
             (ApplyStrategy::ReadOnly, None) => {

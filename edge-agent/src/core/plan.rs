@@ -19,8 +19,14 @@ pub enum ApplyStrategy {
     Update,
     /// Create when missing, never change it afterwards.
     CreateOnly,
-    /// Server-side apply with a field manager; `force` takes conflicting fields.
-    ServerSideApply { force: bool, field_manager: String },
+    /// Server-side apply with a field manager; `force` takes conflicting fields. `ignore_fields`
+    /// (`.spec.replicas`, ...) are left out of the apply once the object exists, so the cluster's
+    /// values stay (OCM's ignoreFields; OnSpokePresent and OnSpokeChange are treated alike).
+    ServerSideApply {
+        force: bool,
+        field_manager: String,
+        ignore_fields: Vec<String>,
+    },
     /// Only read it (it must exist), for status feedback.
     ReadOnly,
 }
@@ -166,8 +172,55 @@ pub fn strategy_for(
                 } else {
                     ssa.field_manager
                 },
+                ignore_fields: ssa
+                    .ignore_fields
+                    .into_iter()
+                    .flat_map(|f| f.json_paths)
+                    .collect(),
             }
         }
+    }
+}
+
+impl ApplyStrategy {
+    /// What to send for `manifest` (without status, and without the ignored fields when the object
+    /// already exists).
+    pub fn effective_manifest(&self, manifest: &Value, exists: bool) -> Value {
+        let mut m = manifest.clone();
+        if let Some(map) = m.as_object_mut() {
+            map.remove("status");
+        }
+        if let ApplyStrategy::ServerSideApply { ignore_fields, .. } = self
+            && exists
+        {
+            for path in ignore_fields {
+                remove_path(&mut m, path);
+            }
+        }
+        m
+    }
+
+    /// Whether applying needs to know first if the object exists.
+    pub fn needs_existence_check(&self) -> bool {
+        matches!(self, ApplyStrategy::ServerSideApply { ignore_fields, .. } if !ignore_fields.is_empty())
+    }
+}
+
+/// Removes the field at a simple JSON path (`.spec.replicas`); absent paths are fine.
+pub fn remove_path(value: &mut Value, path: &str) {
+    let fields: Vec<&str> = path.split('.').filter(|f| !f.is_empty()).collect();
+    let Some((last, parents)) = fields.split_last() else {
+        return;
+    };
+    let mut current = value;
+    for f in parents {
+        match current.get_mut(*f) {
+            Some(next) => current = next,
+            None => return,
+        }
+    }
+    if let Some(map) = current.as_object_mut() {
+        map.remove(*last);
     }
 }
 
