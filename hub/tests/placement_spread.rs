@@ -122,3 +122,31 @@ fn spread_works_on_claims_and_exact_mode_can_leave_it_out_of_the_score() {
         .build();
     assert_eq!(world.schedule(&hard, t(0)).selected(), ["x1", "y1"]);
 }
+
+#[test]
+fn five_thousand_clusters_spread_evenly_over_fifty_zones() {
+    let clusters = (0..5000)
+        .map(|i| mk_cluster(&format!("edge-{i:04}")).label("zone", &format!("z{:02}", i % 50)))
+        .collect();
+    let world = World::bound("ns", "dev", clusters);
+    let placement = mk_placement("ns", "p")
+        .number(2500)
+        .spread("zone", Label, Some(1), Some(DoNotSchedule))
+        .build();
+    let outcome = world.schedule(&placement, t(0));
+    assert_eq!(outcome.selected().len(), 2500);
+    let mut per_zone = std::collections::BTreeMap::<String, usize>::new();
+    for name in outcome.selected() {
+        let c = world
+            .clusters
+            .iter()
+            .find(|c| c.metadata.name == name)
+            .unwrap();
+        *per_zone
+            .entry(c.metadata.labels["zone"].clone())
+            .or_default() += 1;
+    }
+    assert_eq!(per_zone.len(), 50);
+    assert!(per_zone.values().all(|&n| n == 50), "{per_zone:?}");
+    assert_eq!(outcome.decisions.len(), 25);
+}

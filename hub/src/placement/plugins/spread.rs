@@ -101,9 +101,20 @@ pub struct SpreadSelection {
 struct Round<'a> {
     terms: &'a [SpreadConstraintsTerm],
     counts: Vec<BTreeMap<&'a str, i64>>,
+    /// The least count per constraint, kept current by [`Round::pick`].
+    mins: Vec<i64>,
 }
 
 impl<'a> Round<'a> {
+    fn pick(&mut self, key: &[Option<&'a str>]) {
+        for (k, v) in key.iter().enumerate() {
+            if let Some(v) = v {
+                *self.counts[k].entry(v).or_insert(0) += 1;
+                self.mins[k] = self.counts[k].values().copied().min().unwrap_or(0);
+            }
+        }
+    }
+
     /// The spread score of a candidate with topology values `key`, or why it is blocked.
     fn evaluate(&self, key: &[Option<&'a str>]) -> Result<i64, String> {
         let mut scores = Vec::with_capacity(self.terms.len());
@@ -119,7 +130,7 @@ impl<'a> Round<'a> {
                 continue;
             };
             let count = self.counts[k].get(v).copied().unwrap_or(0);
-            let min = self.counts[k].values().copied().min().unwrap_or(0);
+            let min = self.mins[k];
             let skew = max_skew(term);
             if do_not_schedule(term) && count + 1 - min > skew {
                 return Err(format!(
@@ -154,6 +165,7 @@ pub fn select(
     let mut round = Round {
         terms,
         counts: vec![BTreeMap::new(); terms.len()],
+        mins: vec![0; terms.len()],
     };
     // Candidates lacking a DoNotSchedule key can never be picked and do not make domains.
     let mut sorted: Vec<usize> = Vec::with_capacity(n);
@@ -213,11 +225,7 @@ pub fn select(
         }
         result.spread[picked] = spread;
         result.order.push(picked);
-        for (k, v) in keys[picked].iter().enumerate() {
-            if let Some(v) = v {
-                *round.counts[k].entry(v).or_insert(0) += 1;
-            }
-        }
+        round.pick(&keys[picked]);
     }
     // What the rest would score now, and why any of them cannot be picked.
     for (key, queue) in &groups {
