@@ -213,6 +213,38 @@ impl ClusterAvailability {
         }
     }
 
+    /// Starts tracking a cluster that already has an Available condition and availability taints
+    /// (stored by a hub without this machine): they are kept as they are, taint timeAdded
+    /// included, and the grace period starts at `now`. A cluster with an Available condition is
+    /// taken as heard from; one that was Unknown stays Unknown until it proves alive.
+    pub fn adopt(
+        lease_duration_seconds: i32,
+        conditions: &[Condition],
+        taints: &[Taint],
+        now: DateTime<Utc>,
+    ) -> Self {
+        let mut a = ClusterAvailability::new(lease_duration_seconds, now);
+        a.condition = find_condition(conditions, MANAGED_CLUSTER_CONDITION_AVAILABLE).cloned();
+        a.heard = a.condition.is_some();
+        a.taint = taints
+            .iter()
+            .find(|t| t.key == TAINT_UNREACHABLE || t.key == TAINT_UNAVAILABLE)
+            .cloned();
+        if let Some(c) = &a.condition {
+            let wanted = match c.status {
+                ConditionStatus::True => None,
+                ConditionStatus::False => Some(TAINT_UNAVAILABLE),
+                ConditionStatus::Unknown => Some(TAINT_UNREACHABLE),
+            };
+            if a.taint.as_ref().map(|t| t.key.as_str()) != wanted {
+                a.taint = wanted.map(|key| taint(key, now));
+            }
+        } else if a.taint.as_ref().is_none_or(|t| t.key != TAINT_UNREACHABLE) {
+            a.taint = Some(taint(TAINT_UNREACHABLE, now));
+        }
+        a
+    }
+
     /// After a hub restart: the hub heard nothing while it was down (births, renewals), so the
     /// grace period restarts at `now` instead of expiring every cluster at once. Condition and
     /// taints (with their timeAdded) are kept; a cluster that was Unknown stays so until it

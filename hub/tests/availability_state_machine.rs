@@ -576,3 +576,55 @@ fn the_grace_multiplier_must_be_at_least_one() {
         );
     }
 }
+
+#[test]
+fn adopting_a_stored_cluster_keeps_its_condition_and_taint_time() {
+    let mut unknown = Condition::new(
+        MANAGED_CLUSTER_CONDITION_AVAILABLE,
+        Unknown,
+        REASON_LEASE_UPDATE_STOPPED,
+        "",
+    );
+    unknown.last_transition_time = Some(Time::new(t(5.0)));
+    let stored_taint = Taint {
+        key: TAINT_UNREACHABLE.into(),
+        value: String::new(),
+        effect: TaintEffect::NoSelect,
+        time_added: Some(Time::new(t(5.0))),
+    };
+    let mut conditions = vec![unknown.clone()];
+    let mut taints = vec![stored_taint.clone()];
+    let mut a = ClusterAvailability::adopt(60, &conditions, &taints, t(100.0));
+    assert!(
+        !a.apply_to(&mut conditions, &mut taints),
+        "nothing changes on adoption"
+    );
+    assert_eq!(
+        a.next_deadline(&cfg()),
+        None,
+        "Unknown until it proves alive"
+    );
+    a.observe(&cfg(), renew(), t(110.0));
+    assert_eq!(a.status(), True);
+
+    // An available cluster stays available for a grace period counted from the adoption.
+    let mut available = Condition::new(
+        MANAGED_CLUSTER_CONDITION_AVAILABLE,
+        True,
+        REASON_AVAILABLE,
+        "",
+    );
+    available.last_transition_time = Some(Time::new(t(5.0)));
+    let mut a = ClusterAvailability::adopt(60, &[available.clone()], &[], t(100.0));
+    assert_eq!(a.taint(), None);
+    assert_eq!(a.condition(), Some(&available));
+    assert_eq!(a.next_deadline(&cfg()), Some(t(190.0)));
+    a.observe(&cfg(), Signal::Tick, t(190.0));
+    assert_eq!(a.status(), Unknown);
+
+    // A cluster never heard from is tainted unreachable, keeping a stored taint's time.
+    let a = ClusterAvailability::adopt(60, &[], &[stored_taint.clone()], t(100.0));
+    assert_eq!(a.taint(), Some(&stored_taint));
+    let a = ClusterAvailability::adopt(60, &[], &[], t(100.0));
+    assert_eq!(taint_added(&a), Some(Time::new(t(100.0))));
+}

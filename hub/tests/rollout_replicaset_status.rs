@@ -231,8 +231,9 @@ fn two_placements_share_clusters_and_deletions_spare_any_selected_cluster() {
     assert_eq!(plan.status.summary.desired_total, 3);
     assert_eq!(plan.clusters.len(), 3);
     assert_eq!(
-        plan.requeue_at, None,
-        "ToApply clusters have no recheck time"
+        plan.requeue_at,
+        Some(t(60)),
+        "c1 is sent now: its deadline counts from now"
     );
     let plan = fleet.step(1);
     assert_eq!(plan.requeue_at, Some(t(60)), "c1's deadline under pl");

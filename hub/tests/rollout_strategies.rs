@@ -152,6 +152,8 @@ fn max_failures_stops_the_rollout_once_exceeded() {
         (int(2), 3),
         (pct("50%"), 3),
         (pct("25%"), 2),
+        // More than there are clusters tolerates them all (sdk-go would read it as 0).
+        (int(10), 4),
     ];
     for (max_failures, started) in rows {
         let cfg = Cfg::deadline("1m").failures(max_failures.clone());
@@ -416,4 +418,29 @@ fn the_strategy_handler_reports_window_timeouts_removals_and_recheck() {
     assert_eq!(r.recheck_at, Some(t(110)));
     assert_eq!(r.statuses.len(), 6);
     assert_eq!(r.statuses[2].status, TimeOut);
+}
+
+#[test]
+fn a_shell_that_only_wakes_at_requeue_at_still_gets_past_unreachable_clusters() {
+    // No status event ever arrives: the plan's own requeue times must drive the rollout.
+    let cfg = Cfg::deadline("5m").failures(int(5));
+    let mut fleet = Fleet::new(progressive(cfg, Some(int(1)), vec![]), flat(3));
+    let mut at = 0;
+    let mut sent_order = Vec::new();
+    for _ in 0..4 {
+        let plan = fleet.step(at);
+        sent_order.extend(applied_now(&plan).iter().map(|c| (c.to_string(), at)));
+        match plan.requeue_at {
+            Some(next) => at = (next - t(0)).num_seconds(),
+            None => break,
+        }
+    }
+    assert_eq!(
+        sent_order,
+        [
+            ("c1".to_owned(), 0),
+            ("c2".to_owned(), 300),
+            ("c3".to_owned(), 600)
+        ]
+    );
 }

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use ocm_edge_schemas::api::meta::IntOrString;
 use ocm_edge_schemas::api::replicaset::{
     MandatoryDecisionGroup, RolloutConfig, RolloutStrategy, RolloutType, parse_go_duration,
@@ -124,6 +124,16 @@ pub fn rollout_clusters(
             (timing, result)
         }
     };
+    // A cluster sent the template now has its deadline from now; without this a shell that
+    // only re-plans on status events would never wake up for an unreachable cluster.
+    if let Some(deadline) = timing.timeout.and_then(|d| TimeDelta::from_std(d).ok()) {
+        for c in &mut result.clusters_to_rollout {
+            if c.status == RolloutStatus::ToApply {
+                c.recheck_time = now.checked_add_signed(deadline);
+            }
+        }
+        result.recheck_at = min_recheck(&result.clusters_to_rollout, now);
+    }
     result.clusters_removed = removed;
     result.statuses = all_statuses(decisions, &current, &timing, now);
     Ok(result)
@@ -157,7 +167,11 @@ fn parse_timeout(config: Option<&RolloutConfig>) -> Result<Option<Duration>, Rol
 }
 
 /// sdk-go's `calculateRolloutSize`: an int, or a percentage of `total` rounded up; a value that
-/// is not positive or exceeds `total` gives `default`. A string without `%` is an error.
+/// is not positive gives `default`. A string without `%` is an error.
+///
+/// One difference: sdk-go also gives `default` for a value above `total`, which turns
+/// maxFailures 10 on a 3-cluster placement into 0 (stop at the first failure). Here a value above
+/// `total` is `total` (for maxConcurrency that is sdk-go's default anyway).
 fn rollout_size(
     value: Option<&IntOrString>,
     total: usize,
@@ -176,10 +190,10 @@ fn rollout_size(
             (f / 100.0 * total as f64).ceil() as i64
         }
     };
-    Ok(if length <= 0 || length > total as i64 {
+    Ok(if length <= 0 {
         default
     } else {
-        length as usize
+        (length as usize).min(total)
     })
 }
 
