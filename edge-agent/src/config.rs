@@ -46,6 +46,11 @@ pub struct AgentConfig {
     pub broker_url: String,
     /// Directory of the agent's redb file.
     pub data_dir: PathBuf,
+    /// MQTT username; defaults to the cluster name when a password is set (brokers with
+    /// per-cluster ACLs, see broker-config/).
+    pub broker_username: Option<String>,
+    /// MQTT password.
+    pub broker_password: Option<String>,
     /// Source id of the hub (topic `sources/<source_id>/...`).
     pub source_id: String,
     /// Kube or Sim.
@@ -82,6 +87,8 @@ impl AgentConfig {
             cluster_name: cluster_name.into(),
             broker_url: broker_url.into(),
             data_dir: data_dir.into(),
+            broker_username: None,
+            broker_password: None,
             source_id: DEFAULT_SOURCE_ID.to_owned(),
             applier: ApplierConfig::Sim {
                 ready_delay: Duration::from_secs(2),
@@ -163,6 +170,16 @@ impl AgentConfig {
         Ok((host.to_owned(), port))
     }
 
+    /// Username and password for the broker, when a password is set.
+    pub fn broker_credentials(&self) -> Option<(String, String)> {
+        let password = self.broker_password.clone()?;
+        let username = self
+            .broker_username
+            .clone()
+            .unwrap_or_else(|| self.cluster_name.clone());
+        Some((username, password))
+    }
+
     /// `<cluster>-work-agent`, the ce-source of status events (as the OCM work agent).
     pub fn agent_id(&self) -> String {
         format!("{}-work-agent", self.cluster_name)
@@ -203,6 +220,19 @@ mod tests {
         assert_eq!(c.keepalive, Duration::from_secs(10));
         assert_eq!(c.field_manager, "ocm-edge-agent");
         assert_eq!(c.agent_id(), "edge-1-work-agent");
+        assert_eq!(c.broker_credentials(), None);
+    }
+
+    #[test]
+    fn the_broker_username_defaults_to_the_cluster_name_when_a_password_is_set() {
+        let mut c = AgentConfig::new("edge-1", "mqtt://h:1", "/tmp/x");
+        c.broker_password = Some("s3cret".into());
+        assert_eq!(
+            c.broker_credentials(),
+            Some(("edge-1".into(), "s3cret".into()))
+        );
+        c.broker_username = Some("other".into());
+        assert_eq!(c.broker_credentials().unwrap().0, "other");
     }
 
     #[test]

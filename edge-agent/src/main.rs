@@ -27,6 +27,12 @@ struct Cli {
     /// MQTT broker, mqtt://host:port.
     #[arg(long, env = "OCM_EDGE_BROKER", default_value = "mqtt://127.0.0.1:1883")]
     broker: String,
+    /// MQTT username (default: the cluster name, when a password is given).
+    #[arg(long, env = "OCM_EDGE_BROKER_USERNAME")]
+    broker_username: Option<String>,
+    /// MQTT password.
+    #[arg(long, env = "OCM_EDGE_BROKER_PASSWORD", hide_env_values = true)]
+    broker_password: Option<String>,
     /// Directory of the agent's redb file.
     #[arg(
         long,
@@ -91,6 +97,8 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let mut cfg = AgentConfig::new(&cli.cluster_name, &cli.broker, &cli.data_dir);
     cfg.source_id = cli.source_id.clone();
+    cfg.broker_username = cli.broker_username.clone();
+    cfg.broker_password = cli.broker_password.clone();
     cfg.applier = match cli.applier {
         ApplierKind::Sim => ApplierConfig::Sim {
             ready_delay: seconds("--sim-ready-delay", cli.sim_ready_delay)?,

@@ -88,6 +88,8 @@ pub struct TransportConfig {
     pub host: String,
     pub port: u16,
     pub keepalive: Duration,
+    /// Username and password, if the broker wants them.
+    pub credentials: Option<(String, String)>,
     pub subscriptions: Vec<String>,
     pub reconnect_min: Duration,
     pub reconnect_max: Duration,
@@ -172,6 +174,9 @@ pub async fn run(
             .set_max_packet_size(Some(MAX_PACKET_BYTES))
             .set_outgoing_inflight_upper_limit(OUTGOING_INFLIGHT)
             .set_connection_timeout(10);
+        if let Some((user, password)) = &cfg.credentials {
+            options.set_credentials(user.clone(), password.clone());
+        }
         if let Some(will) = (cfg.will)(seq) {
             options.set_last_will(last_will(will));
         }

@@ -334,3 +334,19 @@ async fn a_graceful_shutdown_says_offline_with_the_same_sequence_number_as_the_b
         seq
     );
 }
+
+#[tokio::test]
+async fn with_a_password_the_agent_logs_in_with_its_cluster_name_as_username() {
+    let users = std::collections::HashMap::from([
+        ("edge-4".to_owned(), "s3cret".to_owned()),
+        ("hub".to_owned(), "hub".to_owned()),
+    ]);
+    let url = start_broker_with_auth(Some(users));
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = AgentConfig::new("edge-4", &url, dir.path());
+    cfg.broker_password = Some("s3cret".into());
+    let agent = start_agent(cfg).await.unwrap();
+    let mut counters = agent.counters();
+    wait_counters(&mut counters, "connected with credentials", |c| c.connected).await;
+    agent.shutdown().await.unwrap();
+}

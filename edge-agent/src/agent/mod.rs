@@ -255,6 +255,7 @@ impl Agent {
             host,
             port,
             keepalive: self.cfg.keepalive,
+            credentials: self.cfg.broker_credentials(),
             subscriptions: vec![
                 topic::source_events(&self.cfg.source_id, &self.cfg.cluster_name)?,
                 topic::source_broadcast(&self.cfg.source_id)?,

@@ -27,6 +27,11 @@ pub fn free_port() -> u16 {
 
 /// Starts rumqttd with a v5 listener (1 MiB packets) and waits until it accepts connections.
 pub fn start_broker() -> String {
+    start_broker_with_auth(None)
+}
+
+/// [`start_broker`] that only lets in the given username/password pairs.
+pub fn start_broker_with_auth(auth: Option<HashMap<String, String>>) -> String {
     let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
     let server = ServerSettings {
         name: "v5".into(),
@@ -37,7 +42,7 @@ pub fn start_broker() -> String {
             connection_timeout_ms: 60_000,
             max_payload_size: 1024 * 1024,
             max_inflight_count: 500,
-            auth: None,
+            auth,
             external_auth: None,
             dynamic_filters: true,
         },
