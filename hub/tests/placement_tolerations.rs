@@ -33,6 +33,10 @@ fn a_cluster_is_kept_one_second_before_expiry_and_dropped_at_expiry() {
     let before = world.schedule(&placement, t(ADDED + N - 1));
     assert_eq!(before.selected(), ["a"]);
     assert_eq!(before.requeue_at, Some(t(ADDED + N)));
+    assert_eq!(
+        before.requeue_after(t(ADDED + N - 1)),
+        Some(std::time::Duration::from_secs(1))
+    );
     let a = before.explanation.cluster("a").unwrap();
     assert!(
         a.notes.contains(&format!(

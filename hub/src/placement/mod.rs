@@ -132,6 +132,12 @@ impl ScheduleOutcome {
             .collect()
     }
 
+    /// How long after `now` to re-schedule (zero when `requeue_at` has passed).
+    pub fn requeue_after(&self, now: DateTime<Utc>) -> Option<std::time::Duration> {
+        self.requeue_at
+            .map(|at| (at - now).to_std().unwrap_or(std::time::Duration::ZERO))
+    }
+
     /// The existing PlacementDecisions of this placement that must be deleted.
     pub fn stale_decisions<'a>(
         &self,
