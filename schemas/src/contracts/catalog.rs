@@ -566,7 +566,7 @@ fn operations(channels: &[ChannelSpec]) -> Vec<OperationSpec> {
             Hub,
             Send,
             "sourceBroadcast",
-            "Optional: one status resync request for every cluster.",
+            "Optional: one status resync request for every cluster (ocm-edge's hub sends them per cluster).",
             all("sourceBroadcast"),
         ),
         op(
@@ -582,7 +582,7 @@ fn operations(channels: &[ChannelSpec]) -> Vec<OperationSpec> {
             Agent,
             Send,
             "agentBroadcast",
-            "Optional: one spec resync request for every source.",
+            "Optional: one spec resync request for every source (ocm-edge's agent uses agentevents).",
             all("agentBroadcast"),
         ),
         op(
