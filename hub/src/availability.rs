@@ -41,6 +41,7 @@ use ocm_edge_schemas::api::cluster::{
     MANAGED_CLUSTER_CONDITION_AVAILABLE, ManagedClusterStatus, TAINT_UNAVAILABLE,
     TAINT_UNREACHABLE, Taint, TaintEffect,
 };
+use ocm_edge_schemas::api::lease::Lease;
 use ocm_edge_schemas::api::meta::{Condition, ConditionStatus, Time, find_condition};
 use ocm_edge_schemas::wire::cluster_events::{Presence, PresenceState};
 use serde::{Deserialize, Serialize};
@@ -134,6 +135,15 @@ impl Signal {
             PresenceState::Offline => Signal::Death {
                 connection_seq: presence.connection_seq,
             },
+        }
+    }
+
+    /// The signal of a lease renewal. The hub's clock (`now` given to
+    /// [`ClusterAvailability::observe`]) times it, not the lease's `renewTime`, so an agent with a
+    /// skewed clock can neither keep a dead cluster available nor expire a live one.
+    pub fn from_lease(lease: &Lease) -> Signal {
+        Signal::LeaseRenewed {
+            lease_duration_seconds: lease.spec.lease_duration_seconds,
         }
     }
 

@@ -628,3 +628,27 @@ fn adopting_a_stored_cluster_keeps_its_condition_and_taint_time() {
     let a = ClusterAvailability::adopt(60, &[], &[], t(100.0));
     assert_eq!(taint_added(&a), Some(Time::new(t(100.0))));
 }
+
+#[test]
+fn a_lease_renewal_is_timed_by_the_hub_not_by_the_agents_clock() {
+    use ocm_edge_schemas::api::lease::Lease;
+    let mut lease: Lease = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "managed-cluster-lease", "namespace": "edge-1"},
+        "spec": {"leaseDurationSeconds": 10, "renewTime": "2001-01-01T00:00:00.000000Z"}
+    }))
+    .unwrap();
+    let mut a = live();
+    let tr = a.observe(&cfg(), Signal::from_lease(&lease), t(50.0));
+    assert_eq!(
+        tr.next_deadline,
+        Some(t(65.0)),
+        "10 s x 1.5 from the hub's now"
+    );
+    lease.spec.lease_duration_seconds = None;
+    assert_eq!(
+        Signal::from_lease(&lease),
+        Signal::LeaseRenewed {
+            lease_duration_seconds: None
+        }
+    );
+}

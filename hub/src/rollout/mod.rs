@@ -3,10 +3,22 @@
 //! which works go, every cluster's rollout status, the set's status and when to look again.
 //!
 //! OCM's semantics (sdk-go `pkg/apis/cluster/v1alpha1/rollout.go` and ocm's
-//! `manifestworkreplicasetcontroller`), with the differences documented where they are made:
-//! a cluster counts as Progressing from the moment the hub sent it the template (so an
-//! unreachable cluster times out at progressDeadline instead of holding its slot for ever), and a
-//! decision group is left once every cluster still in it has failed within maxFailures.
+//! `manifestworkreplicasetcontroller`), with three differences, each documented where it is made:
+//! - a cluster counts as Progressing from the moment the hub sent it the template, so an
+//!   unreachable cluster times out at progressDeadline (and counts toward maxFailures) instead of
+//!   holding its slot for ever as a time-less ToApply; the send also puts its deadline in
+//!   [`ReplicaSetPlan::requeue_at`], so a shell woken only by that time still moves on;
+//! - a decision group is left once every cluster still in it has failed within maxFailures
+//!   (sdk-go's arithmetic can start two groups at once);
+//! - maxFailures above the number of clusters tolerates them all (sdk-go reads it as 0).
+//!
+//! Mandatory decision groups tolerate no failure, as in OCM: if one of their clusters fails or
+//! times out, the rollout stops there. progressDeadline `None` (the default) waits for ever.
+//!
+//! The shell: plan on every change (decisions, a work's status, the template) and at
+//! `requeue_at`; send the template to `to_apply` and record the send time as
+//! [`TemplateState::Current`]`{ sent_at }` (reset when the template changes: works with an older
+//! template are [`TemplateState::Outdated`]); delete `to_delete`; store `status`.
 //!
 //! - [`cluster_status`]: one work's [`RolloutStatus`] ([`work_rollout_status`]).
 //! - [`strategy`]: All / Progressive / ProgressivePerGroup ([`rollout_clusters`]).
