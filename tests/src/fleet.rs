@@ -441,6 +441,22 @@ impl Fleet {
         .await
     }
 
+    /// Takes `cluster`'s simulated API server down and waits until its agent has failed to apply
+    /// (from then on its work statuses say Applied=False).
+    ///
+    /// # Panics
+    /// When the agent never tries to apply within [`WAIT`].
+    pub async fn take_api_server_down(&self, cluster: &str) {
+        let before = self.counters(cluster).apply_errors;
+        self.sim(cluster).set_api_healthy(false);
+        crate::wait::wait_until(&format!("{cluster}'s agent to fail applying"), WAIT, || {
+            let n = self.counters(cluster).apply_errors;
+            async move { n > before }
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    }
+
     /// The hub's counters.
     ///
     /// # Panics
@@ -462,6 +478,16 @@ impl Fleet {
         }
         self.stop_hub().await;
     }
+}
+
+/// Whether `conditions` hold `type_` with status False.
+pub fn has_false_condition(
+    conditions: &[ocm_edge_schemas::api::meta::Condition],
+    type_: &str,
+) -> bool {
+    conditions.iter().any(|c| {
+        c.type_ == type_ && c.status == ocm_edge_schemas::api::meta::ConditionStatus::False
+    })
 }
 
 /// Whether `conditions` hold `type_` with status True.

@@ -9,6 +9,7 @@
 //! - [`manifests`]: Kubernetes objects and work options for tests.
 //! - [`mosquitto`]: a real Mosquitto 2 with a generated config (and optional password file + ACL).
 //! - [`probe`]: a raw MQTT 5 client to speak the wire directly (maestro's role, spies, bad input).
+//! - [`process`]: a hub or agent in its own process (`test-hub`, `test-agent`) to kill with SIGKILL.
 //! - [`wait`]: `wait_until` / `wait_for`: poll an observable condition with a bounded timeout.
 //!
 //! Integration tests live in `tests/` (one user-visible behaviour per test, sentence names);
@@ -21,4 +22,5 @@ pub mod forge;
 pub mod manifests;
 pub mod mosquitto;
 pub mod probe;
+pub mod process;
 pub mod wait;

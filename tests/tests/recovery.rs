@@ -1,7 +1,7 @@
 //! Recovery by resync: the hub or an agent goes away and comes back; what changed meanwhile arrives.
 
 use ocm_edge_hub::admin::messages::AdminErrorKind;
-use ocm_edge_tests::fleet::{Fleet, WAIT, has_true_condition};
+use ocm_edge_tests::fleet::{Fleet, WAIT, has_false_condition, has_true_condition};
 use ocm_edge_tests::manifests::{deployment, namespace};
 use ocm_edge_tests::wait::wait_until;
 
@@ -25,37 +25,18 @@ async fn fleet_with_web_on(clusters: &[&str]) -> Fleet {
     fleet
 }
 
-fn applied_false(conditions: &[ocm_edge_schemas::api::meta::Condition]) -> bool {
-    conditions.iter().any(|c| {
-        c.type_ == "Applied" && c.status == ocm_edge_schemas::api::meta::ConditionStatus::False
-    })
-}
-
-/// Takes `cluster`'s simulated API server down and waits until its agent has failed to apply
-/// (its work status now says Applied=False).
-async fn break_api_server(fleet: &Fleet, cluster: &str) {
-    let before = fleet.counters(cluster).apply_errors;
-    fleet.sim(cluster).set_api_healthy(false);
-    wait_until(&format!("{cluster}'s agent to fail applying"), WAIT, || {
-        let n = fleet.counters(cluster).apply_errors;
-        async move { n > before }
-    })
-    .await
-    .unwrap();
-}
-
 #[tokio::test]
 async fn a_hub_restarted_mid_way_recovers_statuses_that_changed_while_it_was_down() {
     let mut fleet = fleet_with_web_on(&["c1", "c2"]).await;
 
     fleet.stop_hub().await;
-    break_api_server(&fleet, "c1").await;
+    fleet.take_api_server_down("c1").await;
     fleet.start_hub().await;
 
     // The status c1 reported while the hub was away reaches the restarted hub.
     fleet
         .wait_work("c1", "web", "Applied=False after the hub restart", |w| {
-            applied_false(&w.conditions)
+            has_false_condition(&w.conditions, "Applied")
         })
         .await
         .unwrap();
@@ -100,14 +81,14 @@ async fn an_agent_restarted_while_the_hub_is_down_reconciles_from_its_cache_and_
     assert_eq!(c.specs_applied, 0, "no spec came from a hub: {c:?}");
 
     // What changes while the hub is away is reported once it is back.
-    break_api_server(&fleet, "c1").await;
+    fleet.take_api_server_down("c1").await;
     fleet.start_hub().await;
     fleet
         .wait_work(
             "c1",
             "web",
             "Applied=False reported after the hub returns",
-            |w| applied_false(&w.conditions),
+            |w| has_false_condition(&w.conditions, "Applied"),
         )
         .await
         .unwrap();

@@ -1,0 +1,55 @@
+//! An edge agent (sim applier) in its own process for tests that kill it with SIGKILL
+//! (`kill -9`), with the fleet's fast test timings. Prints `ready` once started; stops gracefully
+//! when stdin closes.
+//!
+//! `test-agent --cluster c1 --broker mqtt://127.0.0.1:PORT --data-dir DIR`
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+use ocm_edge_agent::{AgentConfig, ApplierConfig, start_agent};
+use ocm_edge_tests::fleet::{RECONCILE_INTERVAL, SIM_READY_DELAY};
+use tokio::io::AsyncReadExt;
+
+#[derive(Debug, Parser)]
+struct Args {
+    #[arg(long)]
+    cluster: String,
+    #[arg(long)]
+    broker: String,
+    #[arg(long)]
+    data_dir: PathBuf,
+    #[arg(long, default_value = "ocm-edge")]
+    source_id: String,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let args = Args::parse();
+    let mut cfg = AgentConfig::new(args.cluster, args.broker, args.data_dir);
+    cfg.source_id = args.source_id;
+    cfg.applier = ApplierConfig::Sim {
+        ready_delay: SIM_READY_DELAY,
+    };
+    cfg.reconcile_interval = RECONCILE_INTERVAL;
+    cfg.keepalive = Duration::from_secs(5);
+    cfg.lease_duration_seconds = 5;
+    cfg.reconnect_min = Duration::from_millis(100);
+    cfg.reconnect_max = Duration::from_secs(1);
+    let agent = start_agent(cfg).await?;
+    println!("ready");
+    std::io::stdout().flush()?;
+    let mut stdin = tokio::io::stdin();
+    let mut buf = [0u8; 64];
+    while stdin.read(&mut buf).await.is_ok_and(|n| n > 0) {}
+    agent.shutdown().await?;
+    Ok(())
+}

@@ -1,0 +1,43 @@
+//! A hub in its own process for tests that kill it with SIGKILL (`kill -9`): external broker,
+//! data dir and source id from the command line. Prints `ready <broker-url>` once started; stops
+//! gracefully when stdin closes.
+//!
+//! `test-hub --broker mqtt://127.0.0.1:PORT --data-dir DIR [--source-id ocm-edge]`
+
+use clap::Parser;
+use ocm_edge_hub::{BrokerConfig, HubConfig, start_hub};
+use std::io::Write;
+use std::path::PathBuf;
+use tokio::io::AsyncReadExt;
+
+#[derive(Debug, Parser)]
+struct Args {
+    #[arg(long)]
+    broker: String,
+    #[arg(long)]
+    data_dir: PathBuf,
+    #[arg(long, default_value = "ocm-edge")]
+    source_id: String,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let args = Args::parse();
+    let mut cfg = HubConfig::new(args.data_dir);
+    cfg.broker = BrokerConfig::External { url: args.broker };
+    cfg.source_id = args.source_id;
+    let hub = start_hub(cfg).await?;
+    println!("ready {}", hub.broker_url());
+    std::io::stdout().flush()?;
+    let mut stdin = tokio::io::stdin();
+    let mut buf = [0u8; 64];
+    while stdin.read(&mut buf).await.is_ok_and(|n| n > 0) {}
+    hub.shutdown().await?;
+    Ok(())
+}

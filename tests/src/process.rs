@@ -1,0 +1,80 @@
+//! A hub or agent in its own process (the `test-hub` / `test-agent` binaries), so a test can kill
+//! it with SIGKILL the way a power cut or the OOM killer would.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, ChildStdin, Command};
+
+/// How long a child may take to say `ready`.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A running child process that printed `ready`.
+#[derive(Debug)]
+pub struct Spawned {
+    name: String,
+    child: Child,
+    stdin: Option<ChildStdin>,
+}
+
+impl Spawned {
+    /// Runs `program args...` and waits until it prints a line starting with `ready`.
+    ///
+    /// # Panics
+    /// When it does not start or exits first: a harness failure.
+    pub async fn start(name: &str, program: &Path, args: &[&str]) -> Spawned {
+        let mut child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run {name} ({}): {e}", program.display()));
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let mut lines = BufReader::new(stdout).lines();
+        let ready = tokio::time::timeout(START_TIMEOUT, async {
+            while let Ok(Some(line)) = lines.next_line().await {
+                if line.starts_with("ready") {
+                    return true;
+                }
+            }
+            false
+        })
+        .await;
+        assert!(
+            matches!(ready, Ok(true)),
+            "{name} did not print `ready` within {START_TIMEOUT:?} (see its stderr above)"
+        );
+        // Keep draining stdout so the child never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let stdin = child.stdin.take();
+        Spawned {
+            name: name.to_owned(),
+            child,
+            stdin,
+        }
+    }
+
+    /// Kills the process with SIGKILL (no goodbye to the broker, nothing flushed) and reaps it.
+    pub async fn kill9(mut self) {
+        self.child
+            .kill()
+            .await
+            .unwrap_or_else(|e| panic!("cannot kill {}: {e}", self.name));
+    }
+
+    /// Asks the process to stop (closes its stdin) and waits for it.
+    ///
+    /// # Panics
+    /// When it does not exit within 30 s or exits with a failure.
+    pub async fn stop(mut self) {
+        drop(self.stdin.take());
+        let status = tokio::time::timeout(Duration::from_secs(30), self.child.wait())
+            .await
+            .unwrap_or_else(|_| panic!("{} did not stop within 30 s", self.name))
+            .unwrap_or_else(|e| panic!("waiting for {}: {e}", self.name));
+        assert!(status.success(), "{} exited with {status}", self.name);
+    }
+}

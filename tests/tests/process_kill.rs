@@ -1,0 +1,129 @@
+//! Hub and agent killed with SIGKILL (no goodbye, nothing flushed), then started again on the same
+//! data dir: the redb stores and resync bring everything back.
+
+use std::path::Path;
+
+use ocm_edge_hub::admin::client::NewWork;
+use ocm_edge_tests::broker::TestBroker;
+use ocm_edge_tests::fleet::{Fleet, FleetOptions, has_false_condition, has_true_condition};
+use ocm_edge_tests::manifests::{deployment, namespace};
+use ocm_edge_tests::process::Spawned;
+
+async fn hub_process(broker_url: &str, data_dir: &Path) -> Spawned {
+    Spawned::start(
+        "test-hub",
+        Path::new(env!("CARGO_BIN_EXE_test-hub")),
+        &[
+            "--broker",
+            broker_url,
+            "--data-dir",
+            &data_dir.display().to_string(),
+        ],
+    )
+    .await
+}
+
+async fn agent_process(cluster: &str, broker_url: &str, data_dir: &Path) -> Spawned {
+    Spawned::start(
+        &format!("test-agent {cluster}"),
+        Path::new(env!("CARGO_BIN_EXE_test-agent")),
+        &[
+            "--cluster",
+            cluster,
+            "--broker",
+            broker_url,
+            "--data-dir",
+            &data_dir.display().to_string(),
+        ],
+    )
+    .await
+}
+
+fn web(image: &str) -> Vec<serde_json::Value> {
+    vec![namespace("web"), deployment("web", "web", 1, image)]
+}
+
+#[tokio::test]
+async fn a_hub_killed_with_sigkill_mid_way_recovers_its_works_and_the_statuses_that_changed_meanwhile()
+ {
+    let broker = TestBroker::start_async().await;
+    let mut fleet = Fleet::on_broker(broker.url(), FleetOptions::default());
+    let hub_dir = fleet.hub_config().data_dir;
+    let hub = hub_process(&broker.url(), &hub_dir).await;
+    fleet.start_agents(&["c1", "c2"]).await;
+    fleet.accept_all(&["c1", "c2"]).await;
+    fleet
+        .create_work("web", &["c1", "c2"], web("nginx:1.27"))
+        .await;
+    for c in ["c1", "c2"] {
+        fleet
+            .wait_work_condition(c, "web", "Applied")
+            .await
+            .unwrap();
+    }
+
+    hub.kill9().await;
+    fleet.take_api_server_down("c1").await;
+    let hub = hub_process(&broker.url(), &hub_dir).await;
+
+    let c1 = fleet
+        .wait_work("c1", "web", "Applied=False after the hub came back", |w| {
+            has_false_condition(&w.conditions, "Applied")
+        })
+        .await
+        .unwrap();
+    assert_eq!(c1.version, 1, "the work survived the kill as stored");
+    let c2 = fleet.admin().await.get_work("c2", "web").await.unwrap();
+    assert!(
+        has_true_condition(&c2.conditions, "Applied"),
+        "{:?}",
+        c2.conditions
+    );
+    assert_eq!(fleet.admin().await.list_works(None).await.unwrap().len(), 2);
+
+    fleet.sim("c1").set_api_healthy(true);
+    fleet
+        .wait_work_condition("c1", "web", "Applied")
+        .await
+        .unwrap();
+    fleet.shutdown().await;
+    hub.stop().await;
+}
+
+#[tokio::test]
+async fn an_agent_killed_with_sigkill_catches_up_with_a_work_updated_while_it_was_dead() {
+    let fleet = Fleet::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let url = fleet.broker_url().to_owned();
+    let agent = agent_process("c1", &url, dir.path()).await;
+    fleet.accept("c1").await;
+    fleet.create_work("web", &["c1"], web("nginx:1.27")).await;
+    fleet
+        .wait_work_condition("c1", "web", "Applied")
+        .await
+        .unwrap();
+
+    agent.kill9().await;
+    let written = fleet
+        .write_work(NewWork {
+            name: "web".into(),
+            clusters: vec!["c1".into()],
+            manifests: web("nginx:1.28"),
+            overwrite: true,
+            ..NewWork::default()
+        })
+        .await;
+    assert_eq!(written[0].work.version, 2);
+
+    let agent = agent_process("c1", &url, dir.path()).await;
+    fleet
+        .wait_work("c1", "web", "Applied=True for generation 2", |w| {
+            w.conditions
+                .iter()
+                .any(|c| c.type_ == "Applied" && c.is_true() && c.observed_generation == 2)
+        })
+        .await
+        .unwrap();
+    agent.stop().await;
+    fleet.shutdown().await;
+}
