@@ -20,6 +20,23 @@ pub const MIN_KEEPALIVE: Duration = Duration::from_secs(5);
 /// Label and claim that mark a simulated cluster.
 pub const SIMULATED_LABEL: &str = "ocm-edge.io/simulated";
 
+/// TLS material for an `mqtts://` broker. Without a CA file the system's roots are used.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TlsFiles {
+    /// PEM CA bundle that signed the broker's certificate.
+    pub ca_file: Option<PathBuf>,
+    /// PEM client certificate and key, for brokers that require mTLS (both or neither).
+    pub client_cert_file: Option<PathBuf>,
+    pub client_key_file: Option<PathBuf>,
+}
+
+impl TlsFiles {
+    /// Whether any file is set.
+    pub fn is_empty(&self) -> bool {
+        self == &TlsFiles::default()
+    }
+}
+
 /// Which cluster the agent applies to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ApplierConfig {
@@ -51,6 +68,8 @@ pub struct AgentConfig {
     pub broker_username: Option<String>,
     /// MQTT password.
     pub broker_password: Option<String>,
+    /// Certificates for an `mqtts://` broker.
+    pub tls: TlsFiles,
     /// Source id of the hub (topic `sources/<source_id>/...`).
     pub source_id: String,
     /// Kube or Sim.
@@ -89,6 +108,7 @@ impl AgentConfig {
             data_dir: data_dir.into(),
             broker_username: None,
             broker_password: None,
+            tls: TlsFiles::default(),
             source_id: DEFAULT_SOURCE_ID.to_owned(),
             applier: ApplierConfig::Sim {
                 ready_delay: Duration::from_secs(2),
@@ -123,6 +143,12 @@ impl AgentConfig {
             });
         }
         self.broker_address()?;
+        if self.tls.client_cert_file.is_some() != self.tls.client_key_file.is_some() {
+            return Err(ConfigError::HalfClientCert);
+        }
+        if !self.tls.is_empty() && !self.uses_tls() {
+            return Err(ConfigError::TlsWithoutMqtts(self.broker_url.clone()));
+        }
         if self.lease_duration_seconds < MIN_LEASE_DURATION_SECONDS {
             return Err(ConfigError::LeaseTooShort(self.lease_duration_seconds));
         }
@@ -141,7 +167,12 @@ impl AgentConfig {
         Ok(())
     }
 
-    /// Host and port of `broker_url` (`mqtt://host:port`, port 1883 when omitted).
+    /// Whether the broker URL asks for TLS (`mqtts://`).
+    pub fn uses_tls(&self) -> bool {
+        self.broker_url.starts_with("mqtts://")
+    }
+
+    /// Host and port of `broker_url` (`mqtt://host:port`, port 1883 when omitted; `mqtts://`, 8883).
     ///
     /// # Errors
     /// [`ConfigError::BadBrokerUrl`].
@@ -150,11 +181,16 @@ impl AgentConfig {
             url: self.broker_url.clone(),
             reason: reason.to_owned(),
         };
-        let rest = self
-            .broker_url
-            .strip_prefix("mqtt://")
-            .or_else(|| self.broker_url.strip_prefix("tcp://"))
-            .ok_or_else(|| bad("expected mqtt://host:port"))?;
+        let (rest, default_port) = if let Some(r) = self.broker_url.strip_prefix("mqtts://") {
+            (r, 8883)
+        } else {
+            let r = self
+                .broker_url
+                .strip_prefix("mqtt://")
+                .or_else(|| self.broker_url.strip_prefix("tcp://"))
+                .ok_or_else(|| bad("expected mqtt://host:port or mqtts://host:port"))?;
+            (r, 1883)
+        };
         let rest = rest.trim_end_matches('/');
         let (host, port) = match rest.rsplit_once(':') {
             Some((h, p)) => (
@@ -162,7 +198,7 @@ impl AgentConfig {
                 p.parse::<u16>()
                     .map_err(|_| bad("the port is not a number 0-65535"))?,
             ),
-            None => (rest, 1883),
+            None => (rest, default_port),
         };
         if host.is_empty() {
             return Err(bad("the host is empty"));
@@ -205,6 +241,10 @@ pub enum ConfigError {
     EmptyFieldManager,
     #[error("data dir must not be empty")]
     EmptyDataDir,
+    #[error("a client certificate needs its key and a key its certificate: give both or neither")]
+    HalfClientCert,
+    #[error("TLS files are set but the broker URL {0:?} is not mqtts://")]
+    TlsWithoutMqtts(String),
 }
 
 #[cfg(test)]
@@ -221,6 +261,21 @@ mod tests {
         assert_eq!(c.field_manager, "ocm-edge-agent");
         assert_eq!(c.agent_id(), "edge-1-work-agent");
         assert_eq!(c.broker_credentials(), None);
+    }
+
+    #[test]
+    fn mqtts_defaults_to_port_8883_and_tls_files_need_mqtts_and_a_whole_client_pair() {
+        let mut c = AgentConfig::new("edge-1", "mqtts://broker", "/tmp/x");
+        assert_eq!(c.broker_address().unwrap(), ("broker".to_owned(), 8883));
+        c.tls.client_cert_file = Some("/c.pem".into());
+        assert_eq!(c.validate().unwrap_err(), ConfigError::HalfClientCert);
+        c.tls.client_key_file = Some("/k.pem".into());
+        c.validate().unwrap();
+        c.broker_url = "mqtt://broker:1883".into();
+        assert!(matches!(
+            c.validate().unwrap_err(),
+            ConfigError::TlsWithoutMqtts(_)
+        ));
     }
 
     #[test]

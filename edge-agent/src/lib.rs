@@ -39,4 +39,4 @@ pub mod transport;
 
 pub use agent::{AgentCounters, AgentError, AgentHandle, Registration, run_agent, start_agent};
 pub use applier::sim::SimControl;
-pub use config::{AgentConfig, ApplierConfig};
+pub use config::{AgentConfig, ApplierConfig, TlsFiles};

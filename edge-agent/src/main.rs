@@ -24,7 +24,7 @@ struct Cli {
     /// Managed cluster name ([a-z0-9-]+).
     #[arg(long, env = "OCM_EDGE_CLUSTER_NAME")]
     cluster_name: String,
-    /// MQTT broker, mqtt://host:port.
+    /// MQTT broker, mqtt://host:port or mqtts://host:port.
     #[arg(long, env = "OCM_EDGE_BROKER", default_value = "mqtt://127.0.0.1:1883")]
     broker: String,
     /// MQTT username (default: the cluster name, when a password is given).
@@ -33,6 +33,23 @@ struct Cli {
     /// MQTT password.
     #[arg(long, env = "OCM_EDGE_BROKER_PASSWORD", hide_env_values = true)]
     broker_password: Option<String>,
+    /// PEM CA of an mqtts:// broker (default: system roots).
+    #[arg(long, env = "OCM_EDGE_BROKER_CA_FILE")]
+    broker_ca_file: Option<PathBuf>,
+    /// PEM client certificate for mTLS.
+    #[arg(
+        long,
+        env = "OCM_EDGE_BROKER_CLIENT_CERT",
+        requires = "broker_client_key"
+    )]
+    broker_client_cert: Option<PathBuf>,
+    /// PEM client key for mTLS.
+    #[arg(
+        long,
+        env = "OCM_EDGE_BROKER_CLIENT_KEY",
+        requires = "broker_client_cert"
+    )]
+    broker_client_key: Option<PathBuf>,
     /// Directory of the agent's redb file.
     #[arg(
         long,
@@ -99,6 +116,9 @@ async fn main() -> anyhow::Result<()> {
     cfg.source_id = cli.source_id.clone();
     cfg.broker_username = cli.broker_username.clone();
     cfg.broker_password = cli.broker_password.clone();
+    cfg.tls.ca_file = cli.broker_ca_file.clone();
+    cfg.tls.client_cert_file = cli.broker_client_cert.clone();
+    cfg.tls.client_key_file = cli.broker_client_key.clone();
     cfg.applier = match cli.applier {
         ApplierKind::Sim => ApplierConfig::Sim {
             ready_delay: seconds("--sim-ready-delay", cli.sim_ready_delay)?,

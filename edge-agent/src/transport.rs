@@ -88,6 +88,8 @@ pub struct TransportConfig {
     pub host: String,
     pub port: u16,
     pub keepalive: Duration,
+    /// TLS settings for `mqtts://` (read from files at start-up).
+    pub tls: Option<rumqttc::TlsConfiguration>,
     /// Username and password, if the broker wants them.
     pub credentials: Option<(String, String)>,
     pub subscriptions: Vec<String>,
@@ -137,6 +139,47 @@ fn last_will(msg: MqttMessage) -> LastWill {
     LastWill::new(msg.topic, msg.payload, QoS::AtLeastOnce, false, Some(props))
 }
 
+/// TLS settings from PEM files: the CA (system roots when `None`) and an optional client pair.
+///
+/// # Errors
+/// [`TlsFileError`] naming the file that cannot be read.
+pub fn tls_configuration(
+    files: &crate::config::TlsFiles,
+) -> Result<rumqttc::TlsConfiguration, TlsFileError> {
+    let read = |p: &std::path::Path| {
+        std::fs::read(p).map_err(|e| TlsFileError {
+            path: p.display().to_string(),
+            reason: e.to_string(),
+        })
+    };
+    let client_auth = match (&files.client_cert_file, &files.client_key_file) {
+        (Some(cert), Some(key)) => Some((read(cert)?, read(key)?)),
+        _ => None,
+    };
+    Ok(match &files.ca_file {
+        Some(ca) => rumqttc::TlsConfiguration::Simple {
+            ca: read(ca)?,
+            alpn: None,
+            client_auth,
+        },
+        None if client_auth.is_none() => rumqttc::TlsConfiguration::default(),
+        None => {
+            return Err(TlsFileError {
+                path: "(CA file)".into(),
+                reason: "a client certificate needs the CA file of the broker too".into(),
+            });
+        }
+    })
+}
+
+/// A TLS file that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("TLS file {path}: {reason}")]
+pub struct TlsFileError {
+    pub path: String,
+    pub reason: String,
+}
+
 /// Installs the ring rustls provider once per process (ignores "already installed").
 pub fn install_crypto_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -174,6 +217,9 @@ pub async fn run(
             .set_max_packet_size(Some(MAX_PACKET_BYTES))
             .set_outgoing_inflight_upper_limit(OUTGOING_INFLIGHT)
             .set_connection_timeout(10);
+        if let Some(tls) = &cfg.tls {
+            options.set_transport(rumqttc::Transport::tls_with_config(tls.clone()));
+        }
         if let Some((user, password)) = &cfg.credentials {
             options.set_credentials(user.clone(), password.clone());
         }

@@ -202,3 +202,12 @@ async fn e2e_the_agent_applies_its_cached_bundle_to_a_real_cluster() {
     .await;
     agent.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_missing_ca_file_for_an_mqtts_broker_fails_the_start_and_names_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = AgentConfig::new("edge-tls", "mqtts://127.0.0.1:8883", dir.path());
+    cfg.tls.ca_file = Some(dir.path().join("nope-ca.pem"));
+    let err = start_agent(cfg).await.unwrap_err();
+    assert!(err.to_string().contains("nope-ca.pem"), "{err}");
+}

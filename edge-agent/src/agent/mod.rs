@@ -46,6 +46,8 @@ pub enum AgentError {
     Applier(#[from] ApplyError),
     #[error("topic: {0}")]
     Topic(#[from] topic::TopicError),
+    #[error("{0}")]
+    Tls(#[from] transport::TlsFileError),
     #[error("agent task failed: {0}")]
     Task(String),
 }
@@ -173,6 +175,12 @@ pub async fn run_agent(
 pub async fn start_agent(cfg: AgentConfig) -> Result<AgentHandle, AgentError> {
     cfg.validate()?;
     transport::install_crypto_provider();
+    // Read certificates now, so a wrong path fails the start instead of every reconnect.
+    let tls = if cfg.uses_tls() {
+        Some(transport::tls_configuration(&cfg.tls)?)
+    } else {
+        None
+    };
     let store = Store::open(&cfg.data_dir)?;
     let (applier, sim) = match &cfg.applier {
         ApplierConfig::Sim { ready_delay } => {
@@ -202,6 +210,7 @@ pub async fn start_agent(cfg: AgentConfig) -> Result<AgentHandle, AgentError> {
         outbox,
         sequence: SequenceIdGenerator::new(),
         counters: counters_tx,
+        tls,
         publisher: None,
         api_healthy: None,
     };
@@ -232,6 +241,7 @@ pub(crate) struct Agent {
     outbox: Outbox,
     sequence: SequenceIdGenerator,
     counters: watch::Sender<AgentCounters>,
+    tls: Option<rumqttc::TlsConfiguration>,
     publisher: Option<Publisher>,
     lease: LeaseSchedule,
     api_healthy: Option<bool>,
@@ -256,6 +266,7 @@ impl Agent {
             port,
             keepalive: self.cfg.keepalive,
             credentials: self.cfg.broker_credentials(),
+            tls: self.tls.clone(),
             subscriptions: vec![
                 topic::source_events(&self.cfg.source_id, &self.cfg.cluster_name)?,
                 topic::source_broadcast(&self.cfg.source_id)?,
