@@ -623,7 +623,7 @@ fn adopting_a_stored_cluster_keeps_its_condition_and_taint_time() {
     assert_eq!(a.status(), Unknown);
 
     // A cluster never heard from is tainted unreachable, keeping a stored taint's time.
-    let a = ClusterAvailability::adopt(60, &[], &[stored_taint.clone()], t(100.0));
+    let a = ClusterAvailability::adopt(60, &[], std::slice::from_ref(&stored_taint), t(100.0));
     assert_eq!(a.taint(), Some(&stored_taint));
     let a = ClusterAvailability::adopt(60, &[], &[], t(100.0));
     assert_eq!(taint_added(&a), Some(Time::new(t(100.0))));
