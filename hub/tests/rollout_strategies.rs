@@ -444,3 +444,31 @@ fn a_shell_that_only_wakes_at_requeue_at_still_gets_past_unreachable_clusters() 
         ]
     );
 }
+
+#[test]
+fn a_timed_out_cluster_that_comes_back_and_succeeds_lifts_the_stop() {
+    let cfg = Cfg::deadline("1m").failures(int(0));
+    let mut fleet = Fleet::new(progressive(cfg, Some(int(1)), vec![]), flat(2));
+    fleet.step(0);
+    let plan = fleet.step(60);
+    assert_eq!(status_of(&plan, "c1"), TimeOut);
+    assert_eq!(plan.max_failure_breach, ["pl"]);
+    // The agent reconnects, applies the work and reports it available.
+    fleet.succeed("c1", 90);
+    let plan = fleet.step(90);
+    assert_eq!(status_of(&plan, "c1"), Succeeded);
+    assert_eq!(applied_now(&plan), ["c2"]);
+}
+
+#[test]
+fn a_mandatory_group_name_spanning_several_indexes_goes_index_by_index() {
+    // A named group split by clustersPerDecisionGroup has one index per part.
+    let decided = decisions(&[("a", 0, "canary"), ("b", 1, "canary"), ("c", 2, "prod")]);
+    let strategy = progressive(Cfg::default(), None, mandatory(&["canary"], &[]));
+    let mut fleet = Fleet::new(strategy, decided);
+    assert_eq!(applied_now(&fleet.step(0)), ["a"]);
+    fleet.succeed("a", 1);
+    assert_eq!(applied_now(&fleet.step(1)), ["b"]);
+    fleet.succeed("b", 2);
+    assert_eq!(applied_now(&fleet.step(2)), ["c"]);
+}
