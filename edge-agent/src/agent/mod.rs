@@ -248,6 +248,7 @@ pub(crate) struct Agent {
     registration: Option<ManagedCluster>,
 }
 
+/// The only place the agent reads the clock: the shell passes `now` down to the pure core.
 fn now() -> DateTime<Utc> {
     Utc::now()
 }
