@@ -8,9 +8,9 @@ use std::time::Duration;
 pub const DEFAULT_SOURCE_ID: &str = "ocm-edge";
 /// Default MQTT port of the embedded broker.
 pub const DEFAULT_BROKER_PORT: u16 = 1883;
-/// OCM's hub marks a cluster's availability Unknown after `5 x leaseDurationSeconds`
-/// without a renewal (registration's `LeaseDurationTimes`); we keep that default.
-pub const DEFAULT_LEASE_GRACE_MULTIPLIER: u32 = 5;
+/// The hub marks a cluster's availability Unknown after `1.5 x leaseDurationSeconds` without a
+/// proof of life (OCM: 5 x; see [`crate::availability`] for why ocm-edge is quicker).
+pub const DEFAULT_LEASE_GRACE_MULTIPLIER: f64 = crate::availability::DEFAULT_GRACE_MULTIPLIER;
 /// Statuses per `status.resync_request`, as maestro batches them.
 pub const DEFAULT_STATUS_RESYNC_BATCH: usize = 1000;
 
@@ -47,9 +47,10 @@ pub struct HubConfig {
     pub broker: BrokerConfig,
     /// Source id; must match `[a-z0-9-]+`.
     pub source_id: String,
-    /// A cluster's `ManagedClusterConditionAvailable` becomes Unknown when no lease renewal arrived
-    /// for `lease_grace_multiplier x leaseDurationSeconds` (OCM's default: 5).
-    pub lease_grace_multiplier: u32,
+    /// A cluster's `ManagedClusterConditionAvailable` becomes Unknown when no proof of life
+    /// (lease renewal, birth, health report) arrived for `lease_grace_multiplier x
+    /// leaseDurationSeconds` (default 1.5; OCM: 5). At least 1.
+    pub lease_grace_multiplier: f64,
     /// MQTT keepalive of the hub's own client.
     pub keepalive: Duration,
     /// Status hashes per `status.resync_request` message (at most 1000, like maestro).
@@ -62,7 +63,7 @@ pub struct HubConfig {
 }
 
 impl HubConfig {
-    /// Defaults: embedded broker on 127.0.0.1:1883, source id `ocm-edge`, grace 5 x lease,
+    /// Defaults: embedded broker on 127.0.0.1:1883, source id `ocm-edge`, grace 1.5 x lease,
     /// keepalive 30 s, resync batches of 1000.
     pub fn new(data_dir: impl Into<PathBuf>) -> Self {
         HubConfig {
@@ -93,7 +94,7 @@ mod tests {
     fn defaults_match_ocm_and_the_documented_ports() {
         let cfg = HubConfig::new("/tmp/x");
         assert_eq!(cfg.source_id, "ocm-edge");
-        assert_eq!(cfg.lease_grace_multiplier, 5);
+        assert_eq!(cfg.lease_grace_multiplier, 1.5);
         assert_eq!(cfg.status_resync_batch, 1000);
         assert_eq!(
             cfg.broker,

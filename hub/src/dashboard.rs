@@ -5,7 +5,7 @@
 //! - `ocm-edge/<source>/dashboard/summary`:
 //!   `{"clusters":{"pending":0,"accepted":3,"denied":0,"available":3},"works":{"total":3,"applied":3,"deleting":0}}`
 //! - `ocm-edge/<source>/dashboard/clusters/<cluster>`:
-//!   `{"name","state","available":"True|False|Unknown","labels",{...},"lastLease","works"}`
+//!   `{"name","state","available":"True|False|Unknown","labels",{...},"lastLease","taints":[keys],"works"}`
 //! - `ocm-edge/<source>/dashboard/works/<cluster>/<work>`:
 //!   `{"cluster","name","version","deleting","conditions":{"Applied":"True",...},"statusUpdated"}`;
 //!   an empty retained payload once the work is forgotten (which clears it on the broker).
@@ -56,7 +56,7 @@ pub fn messages_for(core: &HubCore, records: &[Record]) -> Vec<DashboardMessage>
                 clusters.insert(key.cluster.clone());
                 structural = true;
             }
-            Record::Counters(_) => {}
+            Record::Counters(_) | Record::UnknownPresence(..) => {}
         }
     }
     let mut out = Vec::new();
@@ -107,6 +107,7 @@ fn cluster_json(core: &HubCore, c: &ClusterRecord) -> Value {
             .map(|a| a.status.as_str()),
         "labels": c.labels,
         "lastLease": c.last_lease,
+        "taints": c.taints.iter().map(|t| t.key.as_str()).collect::<Vec<_>>(),
         "works": core.works_of(&c.name).count(),
     })
 }

@@ -24,6 +24,7 @@ use crate::admin::messages::{
     ADMIN_API_VERSION, ADMIN_API_VERSION_PROPERTY, AdminErrorKind, AdminResponse,
 };
 use crate::admin::server;
+use crate::availability::AvailabilityConfig;
 use crate::broker::{BrokerError, EmbeddedBroker, start_embedded};
 use crate::config::{BrokerConfig, HubConfig};
 use crate::core::{Change, CoreConfig, HubCore, Outbound, counter};
@@ -148,7 +149,8 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
     let mut core = HubCore::restore(
         CoreConfig {
             source_id: cfg.source_id.clone(),
-            lease_grace_multiplier: cfg.lease_grace_multiplier,
+            availability: AvailabilityConfig::new(cfg.lease_grace_multiplier)
+                .map_err(|e| HubError::Config(e.to_string()))?,
             status_resync_batch: cfg.status_resync_batch.clamp(1, 1000),
         },
         loaded.clusters,
@@ -251,7 +253,7 @@ impl HubLoop {
     async fn run(mut self) -> Result<(), HubError> {
         let mut items = Vec::with_capacity(MAX_BATCH);
         loop {
-            let (tick, deadline) = self.core.lease_tick(Utc::now());
+            let (tick, deadline) = self.core.availability_tick(Utc::now());
             if !tick.is_empty() {
                 let batch = Batch {
                     change: self.stage(tick),

@@ -121,6 +121,8 @@ impl Store {
                             .remove(work_key(key).as_str())
                             .map_err(|e| self.db_err(e))?;
                     }
+                    // In memory only (see its docs).
+                    Record::UnknownPresence(..) => {}
                     Record::Counters(c) => {
                         let v = to_json(c);
                         meta.insert(COUNTERS_KEY, v.as_slice())

@@ -93,7 +93,7 @@ fn core() -> (HubCore, Vec<Record>) {
         .collect();
     let cfg = CoreConfig {
         source_id: "ocm-edge".into(),
-        lease_grace_multiplier: 5,
+        availability: ocm_edge_hub::availability::AvailabilityConfig::default(),
         status_resync_batch: 1000,
     };
     (

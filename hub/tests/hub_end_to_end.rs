@@ -399,10 +399,10 @@ async fn dashboards_find_retained_cluster_work_and_summary_views() {
 #[tokio::test]
 async fn a_cluster_that_stops_renewing_becomes_unknown_after_the_grace_period() {
     let mut hub = TestHub::start("ocm-edge").await;
-    // Grace = 1 x leaseDurationSeconds (1 s), so the hub's own deadline timer fires quickly.
+    // Grace = 1 x leaseDurationSeconds (raised to the 5 s minimum), so the hub's own deadline timer fires quickly.
     hub.stop_hub().await;
     let mut cfg = hub.config();
-    cfg.lease_grace_multiplier = 1;
+    cfg.lease_grace_multiplier = 1.0;
     let handle = ocm_edge_hub::start_hub(cfg).await.unwrap();
     tokio::time::timeout(common::WAIT, handle.subscribed())
         .await

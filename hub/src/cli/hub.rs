@@ -23,9 +23,10 @@ pub struct HubArgs {
     /// Listen address of the embedded MQTT broker (port 0 picks a free one). Not with --broker.
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<SocketAddr>,
-    /// A cluster becomes Available=Unknown after this many lease periods without a renewal.
+    /// A cluster becomes Available=Unknown (tainted unreachable) after this many lease periods
+    /// without a proof of life (OCM uses 5). At least 1.
     #[arg(long, alias = "lease-grace", default_value_t = DEFAULT_LEASE_GRACE_MULTIPLIER, value_name = "N")]
-    pub lease_grace_multiplier: u32,
+    pub lease_grace_multiplier: f64,
 }
 
 /// The hub configuration for these arguments.
@@ -45,7 +46,7 @@ pub fn hub_config(global: &GlobalArgs, args: &HubArgs) -> Result<HubConfig, CliE
         (None, Some(listen)) => BrokerConfig::Embedded { listen },
         (None, None) => BrokerConfig::default(),
     };
-    if args.lease_grace_multiplier == 0 {
+    if !(args.lease_grace_multiplier.is_finite() && args.lease_grace_multiplier >= 1.0) {
         return Err(CliError::Usage(
             "--lease-grace-multiplier must be at least 1".to_owned(),
         ));

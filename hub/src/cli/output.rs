@@ -7,6 +7,7 @@ use std::io::Write;
 
 use chrono::{DateTime, Utc};
 use comfy_table::{ContentArrangement, Table, presets};
+use ocm_edge_schemas::api::cluster::Taint;
 use ocm_edge_schemas::api::meta::{Condition, ConditionStatus, Time, find_condition};
 use ocm_edge_schemas::api::work::{
     FieldValue, ManifestCondition, ValueType, WORK_APPLIED, WORK_AVAILABLE, WORK_DEGRADED,
@@ -97,6 +98,7 @@ pub fn clusters_table(clusters: &[ClusterView], now: DateTime<Utc>) -> String {
         "NAME",
         "STATE",
         "AVAILABLE",
+        "TAINTS",
         "LAST LEASE",
         "WORKS",
         "LABELS",
@@ -117,12 +119,31 @@ pub fn clusters_table(clusters: &[ClusterView], now: DateTime<Utc>) -> String {
             c.name.clone(),
             c.state.to_string(),
             available,
+            taints_text(&c.taints),
             lease,
             c.works.to_string(),
             labels,
         ]);
     }
     table.to_string()
+}
+
+/// Taints as `unreachable:NoSelect` (the OCM key prefix dropped), `-` when none.
+pub fn taints_text(taints: &[Taint]) -> String {
+    if taints.is_empty() {
+        return "-".to_owned();
+    }
+    taints
+        .iter()
+        .map(|t| {
+            let key = t
+                .key
+                .strip_prefix("cluster.open-cluster-management.io/")
+                .unwrap_or(&t.key);
+            format!("{key}:{:?}", t.effect)
+        })
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// `cluster get`: a summary, the claims and every condition.
@@ -161,7 +182,11 @@ pub fn cluster_detail(c: &ClusterView, now: DateTime<Utc>) -> String {
     if !c.taints.is_empty() {
         out.push_str("Taints:\n");
         for t in &c.taints {
-            out.push_str(&format!("  {}:{:?}\n", t.key, t.effect));
+            let added = t
+                .time_added
+                .map(|a| format!(" (added {a}, {})", ago(a, now)))
+                .unwrap_or_default();
+            out.push_str(&format!("  {}:{:?}{added}\n", t.key, t.effect));
         }
     }
     if !c.conditions.is_empty() {

@@ -6,7 +6,8 @@
 //! records first and only then update the index and publish (linkerd's index pattern).
 //!
 //! - [`registration`]: join requests, accept / deny, the hub's view of a cluster.
-//! - [`lease`]: lease renewals and the `ManagedClusterConditionAvailable` deadline.
+//! - [`lease`]: feeds [`crate::availability`] (birth / will, lease renewals, API-server health,
+//!   deadlines) and writes `ManagedClusterConditionAvailable` and the availability taints.
 //! - [`works`]: create / update / delete of works and the statuses agents report.
 //! - [`resync`]: both resync directions (PROTOCOL.md section 7).
 
@@ -30,6 +31,8 @@ use ocm_edge_schemas::api::work::{ManifestBundle, ManifestWorkSpec, ManifestWork
 use ocm_edge_schemas::wire::event_type::Action;
 use ocm_edge_schemas::wire::resync::{ResourceVersionList, StatusHashList};
 use serde::{Deserialize, Serialize};
+
+use crate::availability::{AvailabilityConfig, ClusterAvailability};
 
 /// Registration state of a cluster.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -61,6 +64,10 @@ pub struct ClusterRecord {
     /// Latest presence (birth / will) the agent published.
     pub presence: Option<Presence>,
     pub requested_at: Time,
+    /// The availability state machine of an accepted cluster (stored so taints keep their
+    /// timeAdded and a stale will stays recognisable across hub restarts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub availability: Option<ClusterAvailability>,
 }
 
 /// The agent's MQTT presence: birth on connect, will on a broken connection.
@@ -131,6 +138,8 @@ pub mod counter {
     pub const UNKNOWN_WORK: &str = "statusesUnknownWork";
     /// Accepted status events.
     pub const STATUS_ACCEPTED: &str = "statusesAccepted";
+    /// MQTT wills of an older connection than the agent's current one (ignored).
+    pub const STALE_WILL: &str = "willsStale";
     /// Admin requests that could not be answered (no response topic, bad JSON).
     pub const ADMIN_DROPPED: &str = "adminRequestsDropped";
 }
@@ -152,6 +161,10 @@ pub enum Record {
     Work(Box<WorkRecord>),
     ForgetWork(WorkKey),
     Counters(Counters),
+    /// The birth or will of a cluster the hub does not know yet (the agent publishes its birth
+    /// just before its join request). Kept in memory only, so the join can take the agent's
+    /// connection sequence number; not stored.
+    UnknownPresence(String, Presence),
 }
 
 /// A spec event for one work (create, update, delete, resync response).
@@ -269,7 +282,8 @@ impl AgentInput {
 #[derive(Debug, Clone)]
 pub struct CoreConfig {
     pub source_id: String,
-    pub lease_grace_multiplier: u32,
+    /// Lease grace period and the other availability settings.
+    pub availability: AvailabilityConfig,
     pub status_resync_batch: usize,
 }
 
@@ -281,10 +295,12 @@ pub struct HubCore {
     works: BTreeMap<WorkKey, WorkRecord>,
     by_resource_id: HashMap<String, WorkKey>,
     counters: Counters,
-    /// Lease grace periods run from no earlier than this (the hub's start): renewals sent while
-    /// the hub was down were never heard, which says nothing about the clusters.
-    grace_start: Option<DateTime<Utc>>,
+    /// Latest presence of clusters not known yet (see [`Record::UnknownPresence`]).
+    unknown_presence: HashMap<String, Presence>,
 }
+
+/// Most presences of unknown clusters kept in memory.
+const MAX_UNKNOWN_PRESENCES: usize = 10_000;
 
 impl HubCore {
     pub fn new(cfg: CoreConfig) -> Self {
@@ -294,7 +310,7 @@ impl HubCore {
             works: BTreeMap::new(),
             by_resource_id: HashMap::new(),
             counters: Counters::default(),
-            grace_start: None,
+            unknown_presence: HashMap::new(),
         }
     }
 
@@ -318,13 +334,23 @@ impl HubCore {
         core
     }
 
-    /// Starts every lease grace period no earlier than `now` (call once after a restart).
+    /// Starts every lease grace period no earlier than `now` (call once after a restart): the
+    /// hub heard nothing while it was down, which says nothing about the clusters. Accepted
+    /// clusters stored by a hub without availability tracking start being tracked now.
     pub fn set_grace_start(&mut self, now: DateTime<Utc>) {
-        self.grace_start = Some(now);
-    }
-
-    pub(crate) fn grace_start(&self) -> Option<DateTime<Utc>> {
-        self.grace_start
+        for c in self.clusters.values_mut() {
+            if c.acceptance != Acceptance::Accepted {
+                continue;
+            }
+            match &mut c.availability {
+                Some(a) => a.resume(now),
+                None => {
+                    let a = ClusterAvailability::new(c.lease_duration_seconds, now);
+                    a.apply_to(&mut c.conditions, &mut c.taints);
+                    c.availability = Some(a);
+                }
+            }
+        }
     }
 
     pub fn config(&self) -> &CoreConfig {
@@ -349,6 +375,13 @@ impl HubCore {
                     }
                 }
                 Record::Counters(c) => self.counters = c.clone(),
+                Record::UnknownPresence(cluster, p) => {
+                    // Bounded: presences of clusters that never join must not grow the map.
+                    if self.unknown_presence.len() >= MAX_UNKNOWN_PRESENCES {
+                        self.unknown_presence.clear();
+                    }
+                    self.unknown_presence.insert(cluster.clone(), *p);
+                }
             }
         }
     }
@@ -383,6 +416,11 @@ impl HubCore {
             .map(|(_, w)| w)
     }
 
+    /// The latest presence of a cluster the hub did not know when it arrived.
+    pub(crate) fn unknown_presence(&self, cluster: &str) -> Option<Presence> {
+        self.unknown_presence.get(cluster).copied()
+    }
+
     pub fn counters(&self) -> &Counters {
         &self.counters
     }
@@ -410,11 +448,13 @@ impl HubCore {
             AgentInput::JoinRequest { cluster, request } => {
                 self.join_request(&cluster, &request, now)
             }
-            AgentInput::Presence { cluster, presence } => self.presence(&cluster, presence),
+            AgentInput::Presence { cluster, presence } => self.presence(&cluster, presence, now),
             other if !self.is_accepted(other.cluster()) => {
                 self.count(counter::IGNORED_NOT_ACCEPTED)
             }
-            AgentInput::ClusterStatus { cluster, status } => self.cluster_status(&cluster, *status),
+            AgentInput::ClusterStatus { cluster, status } => {
+                self.cluster_status(&cluster, *status, now)
+            }
             AgentInput::LeaseRenewal { cluster, lease } => {
                 self.lease_renewal(&cluster, &lease, now)
             }

@@ -14,9 +14,7 @@ use ocm_edge_schemas::api::meta::{
     Condition, ConditionStatus, ObjectMeta, remove_condition, set_condition,
 };
 
-use super::{
-    Acceptance, Change, ClusterRecord, HubCore, Outbound, Presence, Record, counter, time,
-};
+use super::{Acceptance, Change, ClusterRecord, HubCore, Outbound, Record, counter, time};
 
 /// Lease period assumed when a join request does not say (OCM's default).
 pub const DEFAULT_LEASE_DURATION_SECONDS: i32 = 60;
@@ -67,8 +65,9 @@ impl HubCore {
                 taints: vec![],
                 last_lease: None,
                 reported: ManagedClusterStatus::default(),
-                presence: None,
+                presence: self.unknown_presence(cluster),
                 requested_at: time(now),
+                availability: None,
             });
         record.labels = request.metadata.labels.clone();
         record.claims = request.status.cluster_claims.clone();
@@ -111,8 +110,8 @@ impl HubCore {
             at,
         );
         if !was_accepted {
-            // The grace period starts now: a cluster that never renews its lease goes Unknown.
-            record.last_lease = Some(at);
+            // The grace period starts now: a cluster that never proves alive goes Unknown.
+            self.start_availability(&mut record, now);
         }
         let mut change = self.publish_cluster(record);
         if !was_accepted {
@@ -158,41 +157,6 @@ impl HubCore {
             at,
         );
         Ok(self.publish_cluster(record))
-    }
-
-    /// The agent's birth or will. A will older than the latest birth is stale and ignored.
-    pub(crate) fn presence(&self, cluster: &str, presence: Presence) -> Change {
-        let Some(record) = self.cluster(cluster) else {
-            return self.count(counter::IGNORED_NOT_ACCEPTED);
-        };
-        if let Some(old) = record.presence
-            && !presence.online
-            && presence.connection_seq < old.connection_seq
-        {
-            return Change::default();
-        }
-        let mut record = record.clone();
-        record.presence = Some(presence);
-        Change {
-            records: vec![Record::Cluster(Box::new(record))],
-            outbound: vec![],
-        }
-    }
-
-    /// What the agent reports about its cluster (claims, capacity, version, its conditions).
-    pub(crate) fn cluster_status(&self, cluster: &str, status: ManagedClusterStatus) -> Change {
-        let Some(record) = self.cluster(cluster) else {
-            return Change::default();
-        };
-        let mut record = record.clone();
-        if !status.cluster_claims.is_empty() {
-            record.claims = status.cluster_claims.clone();
-        }
-        record.reported = status;
-        Change {
-            records: vec![Record::Cluster(Box::new(record))],
-            outbound: vec![],
-        }
     }
 
     /// Stores the record and publishes the hub's view of it.
@@ -247,7 +211,7 @@ pub fn hub_view(record: &ClusterRecord) -> ManagedCluster {
 mod tests {
     use super::super::testkit::*;
     use super::*;
-    use crate::core::AgentInput;
+    use crate::core::{AgentInput, Presence};
     use ocm_edge_schemas::api::meta::{find_condition, is_condition_true};
 
     #[test]

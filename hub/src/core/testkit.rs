@@ -15,7 +15,7 @@ use super::{
 pub fn cfg() -> CoreConfig {
     CoreConfig {
         source_id: "ocm-edge".into(),
-        lease_grace_multiplier: 5,
+        availability: crate::availability::AvailabilityConfig::default(),
         status_resync_batch: 1000,
     }
 }
