@@ -211,3 +211,45 @@ async fn a_missing_ca_file_for_an_mqtts_broker_fails_the_start_and_names_the_fil
     let err = start_agent(cfg).await.unwrap_err();
     assert!(err.to_string().contains("nope-ca.pem"), "{err}");
 }
+
+#[tokio::test]
+async fn a_delete_held_while_offline_removes_the_objects_and_keeps_the_deleted_status_for_the_hub()
+{
+    let dir = tempfile::tempdir().unwrap();
+    seed(dir.path(), &web_bundle());
+    let agent = start_agent(offline_config(dir.path())).await.unwrap();
+    let mut counters = agent.counters();
+    wait_counters(&mut counters, "applied", |c| c.objects_applied >= 2).await;
+    agent.shutdown().await.unwrap();
+
+    // The delete arrived (say, just before the link went down) and was stored.
+    {
+        let store = Store::open(dir.path()).unwrap();
+        let mut held = store.desired(&web_bundle().resource_id).unwrap().unwrap();
+        held.deleting = true;
+        store.put_desired(&held).unwrap();
+    }
+    let agent = start_agent(offline_config(dir.path())).await.unwrap();
+    let mut counters = agent.counters();
+    let c = wait_counters(&mut counters, "removed", |c| c.bundles_deleted == 1).await;
+    assert_eq!(c.objects_deleted, 2);
+    let sim = agent.sim().unwrap();
+    assert!(sim.get("Deployment", "shop", "web").is_none());
+    assert!(sim.get("Namespace", "", "shop").is_none());
+    drop(sim);
+    agent.shutdown().await.unwrap();
+
+    let store = Store::open(dir.path()).unwrap();
+    assert!(
+        store.all_desired().unwrap().is_empty(),
+        "the bundle is forgotten"
+    );
+    let outbox = store.all_status().unwrap();
+    assert_eq!(outbox.len(), 1, "its Deleted status waits for the hub");
+    let record = &outbox[0].1;
+    assert!(record.deleted && record.pending);
+    assert!(ocm_edge_schemas::api::meta::is_condition_true(
+        &record.status.conditions,
+        "Deleted"
+    ));
+}
