@@ -8,10 +8,13 @@
 //! | [`ClusterEvent::Status`] | `...managedclusters.status.update_request` | agent to hub |
 //! | [`ClusterEvent::Lease`] | `coordination.k8s.io.v1.leases.spec.update_request` | agent to hub |
 //! | [`ClusterEvent::Presence`] | `edge.open-cluster-management.io.v1alpha1.presences.status.update_request` | agent to hub (birth and MQTT will) |
+//! | [`AddOnPlacementScoreEvent`] | `cluster.open-cluster-management.io.v1alpha1.addonplacementscores.status.update_request` | agent (or add-on) to hub |
 //!
 //! All carry `clustername` and `originalsource` (empty from agents, the source id from the hub).
 
-use super::event_type::{Action, EventType, LEASES, MANAGED_CLUSTERS, PRESENCES, SubResource};
+use super::event_type::{
+    ADDON_PLACEMENT_SCORES, Action, EventType, LEASES, MANAGED_CLUSTERS, PRESENCES, SubResource,
+};
 use super::extensions as ext;
 use super::mqtt::APPLICATION_JSON;
 use super::works::{Header, WorkEventError};
@@ -202,5 +205,72 @@ impl ClusterEvent {
         } else {
             Self::Unknown { ty: ty_str }
         })
+    }
+}
+
+/// An AddOnPlacementScore from a cluster (agent to hub, on agentevents):
+/// `cluster.open-cluster-management.io.v1alpha1.addonplacementscores.status.update_request`,
+/// data = the AddOnPlacementScore (its namespace is the cluster). Agents or add-ons beside them
+/// publish it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AddOnPlacementScoreEvent(
+    pub ClusterEnvelope<crate::api::placement::AddOnPlacementScore>,
+);
+
+impl AddOnPlacementScoreEvent {
+    /// `...addonplacementscores.status.update_request`.
+    pub fn event_type() -> EventType {
+        ADDON_PLACEMENT_SCORES.event_type(SubResource::Status, Action::UpdateRequest)
+    }
+
+    /// Whether `ty` is this event's type.
+    pub fn is_score_event_type(ty: &str) -> bool {
+        EventType::parse(ty).is_ok_and(|t| t == Self::event_type())
+    }
+
+    /// The event to send.
+    ///
+    /// # Errors
+    /// [`WorkEventError::Build`].
+    pub fn to_event(&self) -> Result<Event, WorkEventError> {
+        build(Self::event_type(), &self.0)
+    }
+
+    /// Reads the event.
+    ///
+    /// # Errors
+    /// [`WorkEventError`] naming the event id and what is wrong (not this type, no clustername,
+    /// data that is not an AddOnPlacementScore).
+    pub fn from_event(event: &Event) -> Result<Self, WorkEventError> {
+        let id = event.id().to_owned();
+        let ty_str = event.ty().to_owned();
+        let t = EventType::parse(&ty_str).map_err(|source| WorkEventError::Type {
+            id: id.clone(),
+            source,
+        })?;
+        if t != Self::event_type() {
+            return Err(WorkEventError::Build(format!(
+                "event {id}: {ty_str} is not an AddOnPlacementScore update"
+            )));
+        }
+        let cluster = ext::cluster_name(event)
+            .map_err(|source| WorkEventError::Extension {
+                id: id.clone(),
+                ty: ty_str.clone(),
+                source,
+            })?
+            .to_owned();
+        let data = data_as(event, "AddOnPlacementScore")
+            .map_err(|source| WorkEventError::Data { id, source })?;
+        Ok(AddOnPlacementScoreEvent(ClusterEnvelope {
+            header: Header {
+                id: event.id().to_owned(),
+                source: event.source().to_string(),
+                time: event.time().copied(),
+            },
+            cluster,
+            original_source: ext::original_source(event).unwrap_or_default().to_owned(),
+            data,
+        }))
     }
 }

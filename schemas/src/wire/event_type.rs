@@ -24,6 +24,12 @@ pub const LEASES: DataType = DataType::from_static("coordination.k8s.io", "v1", 
 /// ocm-edge extension: agent presence (MQTT birth and will).
 pub const PRESENCES: DataType =
     DataType::from_static("edge.open-cluster-management.io", "v1alpha1", "presences");
+/// ocm-edge extension: AddOnPlacementScores published by agents or add-ons (agent to hub).
+pub const ADDON_PLACEMENT_SCORES: DataType = DataType::from_static(
+    "cluster.open-cluster-management.io",
+    "v1alpha1",
+    "addonplacementscores",
+);
 
 /// Errors from parsing an event type string.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
