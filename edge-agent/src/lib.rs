@@ -10,6 +10,7 @@
 //! - [`applier`]: the [`applier::Applier`] trait, the simulated cluster ([`SimControl`]) and kube-rs.
 //! - [`events`]: parse hub events, build agent events (on `ocm_edge_schemas::wire`).
 //! - [`transport`]: rumqttc v5 connection loop with will/birth and reconnect backoff.
+//! - [`signal`]: Ctrl-C / SIGTERM for the binaries.
 //! - [`agent`]: [`run_agent`] / [`start_agent`] wiring it all; [`AgentCounters`] to observe it.
 //!
 //! # On the wire (source id S, cluster C)
@@ -34,6 +35,7 @@ pub mod applier;
 pub mod config;
 pub mod core;
 pub mod events;
+pub mod signal;
 pub mod store;
 pub mod transport;
 
