@@ -180,6 +180,10 @@ impl Fleet {
     pub async fn start_hub(&mut self) {
         assert!(self.hub.is_none(), "the hub is already running");
         let hub = start_hub(self.hub_config()).await.expect("hub starts");
+        // Until it has subscribed, what agents publish does not reach it (the broker keeps nothing).
+        tokio::time::timeout(WAIT, hub.subscribed())
+            .await
+            .expect("the hub subscribes to the broker");
         self.hub = Some(hub);
     }
 

@@ -173,3 +173,31 @@ async fn ignored(fleet: &Fleet) -> u64 {
         .copied()
         .unwrap_or(0)
 }
+
+#[tokio::test]
+async fn an_agent_started_before_the_hub_joins_once_the_hub_comes_up() {
+    let broker = ocm_edge_tests::broker::TestBroker::start_async().await;
+    let mut fleet = Fleet::on_broker(broker.url(), ocm_edge_tests::fleet::FleetOptions::default());
+    fleet.agent("early").start().await;
+    // The agent is connected and has asked to join while no hub listened.
+    wait_until("the agent to connect and ask to join", WAIT, || {
+        let c = fleet.counters("early");
+        async move { c.connected && c.join_requests >= 1 }
+    })
+    .await
+    .unwrap();
+
+    fleet.start_hub().await;
+    fleet
+        .wait_cluster_state("early", ClusterState::Pending)
+        .await
+        .unwrap();
+    fleet.admin().await.accept_cluster("early").await.unwrap();
+    wait_until("the agent to see itself accepted", WAIT, || {
+        let r = fleet.counters("early").registration;
+        async move { r == Registration::Accepted }
+    })
+    .await
+    .unwrap();
+    fleet.shutdown().await;
+}
