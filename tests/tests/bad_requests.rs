@@ -1,0 +1,94 @@
+//! Operator mistakes through the admin API: refused clearly, nothing stored, the fleet unharmed.
+
+use ocm_edge_hub::admin::client::NewWork;
+use ocm_edge_hub::admin::messages::AdminErrorKind;
+use ocm_edge_tests::fleet::Fleet;
+use ocm_edge_tests::manifests::{config_map, namespace};
+use serde_json::json;
+
+async fn refused(fleet: &Fleet, work: NewWork) -> (AdminErrorKind, String) {
+    let err = fleet
+        .admin()
+        .await
+        .create_work(work)
+        .await
+        .expect_err("the hub refuses it");
+    (
+        err.hub_kind().expect("an answer from the hub"),
+        err.to_string(),
+    )
+}
+
+fn work(name: &str, clusters: &[&str], manifests: Vec<serde_json::Value>) -> NewWork {
+    NewWork {
+        name: name.into(),
+        clusters: clusters.iter().map(|c| c.to_string()).collect(),
+        manifests,
+        ..NewWork::default()
+    }
+}
+
+#[tokio::test]
+async fn bad_work_requests_are_refused_with_a_reason_and_nothing_is_stored() {
+    let mut fleet = Fleet::start().await;
+    fleet.start_agents(&["c1"]).await;
+    fleet.accept("c1").await;
+
+    // A cluster the hub never heard of.
+    let (kind, msg) = refused(
+        &fleet,
+        work("web", &["c1", "nowhere"], vec![namespace("web")]),
+    )
+    .await;
+    assert_eq!(kind, AdminErrorKind::NotFound, "{msg}");
+    assert!(
+        msg.contains("nowhere"),
+        "the message names the unknown cluster: {msg}"
+    );
+
+    // More than 500 KiB of manifests.
+    let big = "x".repeat(600 * 1024);
+    let (kind, msg) = refused(
+        &fleet,
+        work(
+            "big",
+            &["c1"],
+            vec![config_map("default", "big", json!({"blob": big}))],
+        ),
+    )
+    .await;
+    assert_eq!(kind, AdminErrorKind::Invalid, "{msg}");
+
+    // generateName instead of a name.
+    let generated = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "cm-", "namespace": "default"}});
+    let (kind, msg) = refused(&fleet, work("gen", &["c1"], vec![generated])).await;
+    assert_eq!(kind, AdminErrorKind::Invalid, "{msg}");
+
+    // A work name that is not a valid Kubernetes/topic name.
+    let (kind, msg) = refused(&fleet, work("Bad_Name", &["c1"], vec![namespace("web")])).await;
+    assert_eq!(kind, AdminErrorKind::Invalid, "{msg}");
+
+    // Deleting what does not exist.
+    let err = fleet
+        .admin()
+        .await
+        .delete_work("c1", "never-created")
+        .await
+        .unwrap_err();
+    assert_eq!(err.hub_kind(), Some(AdminErrorKind::NotFound), "{err}");
+
+    let stats = fleet.stats().await;
+    assert_eq!(stats.works, 0, "nothing stored: {stats:?}");
+    assert_eq!(fleet.counters("c1").bundles_held, 0);
+    assert!(fleet.sim("c1").objects().is_empty());
+
+    // Creating twice without overwrite.
+    fleet
+        .create_work("web", &["c1"], vec![namespace("web")])
+        .await;
+    let (kind, msg) = refused(&fleet, work("web", &["c1"], vec![namespace("other")])).await;
+    assert_eq!(kind, AdminErrorKind::AlreadyExists, "{msg}");
+    let view = fleet.admin().await.get_work("c1", "web").await.unwrap();
+    assert_eq!(view.version, 1, "the existing work is untouched");
+    fleet.shutdown().await;
+}
