@@ -225,3 +225,139 @@ async fn deleting_a_work_removes_its_resources_and_the_hub_forgets_it_after_the_
     assert_eq!(fleet.stats().await.works, 0);
     fleet.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_change_made_behind_the_agents_back_is_corrected() {
+    let fleet = fleet_of(&["c1"]).await;
+    fleet
+        .create_work(
+            "web",
+            &["c1"],
+            vec![namespace("web"), deployment("web", "web", 1, "nginx:1.27")],
+        )
+        .await;
+    fleet
+        .wait_work_condition("c1", "web", "Applied")
+        .await
+        .unwrap();
+    fleet
+        .wait_sim("c1", "the Deployment exists", |sim| {
+            sim.get("Deployment", "web", "web")
+        })
+        .await
+        .unwrap();
+    let sim = fleet.sim("c1");
+    assert!(sim.modify("Deployment", "web", "web", |d| {
+        d["spec"]["template"]["spec"]["containers"][0]["image"] = json!("evil:latest");
+    }));
+    assert_eq!(
+        sim.get("Deployment", "web", "web")
+            .as_ref()
+            .and_then(deployment_image),
+        Some("evil:latest")
+    );
+    fleet
+        .wait_sim("c1", "the image to be put back", |sim| {
+            sim.get("Deployment", "web", "web")
+                .filter(|d| deployment_image(d) == Some("nginx:1.27"))
+        })
+        .await
+        .unwrap();
+    fleet.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_update_that_drops_a_manifest_removes_it_from_the_cluster() {
+    let fleet = fleet_of(&["c1"]).await;
+    let cm = config_map("web", "web-config", json!({"k": "v"}));
+    fleet
+        .create_work(
+            "web",
+            &["c1"],
+            vec![
+                namespace("web"),
+                deployment("web", "web", 1, "nginx:1.27"),
+                cm,
+            ],
+        )
+        .await;
+    fleet
+        .wait_sim("c1", "the ConfigMap exists", |sim| {
+            sim.get("ConfigMap", "web", "web-config")
+        })
+        .await
+        .unwrap();
+    fleet
+        .write_work(NewWork {
+            name: "web".into(),
+            clusters: vec!["c1".into()],
+            manifests: vec![namespace("web"), deployment("web", "web", 1, "nginx:1.27")],
+            overwrite: true,
+            ..NewWork::default()
+        })
+        .await;
+    fleet
+        .wait_sim("c1", "the dropped ConfigMap to be removed", |sim| {
+            sim.get("ConfigMap", "web", "web-config")
+                .is_none()
+                .then_some(())
+        })
+        .await
+        .unwrap();
+    assert!(
+        fleet.sim("c1").get("Deployment", "web", "web").is_some(),
+        "the rest stays"
+    );
+    let view = fleet
+        .wait_work(
+            "c1",
+            "web",
+            "status for generation 2 lists two manifests",
+            |w| {
+                w.conditions
+                    .iter()
+                    .any(|c| c.type_ == "Applied" && c.is_true() && c.observed_generation == 2)
+                    && w.resource_status.len() == 2
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(view.version, 2);
+    fleet.shutdown().await;
+}
+
+#[tokio::test]
+async fn deleting_a_work_with_the_orphan_policy_leaves_its_resources_on_the_cluster() {
+    let fleet = fleet_of(&["c1"]).await;
+    fleet
+        .write_work(NewWork {
+            name: "keep".into(),
+            clusters: vec!["c1".into()],
+            manifests: vec![config_map("default", "kept", json!({"k": "v"}))],
+            delete_option: Some(
+                serde_json::from_value(json!({"propagationPolicy": "Orphan"})).unwrap(),
+            ),
+            ..NewWork::default()
+        })
+        .await;
+    fleet
+        .wait_work_condition("c1", "keep", "Applied")
+        .await
+        .unwrap();
+    fleet.admin().await.delete_work("c1", "keep").await.unwrap();
+    let admin = fleet.admin().await;
+    wait_until("the hub to forget the work", WAIT, || async {
+        matches!(admin.get_work("c1", "keep").await, Err(e) if e.hub_kind() == Some(AdminErrorKind::NotFound))
+    })
+    .await
+    .unwrap();
+    assert!(
+        fleet
+            .sim("c1")
+            .get("ConfigMap", "default", "kept")
+            .is_some(),
+        "an orphaned resource stays on the cluster"
+    );
+    assert_eq!(fleet.counters("c1").bundles_held, 0);
+    fleet.shutdown().await;
+}
