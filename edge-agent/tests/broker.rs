@@ -350,3 +350,28 @@ async fn with_a_password_the_agent_logs_in_with_its_cluster_name_as_username() {
     wait_counters(&mut counters, "connected with credentials", |c| c.connected).await;
     agent.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_join_request_sent_while_no_hub_listened_is_repeated_until_a_hub_answers() {
+    let url = start_broker();
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = AgentConfig::new("edge-late", &url, dir.path());
+    cfg.lease_duration_seconds = 5;
+    cfg.health_interval = Duration::from_millis(200);
+    let agent = start_agent(cfg).await.unwrap();
+    let mut counters = agent.counters();
+    // The first join request goes out with nobody subscribed: the broker drops it.
+    wait_counters(&mut counters, "first join request", |c| {
+        c.connected && c.join_requests >= 1
+    })
+    .await;
+
+    // A hub that starts listening afterwards still hears the cluster ask to join.
+    let mut hub = FakeHub::connect(&url, "sources/ocm-edge/consumers/edge-late/agentevents").await;
+    let join = hub
+        .next_event("managedclusters.spec.create_request", |_| true)
+        .await;
+    assert_eq!(ext::cluster_name(&join).unwrap(), "edge-late");
+    assert!(counters.borrow().join_requests >= 2);
+    agent.shutdown().await.unwrap();
+}

@@ -542,6 +542,17 @@ impl Agent {
             self.api_healthy = Some(healthy);
             self.send_cluster_status(t).await;
         }
+        // A join request sent while no hub was listening is lost (the broker keeps nothing):
+        // until the hub has answered, ask again with every lease renewal.
+        if self.publisher.is_some()
+            && self.lease.due(t)
+            && !matches!(
+                self.registration_state(),
+                Registration::Accepted | Registration::Denied
+            )
+        {
+            self.send_join_request(t);
+        }
         self.renew_lease(t);
     }
 }
