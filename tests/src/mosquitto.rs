@@ -72,6 +72,8 @@ pub struct MosquittoAuth {
 pub struct Mosquitto {
     child: Child,
     addr: SocketAddr,
+    /// The listener with authentication and ACL, when started with [`Mosquitto::start_split`].
+    secured: Option<SocketAddr>,
     dir: tempfile::TempDir,
 }
 
@@ -99,6 +101,24 @@ impl Mosquitto {
         program: &Path,
         auth: Option<&MosquittoAuth>,
     ) -> Result<Self, MosquittoError> {
+        Self::launch(program, auth, false)
+    }
+
+    /// Starts `program` with two listeners: [`Mosquitto::url`] open to anonymous clients with
+    /// full access (where the hub connects: ocm-edge's hub has no broker credentials), and
+    /// [`Mosquitto::secured_url`] with `auth`'s password file and ACL (where the agents connect).
+    ///
+    /// # Errors
+    /// [`MosquittoError`] when it cannot be configured or does not listen.
+    pub fn start_split(program: &Path, auth: &MosquittoAuth) -> Result<Self, MosquittoError> {
+        Self::launch(program, Some(auth), true)
+    }
+
+    fn launch(
+        program: &Path,
+        auth: Option<&MosquittoAuth>,
+        split: bool,
+    ) -> Result<Self, MosquittoError> {
         let dir = tempfile::tempdir().map_err(|source| MosquittoError::Files {
             dir: std::env::temp_dir(),
             source,
@@ -109,10 +129,19 @@ impl Mosquitto {
         };
         let port = free_port()?;
         let mut conf = format!(
-            "per_listener_settings false\npersistence false\nmax_packet_size {MAX_PACKET_BYTES}\n\
+            "per_listener_settings {split}\npersistence false\nmax_packet_size {MAX_PACKET_BYTES}\n\
              log_dest stderr\nlog_type error\nlog_type warning\nlog_type notice\n\
              listener {port} 127.0.0.1\nprotocol mqtt\n"
         );
+        let mut secured = None;
+        if split {
+            // Per-listener settings: the first listener is open, the second one is secured.
+            let secured_port = free_port()?;
+            secured = Some(SocketAddr::from(([127, 0, 0, 1], secured_port)));
+            conf.push_str(&format!(
+                "allow_anonymous true\nlistener {secured_port} 127.0.0.1\nprotocol mqtt\n"
+            ));
+        }
         match auth {
             None => conf.push_str("allow_anonymous true\n"),
             Some(auth) => {
@@ -141,10 +170,17 @@ impl Mosquitto {
                 source,
             })?;
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
-        let broker = Self { child, addr, dir };
-        if let Err(e) = wait_listening(addr, Duration::from_secs(10)) {
-            let log = std::fs::read_to_string(&log_path).unwrap_or_default();
-            return Err(MosquittoError::NotListening(e, log));
+        let broker = Self {
+            child,
+            addr,
+            secured,
+            dir,
+        };
+        for a in std::iter::once(addr).chain(secured) {
+            if let Err(e) = wait_listening(a, Duration::from_secs(10)) {
+                let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+                return Err(MosquittoError::NotListening(e, log));
+            }
         }
         Ok(broker)
     }
@@ -152,6 +188,12 @@ impl Mosquitto {
     /// `mqtt://127.0.0.1:PORT`.
     pub fn url(&self) -> String {
         format!("mqtt://{}", self.addr)
+    }
+
+    /// `mqtt://127.0.0.1:PORT` of the secured listener ([`Mosquitto::start_split`]); the only
+    /// listener's URL otherwise.
+    pub fn secured_url(&self) -> String {
+        format!("mqtt://{}", self.secured.unwrap_or(self.addr))
     }
 
     /// What mosquitto logged so far (errors, warnings, notices).

@@ -7,7 +7,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use ocm_edge_hub::admin::client::NewWork;
 use ocm_edge_schemas::wire::MqttMessage;
+use ocm_edge_tests::fleet::{Fleet, FleetOptions};
+use ocm_edge_tests::manifests::{deployment, namespace};
 use ocm_edge_tests::mosquitto::{Mosquitto, MosquittoAuth, require_mosquitto};
 use ocm_edge_tests::probe::{Probe, ProbeOptions};
 
@@ -172,4 +175,88 @@ async fn mosquitto_acl_keeps_cluster_a_from_publishing_on_cluster_b_agentevents(
         )
     );
     assert!(seen.iter().any(|m| m.topic == agent_events("cluster-a")));
+}
+
+#[tokio::test]
+async fn ocm_edge_agents_confined_by_the_mosquitto_acl_join_run_works_and_stay_apart() {
+    let test = "ocm_edge_agents_confined_by_the_mosquitto_acl_join_run_works_and_stay_apart";
+    let Some(program) = require_mosquitto(test) else {
+        return;
+    };
+    let auth = MosquittoAuth {
+        users: ["cluster-a", "cluster-b"]
+            .iter()
+            .map(|u| (u.to_string(), format!("{u}-secret")))
+            .collect(),
+        acl_file: acl_file(),
+    };
+    // The hub has no broker credentials: it uses an open listener; agents use the secured one.
+    let broker =
+        Mosquitto::start_split(&program, &auth).expect("mosquitto starts with two listeners");
+    let mut fleet = Fleet::on_broker(broker.url(), FleetOptions::default());
+    fleet.start_hub().await;
+    for c in ["cluster-a", "cluster-b"] {
+        let secured = broker.secured_url();
+        fleet
+            .agent(c)
+            .configure(|cfg| {
+                cfg.broker_url = secured;
+                cfg.broker_username = Some(c.to_owned());
+                cfg.broker_password = Some(format!("{c}-secret"));
+            })
+            .start()
+            .await;
+    }
+    fleet.accept_all(&["cluster-a", "cluster-b"]).await;
+    fleet
+        .create_work(
+            "web",
+            &["cluster-a", "cluster-b"],
+            vec![namespace("web"), deployment("web", "web", 1, "nginx:1.27")],
+        )
+        .await;
+    for c in ["cluster-a", "cluster-b"] {
+        fleet
+            .wait_work_condition(c, "web", "Applied")
+            .await
+            .unwrap_or_else(|e| panic!("{e}; mosquitto log:\n{}", broker.log()));
+    }
+
+    // A client holding cluster A's credentials listens to every cluster's works.
+    let mut spy_a = login(&broker.secured_url(), "cluster-a").await;
+    spy_a
+        .subscribe(&format!("sources/{SOURCE}/consumers/+/sourceevents"))
+        .await
+        .unwrap();
+    let update = |cluster: &str, image: &str| NewWork {
+        name: "web".into(),
+        clusters: vec![cluster.into()],
+        manifests: vec![namespace("web"), deployment("web", "web", 1, image)],
+        overwrite: true,
+        ..NewWork::default()
+    };
+    fleet.write_work(update("cluster-b", "nginx:1.28")).await;
+    fleet.write_work(update("cluster-a", "nginx:1.28")).await;
+    let mut seen = Vec::new();
+    let got_a = spy_a
+        .recv_matching(WAIT, |m| {
+            seen.push(m.topic.clone());
+            m.topic == source_events("cluster-a")
+        })
+        .await;
+    assert!(got_a.is_some(), "cluster A's own update reaches it");
+    seen.extend(spy_a.drain().into_iter().map(|m| m.topic));
+    assert!(
+        !seen.contains(&source_events("cluster-b")),
+        "cluster A's credentials read cluster B's work: {seen:?}"
+    );
+    // Cluster B's agent got its update all the same.
+    fleet
+        .wait_sim("cluster-b", "nginx:1.28 on cluster B", |sim| {
+            sim.get("Deployment", "web", "web")
+                .filter(|d| ocm_edge_tests::manifests::deployment_image(d) == Some("nginx:1.28"))
+        })
+        .await
+        .unwrap();
+    fleet.shutdown().await;
 }
