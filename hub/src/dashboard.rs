@@ -56,7 +56,10 @@ pub fn messages_for(core: &HubCore, records: &[Record]) -> Vec<DashboardMessage>
                 clusters.insert(key.cluster.clone());
                 structural = true;
             }
-            Record::Counters(_) | Record::UnknownPresence(..) => {}
+            Record::Counters(_)
+            | Record::UnknownPresence(..)
+            | Record::Object(_)
+            | Record::ForgetObject(_) => {}
         }
     }
     let mut out = Vec::new();

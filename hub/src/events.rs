@@ -10,7 +10,9 @@ use cloudevents::{AttributesReader, Event};
 use ocm_edge_schemas::api::meta::ObjectMeta;
 use ocm_edge_schemas::api::work::ManifestWorkStatus;
 use ocm_edge_schemas::wire::MqttMessage;
-use ocm_edge_schemas::wire::cluster_events::{ClusterEnvelope, ClusterEvent, PresenceState};
+use ocm_edge_schemas::wire::cluster_events::{
+    AddOnPlacementScoreEvent, ClusterEnvelope, ClusterEvent, PresenceState,
+};
 use ocm_edge_schemas::wire::event_type::{EventType, MANIFEST_BUNDLES};
 use ocm_edge_schemas::wire::extensions as ext;
 use ocm_edge_schemas::wire::topic::{self, Topic};
@@ -113,6 +115,13 @@ pub fn decode_agent_event(cluster: &str, event: &Event) -> Result<Option<AgentIn
             // Spec events and status resync requests are what the hub sends, not receives.
             _ => None,
         });
+    }
+    if AddOnPlacementScoreEvent::is_score_event_type(&ty_str) {
+        let AddOnPlacementScoreEvent(env) = AddOnPlacementScoreEvent::from_event(event)?;
+        return Ok(Some(AgentInput::AddOnScore {
+            cluster,
+            score: Box::new(env.data),
+        }));
     }
     if !ClusterEvent::is_cluster_event_type(&ty_str) {
         return Ok(None);

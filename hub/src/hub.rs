@@ -27,13 +27,15 @@ use crate::admin::server;
 use crate::availability::AvailabilityConfig;
 use crate::broker::{BrokerError, EmbeddedBroker, start_embedded};
 use crate::config::{BrokerConfig, HubConfig};
-use crate::core::{Change, CoreConfig, HubCore, Outbound, counter};
+use crate::core::{Change, CoreConfig, HubCore, Outbound, Record, counter};
 use crate::store::{Store, StoreError};
 use crate::transport::{self, Inbound, Received, Transport, TransportConfig, TransportError};
 use crate::{dashboard, events};
 
 /// How long [`HubHandle::shutdown`] waits for the batch in hand before aborting the hub task.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// Shortest sleep between ticks.
+const MIN_TICK: Duration = Duration::from_millis(10);
 /// Most inbound items handled (and stored) in one batch.
 const MAX_BATCH: usize = 512;
 
@@ -157,6 +159,7 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
         loaded.works,
         loaded.counters,
     );
+    core.restore_objects(loaded.objects);
     core.set_grace_start(Utc::now());
     let admin_topic =
         topic::admin_requests(&cfg.source_id).map_err(|e| HubError::Config(e.to_string()))?;
@@ -253,17 +256,19 @@ impl HubLoop {
     async fn run(mut self) -> Result<(), HubError> {
         let mut items = Vec::with_capacity(MAX_BATCH);
         loop {
-            let (tick, deadline) = self.core.availability_tick(Utc::now());
+            let (tick, deadline) = self.tick(Utc::now());
             if !tick.is_empty() {
                 let batch = Batch {
-                    change: self.stage(tick),
+                    change: tick,
                     ..Batch::default()
                 };
                 self.commit(batch).await?;
             }
+            // The floor keeps a deadline that is already due from spinning the loop.
             let sleep_for = deadline.map_or(Duration::from_secs(3600), |d| {
                 (d - Utc::now()).to_std().unwrap_or(Duration::ZERO)
             });
+            let sleep_for = sleep_for.max(MIN_TICK);
             tokio::select! {
                 _ = self.stopped.changed() => break,
                 n = self.inbound.recv_many(&mut items, MAX_BATCH) => {
@@ -278,6 +283,23 @@ impl HubLoop {
         }
         tracing::info!("hub stopped");
         Ok(())
+    }
+
+    /// Availability deadlines, then placements and replica sets when something changed or one
+    /// of them is due. Returns the (applied) change and when to tick next.
+    fn tick(&mut self, now: chrono::DateTime<Utc>) -> (Change, Option<chrono::DateTime<Utc>>) {
+        let (tick, deadline) = self.core.availability_tick(now);
+        let mut change = self.stage(tick);
+        let due = self.core.fleet_requeue_at().is_some_and(|t| t <= now);
+        if due || touches_fleet(&change) {
+            let fleet = self.core.reconcile_fleet(now);
+            change.extend(fleet);
+        }
+        let next = match (deadline, self.core.fleet_requeue_at()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        (change, next)
     }
 
     /// Applies a change to the core and returns it for storing and publishing.
@@ -318,6 +340,12 @@ impl HubLoop {
             };
             let change = self.stage(change);
             batch.change.extend(change);
+        }
+        if touches_fleet(&batch.change) {
+            // Placements follow clusters, taints, sets, bindings, scores; rollouts follow
+            // decisions and work statuses. reconcile_fleet applies its own records.
+            let fleet = self.core.reconcile_fleet(now);
+            batch.change.extend(fleet);
         }
         batch
     }
@@ -421,6 +449,21 @@ impl HubLoop {
             tracing::warn!(error = %e, "admin response not sent");
         }
     }
+}
+
+/// Whether a change may move a placement or a rollout: objects, works, or a cluster whose
+/// published view changed (acceptance, labels, claims, taints, conditions). Lease renewals that
+/// change nothing visible do not.
+fn touches_fleet(change: &Change) -> bool {
+    change.records.iter().any(|r| {
+        matches!(
+            r,
+            Record::Object(_) | Record::ForgetObject(_) | Record::Work(_) | Record::ForgetWork(_)
+        )
+    }) || change
+        .outbound
+        .iter()
+        .any(|o| matches!(o, Outbound::HubView(_)))
 }
 
 fn outbound_kind(out: &Outbound) -> &'static str {

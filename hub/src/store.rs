@@ -1,5 +1,6 @@
 //! The hub's redb file (`<data_dir>/hub.redb`): clusters, works (spec, version, status, status hash,
-//! last sequenceid) and counters, as JSON values. The core's [`Record`]s are written in one
+//! last sequenceid), counters and the placement objects (cluster sets, bindings, placements,
+//! decisions, scores, replica sets), as JSON values. The core's [`Record`]s are written in one
 //! transaction per batch; [`Store::load`] gives them back after a restart.
 //!
 //! # Guarantees
@@ -10,11 +11,14 @@ use std::path::{Path, PathBuf};
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 
+use crate::core::objects::{ObjectKey, StoredObject};
 use crate::core::{ClusterRecord, Counters, Record, WorkKey, WorkRecord};
 
 const CLUSTERS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("clusters");
 const WORKS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("works");
 const META: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("meta");
+/// Cluster sets, bindings, placements, decisions, scores, replica sets: key `Kind/namespace/name`.
+const OBJECTS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("objects");
 const COUNTERS_KEY: &str = "counters";
 
 /// File name of the hub's database inside the data directory.
@@ -54,6 +58,11 @@ pub struct Loaded {
     pub clusters: Vec<ClusterRecord>,
     pub works: Vec<WorkRecord>,
     pub counters: Counters,
+    pub objects: Vec<StoredObject>,
+}
+
+fn object_key(key: &ObjectKey) -> String {
+    format!("{}/{}/{}", key.kind, key.namespace, key.name)
 }
 
 fn work_key(key: &WorkKey) -> String {
@@ -102,6 +111,7 @@ impl Store {
             let mut clusters = txn.open_table(CLUSTERS).map_err(|e| self.db_err(e))?;
             let mut works = txn.open_table(WORKS).map_err(|e| self.db_err(e))?;
             let mut meta = txn.open_table(META).map_err(|e| self.db_err(e))?;
+            let mut objects = txn.open_table(OBJECTS).map_err(|e| self.db_err(e))?;
             for r in records {
                 match r {
                     Record::Cluster(c) => {
@@ -123,6 +133,17 @@ impl Store {
                     }
                     // In memory only (see its docs).
                     Record::UnknownPresence(..) => {}
+                    Record::Object(o) => {
+                        let v = to_json(o.as_ref());
+                        objects
+                            .insert(object_key(&o.key()).as_str(), v.as_slice())
+                            .map_err(|e| self.db_err(e))?;
+                    }
+                    Record::ForgetObject(key) => {
+                        objects
+                            .remove(object_key(key).as_str())
+                            .map_err(|e| self.db_err(e))?;
+                    }
                     Record::Counters(c) => {
                         let v = to_json(c);
                         meta.insert(COUNTERS_KEY, v.as_slice())
@@ -150,6 +171,11 @@ impl Store {
         for entry in works.iter().map_err(|e| self.db_err(e))? {
             let (k, v) = entry.map_err(|e| self.db_err(e))?;
             loaded.works.push(self.decode(k.value(), v.value())?);
+        }
+        let objects = txn.open_table(OBJECTS).map_err(|e| self.db_err(e))?;
+        for entry in objects.iter().map_err(|e| self.db_err(e))? {
+            let (k, v) = entry.map_err(|e| self.db_err(e))?;
+            loaded.objects.push(self.decode(k.value(), v.value())?);
         }
         let meta = txn.open_table(META).map_err(|e| self.db_err(e))?;
         if let Some(v) = meta.get(COUNTERS_KEY).map_err(|e| self.db_err(e))? {

@@ -564,7 +564,7 @@ pub struct NewWork {
     pub overwrite: bool,
 }
 
-fn unexpected(command: &'static str, payload: &AdminPayload) -> AdminError {
+pub(super) fn unexpected(command: &'static str, payload: &AdminPayload) -> AdminError {
     let got = match payload {
         AdminPayload::Clusters(_) => "clusters",
         AdminPayload::Cluster(_) => "cluster",
@@ -572,6 +572,14 @@ fn unexpected(command: &'static str, payload: &AdminPayload) -> AdminError {
         AdminPayload::Works(_) => "works",
         AdminPayload::Work(_) => "work",
         AdminPayload::Stats(_) => "stats",
+        AdminPayload::Applied(_) => "applied",
+        AdminPayload::ClusterSets(_) => "clusterSets",
+        AdminPayload::ClusterSet(_) => "clusterSet",
+        AdminPayload::Placements(_) => "placements",
+        AdminPayload::Placement(_) => "placement",
+        AdminPayload::ReplicaSets(_) => "replicaSets",
+        AdminPayload::ReplicaSet(_) => "replicaSet",
+        AdminPayload::Deleted(_) => "deleted",
     };
     AdminError::BadAnswer {
         command,

@@ -40,6 +40,10 @@ use ocm_edge_schemas::api::work::{
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use super::fleet::{
+    ClusterSetView, DecisionView, ObjectApplied, ObjectDeleted, PlacementView, ReplicaSetView,
+};
+
 /// Largest admin payload (request or response) either side must accept: a work may carry
 /// 500 KiB of manifests, and JSON escaping plus views add to that.
 pub const MAX_ADMIN_PAYLOAD_BYTES: usize = 2 * 1024 * 1024;
@@ -134,6 +138,55 @@ pub enum AdminRequest {
     },
     /// Hub counters. Answer: [`AdminPayload::Stats`].
     Stats,
+    /// Creates or updates (like `kubectl apply`) a ManagedClusterSet, ManagedClusterSetBinding,
+    /// Placement, AddOnPlacementScore or ManifestWorkReplicaSet written as for OCM; namespaced
+    /// kinds without a namespace go to `default`. The hub keeps the status it owns.
+    /// Answer: [`AdminPayload::Applied`]; Invalid for another kind or a bad name.
+    ApplyObject {
+        /// The object (JSON of OCM's YAML).
+        object: Value,
+    },
+    /// Every cluster set with its members. Answer: [`AdminPayload::ClusterSets`].
+    ListClusterSets,
+    /// One cluster set. Answer: [`AdminPayload::ClusterSet`]; NotFound.
+    GetClusterSet {
+        /// Set name.
+        name: String,
+    },
+    /// Placements (all namespaces when `namespace` is absent). Answer: [`AdminPayload::Placements`].
+    ListPlacements {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        namespace: Option<String>,
+    },
+    /// One placement with its decisions and explanation. Answer: [`AdminPayload::Placement`].
+    GetPlacement {
+        /// `default` when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        namespace: Option<String>,
+        name: String,
+    },
+    /// ManifestWorkReplicaSets. Answer: [`AdminPayload::ReplicaSets`].
+    ListReplicaSets {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        namespace: Option<String>,
+    },
+    /// One ManifestWorkReplicaSet with its rollout table. Answer: [`AdminPayload::ReplicaSet`].
+    GetReplicaSet {
+        /// `default` when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        namespace: Option<String>,
+        name: String,
+    },
+    /// Deletes a cluster set, binding, placement (with its decisions), score or replica set (its
+    /// works are deleted first). Answer: [`AdminPayload::Deleted`]; NotFound.
+    DeleteObject {
+        /// Kind, as OCM names it or short (`placement`, `clusterset`, `manifestworkreplicaset`).
+        kind: String,
+        /// `default` for namespaced kinds when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        namespace: Option<String>,
+        name: String,
+    },
 }
 
 impl AdminRequest {
@@ -150,6 +203,14 @@ impl AdminRequest {
             AdminRequest::GetWork { .. } => "getWork",
             AdminRequest::DeleteWork { .. } => "deleteWork",
             AdminRequest::Stats => "stats",
+            AdminRequest::ApplyObject { .. } => "applyObject",
+            AdminRequest::ListClusterSets => "listClusterSets",
+            AdminRequest::GetClusterSet { .. } => "getClusterSet",
+            AdminRequest::ListPlacements { .. } => "listPlacements",
+            AdminRequest::GetPlacement { .. } => "getPlacement",
+            AdminRequest::ListReplicaSets { .. } => "listReplicaSets",
+            AdminRequest::GetReplicaSet { .. } => "getReplicaSet",
+            AdminRequest::DeleteObject { .. } => "deleteObject",
         }
     }
 }
@@ -228,6 +289,22 @@ pub enum AdminPayload {
     Work(Box<WorkView>),
     /// Answer to Stats.
     Stats(HubStats),
+    /// Answer to ApplyObject.
+    Applied(ObjectApplied),
+    /// Answer to ListClusterSets.
+    ClusterSets(Vec<ClusterSetView>),
+    /// Answer to GetClusterSet.
+    ClusterSet(Box<ClusterSetView>),
+    /// Answer to ListPlacements.
+    Placements(Vec<PlacementView>),
+    /// Answer to GetPlacement.
+    Placement(Box<PlacementView>),
+    /// Answer to ListReplicaSets.
+    ReplicaSets(Vec<ReplicaSetView>),
+    /// Answer to GetReplicaSet.
+    ReplicaSet(Box<ReplicaSetView>),
+    /// Answer to DeleteObject.
+    Deleted(ObjectDeleted),
 }
 
 /// Registration state of a cluster.

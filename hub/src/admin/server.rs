@@ -9,6 +9,7 @@ use ocm_edge_schemas::api::cluster::MANAGED_CLUSTER_CONDITION_AVAILABLE;
 use ocm_edge_schemas::api::meta::find_condition;
 use ocm_edge_schemas::api::work::{Manifest, ManifestWorkSpec, ManifestsTemplate};
 
+use super::fleet;
 use super::messages::{
     AdminErrorKind, AdminPayload, AdminRequest, AdminResponse, ClusterState, ClusterView, HubStats,
     ManifestSummary, WorkView, WorkWritten, WriteOutcome,
@@ -147,6 +148,31 @@ fn plan(
             (change, AdminPayload::Work(Box::new(view)))
         }
         AdminRequest::Stats => (Change::default(), AdminPayload::Stats(stats(core))),
+        AdminRequest::ApplyObject { object } => fleet::apply_object(core, object, now)?,
+        AdminRequest::ListClusterSets => (
+            Change::default(),
+            AdminPayload::ClusterSets(fleet::cluster_sets(core)),
+        ),
+        AdminRequest::GetClusterSet { name } => fleet::get_cluster_set(core, name)?,
+        AdminRequest::ListPlacements { namespace } => (
+            Change::default(),
+            AdminPayload::Placements(fleet::placements(core, namespace.as_deref())),
+        ),
+        AdminRequest::GetPlacement { namespace, name } => {
+            fleet::get_placement(core, namespace, name)?
+        }
+        AdminRequest::ListReplicaSets { namespace } => (
+            Change::default(),
+            AdminPayload::ReplicaSets(fleet::replica_sets(core, namespace.as_deref())),
+        ),
+        AdminRequest::GetReplicaSet { namespace, name } => {
+            fleet::get_replica_set(core, namespace, name)?
+        }
+        AdminRequest::DeleteObject {
+            kind,
+            namespace,
+            name,
+        } => fleet::delete_object(core, &kind, namespace, name, now)?,
     })
 }
 

@@ -228,8 +228,15 @@ pub fn check_manifests(path: &Path, loaded: &[Loaded]) -> Result<Vec<Value>, Inp
 /// # Errors
 /// Unreadable or invalid files; documents that are not ManifestWorks or fail validation.
 pub fn read_manifest_works(path: &Path) -> Result<Vec<(ManifestWork, Origin)>, InputError> {
-    let mut out = Vec::new();
-    for loaded in read_objects(path)? {
+    read_objects(path)?.into_iter().map(manifest_work).collect()
+}
+
+/// One document read as an OCM ManifestWork (see [`read_manifest_works`]).
+///
+/// # Errors
+/// As [`read_manifest_works`].
+pub fn manifest_work(loaded: Loaded) -> Result<(ManifestWork, Origin), InputError> {
+    {
         let origin = loaded.origin;
         let not_a_work = |problem: String| InputError::NotAManifestWork {
             origin: origin.clone(),
@@ -259,9 +266,8 @@ pub fn read_manifest_works(path: &Path) -> Result<Vec<(ManifestWork, Origin)>, I
             origin: origin.clone(),
             error,
         })?;
-        out.push((work, origin));
+        Ok((work, origin))
     }
-    Ok(out)
 }
 
 #[cfg(test)]

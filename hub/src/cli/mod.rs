@@ -4,7 +4,11 @@
 //! - [`hub`]: `ocm-edge hub` runs the hub (embedded broker by default).
 //! - [`cluster`]: `ocm-edge cluster list|get|accept|deny`.
 //! - [`work`]: `ocm-edge work create|list|get|delete`.
-//! - [`apply`]: `ocm-edge apply -f` for OCM ManifestWork YAML.
+//! - [`apply`]: `ocm-edge apply -f` for OCM YAML (ManifestWork, ManagedClusterSet,
+//!   ManagedClusterSetBinding, Placement, AddOnPlacementScore, ManifestWorkReplicaSet).
+//! - [`placement`]: `ocm-edge clusterset list|get` and `ocm-edge placement list|get`.
+//! - [`rollout`]: `ocm-edge rollout status|list` (ManifestWorkReplicaSets).
+//! - [`delete`]: `ocm-edge delete KIND NAME`.
 //! - `demo`: `ocm-edge demo` ([`crate::demo`]).
 //! - [`manifests`]: reading Kubernetes manifests from files and directories, with located errors.
 //! - [`output`]: tables and `-o json|yaml`.
@@ -14,9 +18,12 @@
 
 pub mod apply;
 pub mod cluster;
+pub mod delete;
 pub mod hub;
 pub mod manifests;
 pub mod output;
+pub mod placement;
+pub mod rollout;
 pub mod work;
 
 use std::time::Duration;
@@ -96,8 +103,20 @@ pub enum Command {
     /// Create, list, inspect and delete works (ManifestWorks).
     #[command(subcommand)]
     Work(work::WorkCommand),
-    /// Create or update works from OCM ManifestWork YAML (as written for OCM).
+    /// Create or update OCM objects from their YAML: ManifestWork, ManagedClusterSet,
+    /// ManagedClusterSetBinding, Placement, AddOnPlacementScore, ManifestWorkReplicaSet.
     Apply(apply::ApplyArgs),
+    /// List and inspect cluster sets.
+    #[command(subcommand)]
+    Clusterset(placement::ClusterSetCommand),
+    /// List placements and show why each cluster was or was not selected.
+    #[command(subcommand)]
+    Placement(placement::PlacementCommand),
+    /// Follow ManifestWorkReplicaSet rollouts.
+    #[command(subcommand)]
+    Rollout(rollout::RolloutCommand),
+    /// Delete a cluster set, binding, placement, add-on score or ManifestWorkReplicaSet.
+    Delete(delete::DeleteArgs),
     /// Run a self-contained demo: broker, hub and three simulated clusters in one process.
     Demo(DemoArgs),
 }
@@ -146,6 +165,10 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Cluster(cmd) => cluster::run(&cli.global, cmd).await,
         Command::Work(cmd) => work::run(&cli.global, cmd).await,
         Command::Apply(args) => apply::run(&cli.global, args).await,
+        Command::Clusterset(cmd) => placement::run_cluster_set(&cli.global, cmd).await,
+        Command::Placement(cmd) => placement::run_placement(&cli.global, cmd).await,
+        Command::Rollout(cmd) => rollout::run(&cli.global, cmd).await,
+        Command::Delete(args) => delete::run(&cli.global, args).await,
         Command::Demo(args) => {
             let options = crate::demo::DemoOptions {
                 converge_timeout: args.converge_timeout,

@@ -8,12 +8,20 @@
 //! - [`registration`]: join requests, accept / deny, the hub's view of a cluster.
 //! - [`lease`]: feeds [`crate::availability`] (birth / will, lease renewals, API-server health,
 //!   deadlines) and writes `ManagedClusterConditionAvailable` and the availability taints.
+//! - [`objects`]: cluster sets, bindings, placements, decisions, add-on scores, replica sets.
+//! - [`scheduling`]: runs [`crate::placement::schedule`] for every Placement and writes its
+//!   PlacementDecisions, status and explanation.
+//! - [`replicasets`]: fans ManifestWorkReplicaSets out as works following
+//!   [`crate::rollout::plan_replica_set`].
 //! - [`works`]: create / update / delete of works and the statuses agents report.
 //! - [`resync`]: both resync directions (PROTOCOL.md section 7).
 
 pub mod lease;
+pub mod objects;
 pub mod registration;
+pub mod replicasets;
 pub mod resync;
+pub mod scheduling;
 pub mod works;
 
 pub use registration::{RegistrationError, hub_view};
@@ -33,6 +41,7 @@ use ocm_edge_schemas::wire::resync::{ResourceVersionList, StatusHashList};
 use serde::{Deserialize, Serialize};
 
 use crate::availability::{AvailabilityConfig, ClusterAvailability};
+use objects::{ObjectKey, Objects, StoredObject};
 
 /// Registration state of a cluster.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -165,6 +174,9 @@ pub enum Record {
     /// just before its join request). Kept in memory only, so the join can take the agent's
     /// connection sequence number; not stored.
     UnknownPresence(String, Presence),
+    /// A cluster set, binding, placement, decision, score or replica set.
+    Object(Box<StoredObject>),
+    ForgetObject(ObjectKey),
 }
 
 /// A spec event for one work (create, update, delete, resync response).
@@ -258,6 +270,11 @@ pub enum AgentInput {
     Presence { cluster: String, presence: Presence },
     /// `manifestbundles.status.update_request` or `status.resync_response`.
     WorkStatus(Box<WorkStatusReport>),
+    /// `addonplacementscores.status.update_request`: a score for placements.
+    AddOnScore {
+        cluster: String,
+        score: Box<ocm_edge_schemas::api::placement::AddOnPlacementScore>,
+    },
     /// `manifestbundles.spec.resync_request`.
     SpecResyncRequest {
         cluster: String,
@@ -272,7 +289,8 @@ impl AgentInput {
             | AgentInput::ClusterStatus { cluster, .. }
             | AgentInput::LeaseRenewal { cluster, .. }
             | AgentInput::Presence { cluster, .. }
-            | AgentInput::SpecResyncRequest { cluster, .. } => cluster,
+            | AgentInput::SpecResyncRequest { cluster, .. }
+            | AgentInput::AddOnScore { cluster, .. } => cluster,
             AgentInput::WorkStatus(r) => &r.cluster,
         }
     }
@@ -297,6 +315,7 @@ pub struct HubCore {
     counters: Counters,
     /// Latest presence of clusters not known yet (see [`Record::UnknownPresence`]).
     unknown_presence: HashMap<String, Presence>,
+    objects: Objects,
 }
 
 /// Most presences of unknown clusters kept in memory.
@@ -311,6 +330,7 @@ impl HubCore {
             by_resource_id: HashMap::new(),
             counters: Counters::default(),
             unknown_presence: HashMap::new(),
+            objects: Objects::default(),
         }
     }
 
@@ -375,6 +395,7 @@ impl HubCore {
                     }
                 }
                 Record::Counters(c) => self.counters = c.clone(),
+                Record::Object(_) | Record::ForgetObject(_) => self.objects.apply(r),
                 Record::UnknownPresence(cluster, p) => {
                     // Bounded: presences of clusters that never join must not grow the map.
                     if self.unknown_presence.len() >= MAX_UNKNOWN_PRESENCES {
@@ -414,6 +435,18 @@ impl HubCore {
             .range(start..)
             .take_while(move |(k, _)| k.cluster == cluster)
             .map(|(_, w)| w)
+    }
+
+    /// Cluster sets, bindings, placements, decisions, scores and replica sets.
+    pub fn objects(&self) -> &Objects {
+        &self.objects
+    }
+
+    /// Adds the objects the store loaded (after [`HubCore::restore`]).
+    pub fn restore_objects(&mut self, objects: Vec<StoredObject>) {
+        for o in objects {
+            self.objects.by_key.insert(o.key(), o);
+        }
     }
 
     /// The latest presence of a cluster the hub did not know when it arrived.
@@ -462,6 +495,7 @@ impl HubCore {
             AgentInput::SpecResyncRequest { cluster, versions } => {
                 self.spec_resync(&cluster, &versions, now)
             }
+            AgentInput::AddOnScore { cluster, score } => self.addon_score(&cluster, *score),
         }
     }
 }

@@ -1,0 +1,330 @@
+//! Admin API for cluster sets, bindings, placements, add-on scores and ManifestWorkReplicaSets:
+//! the views the CLI shows and the server side of their requests (pure, like [`super::server`]).
+//!
+//! # JSON shapes
+//! ```json
+//! {"command":"applyObject","object":{"apiVersion":"cluster.open-cluster-management.io/v1beta1","kind":"Placement",...}}
+//! {"command":"getPlacement","namespace":"default","name":"web"}
+//! {"command":"getReplicaSet","namespace":"default","name":"web"}
+//! {"command":"deleteObject","kind":"Placement","namespace":"default","name":"web"}
+//! ```
+
+use chrono::{DateTime, Utc};
+use ocm_edge_schemas::api::cluster::SelectorType;
+use ocm_edge_schemas::api::object::OcmObject;
+use ocm_edge_schemas::api::placement::{
+    LABEL_DECISION_GROUP_INDEX, LABEL_DECISION_GROUP_NAME, Placement,
+};
+use ocm_edge_schemas::api::replicaset::ManifestWorkReplicaSet;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::messages::{AdminErrorKind, AdminPayload, AdminResponse, WriteOutcome};
+use crate::core::objects::{
+    ApplyOutcome, DEFAULT_NAMESPACE, ObjectError, ObjectKey, ObjectKind, PlacementRecord,
+    ReplicaSetRecord, RolloutRow, StoredObject,
+};
+use crate::core::{Change, HubCore};
+use crate::placement::{Explanation, clusterset, decision};
+
+/// What an ApplyObject did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectApplied {
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    pub name: String,
+    pub outcome: WriteOutcome,
+}
+
+/// A ManagedClusterSet with its members and where it is bound.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterSetView {
+    pub name: String,
+    /// `ExclusiveClusterSetLabel` or `LabelSelector`.
+    pub selector_type: String,
+    /// Accepted clusters the set selects, sorted.
+    pub clusters: Vec<String>,
+    /// Namespaces with a ManagedClusterSetBinding to the set.
+    pub bound_namespaces: Vec<String>,
+}
+
+/// One decided cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionView {
+    pub cluster: String,
+    pub group_index: i32,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub group_name: String,
+    /// The PlacementDecision object holding it.
+    pub decision: String,
+}
+
+/// A Placement, its decisions and why each cluster was or was not selected.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlacementView {
+    pub placement: Placement,
+    pub decisions: Vec<DecisionView>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<Explanation>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requeue_at: Option<DateTime<Utc>>,
+}
+
+/// A ManifestWorkReplicaSet with its status and rollout table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplicaSetView {
+    pub set: ManifestWorkReplicaSet,
+    pub clusters: Vec<RolloutRow>,
+    #[serde(default)]
+    pub deleting: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requeue_at: Option<DateTime<Utc>>,
+}
+
+/// The object a DeleteObject removed (or started removing).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectDeleted {
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    pub name: String,
+}
+
+type Planned = Result<(Change, AdminPayload), AdminResponse>;
+
+fn object_error(e: ObjectError) -> AdminResponse {
+    let kind = match e {
+        ObjectError::NotFound(_) => AdminErrorKind::NotFound,
+        ObjectError::InvalidName(_) | ObjectError::HubOwned { .. } => AdminErrorKind::Invalid,
+    };
+    AdminResponse::error(kind, e.to_string())
+}
+
+fn invalid(message: String) -> AdminResponse {
+    AdminResponse::error(AdminErrorKind::Invalid, message)
+}
+
+/// ApplyObject: any OCM object but ManifestWork (which has its own request).
+pub fn apply_object(core: &HubCore, object: Value, now: DateTime<Utc>) -> Planned {
+    let parsed = OcmObject::from_value(object).map_err(|e| invalid(e.to_string()))?;
+    let stored = match parsed {
+        OcmObject::ManagedClusterSet(o) => StoredObject::ClusterSet(o),
+        OcmObject::ManagedClusterSetBinding(o) => StoredObject::Binding(o),
+        OcmObject::Placement(o) => StoredObject::Placement(Box::new(PlacementRecord {
+            placement: *o,
+            explanation: None,
+            requeue_at: None,
+        })),
+        OcmObject::AddOnPlacementScore(o) => StoredObject::Score(o),
+        OcmObject::ManifestWorkReplicaSet(o) => {
+            StoredObject::ReplicaSet(Box::new(ReplicaSetRecord {
+                set: *o,
+                sent: Default::default(),
+                clusters: vec![],
+                requeue_at: None,
+                deleting: false,
+            }))
+        }
+        other => {
+            return Err(invalid(format!(
+                "kind {:?} cannot be applied here: ocm-edge applies ManifestWork, \
+                 ManagedClusterSet, ManagedClusterSetBinding, Placement, AddOnPlacementScore \
+                 and ManifestWorkReplicaSet",
+                other.kind()
+            )));
+        }
+    };
+    let (change, key, outcome) = core.apply_object(stored, now).map_err(object_error)?;
+    Ok((
+        change,
+        AdminPayload::Applied(ObjectApplied {
+            kind: key.kind.to_string(),
+            namespace: key.namespace,
+            name: key.name,
+            outcome: match outcome {
+                ApplyOutcome::Created => WriteOutcome::Created,
+                ApplyOutcome::Configured => WriteOutcome::Updated,
+                ApplyOutcome::Unchanged => WriteOutcome::Unchanged,
+            },
+        }),
+    ))
+}
+
+/// DeleteObject.
+pub fn delete_object(
+    core: &HubCore,
+    kind: &str,
+    namespace: Option<String>,
+    name: String,
+    now: DateTime<Utc>,
+) -> Planned {
+    let kind = ObjectKind::parse(kind).ok_or_else(|| {
+        invalid(format!(
+            "unknown kind {kind:?}: use clusterset, clustersetbinding, placement, \
+             addonplacementscore or manifestworkreplicaset (works: `ocm-edge work delete`)"
+        ))
+    })?;
+    let namespace = if kind.is_namespaced() {
+        namespace.unwrap_or_else(|| DEFAULT_NAMESPACE.to_owned())
+    } else {
+        String::new()
+    };
+    let key = ObjectKey::new(kind, namespace, name);
+    let change = core.delete_object(&key, now).map_err(object_error)?;
+    Ok((
+        change,
+        AdminPayload::Deleted(ObjectDeleted {
+            kind: key.kind.to_string(),
+            namespace: key.namespace,
+            name: key.name,
+        }),
+    ))
+}
+
+/// Every cluster set with its accepted members.
+pub fn cluster_sets(core: &HubCore) -> Vec<ClusterSetView> {
+    let clusters = core.managed_clusters();
+    let bindings = core.objects().bindings();
+    core.objects()
+        .cluster_sets()
+        .into_iter()
+        .map(|s| {
+            let mut members: Vec<String> = clusterset::clusters_of(&s, &clusters)
+                .into_iter()
+                .map(|c| c.metadata.name.clone())
+                .collect();
+            members.sort();
+            let mut bound: Vec<String> = bindings
+                .iter()
+                .filter(|b| b.spec.cluster_set == s.metadata.name)
+                .map(|b| b.metadata.namespace.clone())
+                .collect();
+            bound.sort();
+            bound.dedup();
+            ClusterSetView {
+                name: s.metadata.name.clone(),
+                selector_type: match s.spec.cluster_selector.selector_type.unwrap_or_default() {
+                    SelectorType::ExclusiveClusterSetLabel => "ExclusiveClusterSetLabel",
+                    SelectorType::LabelSelector => "LabelSelector",
+                }
+                .to_owned(),
+                clusters: members,
+                bound_namespaces: bound,
+            }
+        })
+        .collect()
+}
+
+/// One placement's view.
+pub fn placement_view(core: &HubCore, record: &PlacementRecord) -> PlacementView {
+    let mut decisions = Vec::new();
+    for d in core.objects().decisions() {
+        if !decision::belongs_to(&d, &record.placement) {
+            continue;
+        }
+        let index = d
+            .metadata
+            .labels
+            .get(LABEL_DECISION_GROUP_INDEX)
+            .and_then(|i| i.parse().ok())
+            .unwrap_or(0);
+        let group_name = d
+            .metadata
+            .labels
+            .get(LABEL_DECISION_GROUP_NAME)
+            .cloned()
+            .unwrap_or_default();
+        for c in &d.status.decisions {
+            decisions.push(DecisionView {
+                cluster: c.cluster_name.clone(),
+                group_index: index,
+                group_name: group_name.clone(),
+                decision: d.metadata.name.clone(),
+            });
+        }
+    }
+    PlacementView {
+        placement: record.placement.clone(),
+        decisions,
+        explanation: record.explanation.clone(),
+        requeue_at: record.requeue_at,
+    }
+}
+
+/// Placements, of one namespace or all.
+pub fn placements(core: &HubCore, namespace: Option<&str>) -> Vec<PlacementView> {
+    core.objects()
+        .placements()
+        .filter(|p| namespace.is_none_or(|ns| p.placement.metadata.namespace == ns))
+        .map(|p| placement_view(core, p))
+        .collect()
+}
+
+/// One placement.
+pub fn get_placement(core: &HubCore, namespace: Option<String>, name: String) -> Planned {
+    let key = ObjectKey::new(
+        ObjectKind::Placement,
+        namespace.unwrap_or_else(|| DEFAULT_NAMESPACE.to_owned()),
+        name,
+    );
+    match core.objects().get(&key) {
+        Some(StoredObject::Placement(p)) => Ok((
+            Change::default(),
+            AdminPayload::Placement(Box::new(placement_view(core, p))),
+        )),
+        _ => Err(object_error(ObjectError::NotFound(key))),
+    }
+}
+
+fn replica_set_view(r: &ReplicaSetRecord) -> ReplicaSetView {
+    ReplicaSetView {
+        set: r.set.clone(),
+        clusters: r.clusters.clone(),
+        deleting: r.deleting,
+        requeue_at: r.requeue_at,
+    }
+}
+
+/// ManifestWorkReplicaSets, of one namespace or all.
+pub fn replica_sets(core: &HubCore, namespace: Option<&str>) -> Vec<ReplicaSetView> {
+    core.objects()
+        .replica_sets()
+        .filter(|r| namespace.is_none_or(|ns| r.set.metadata.namespace == ns))
+        .map(replica_set_view)
+        .collect()
+}
+
+/// One ManifestWorkReplicaSet.
+pub fn get_replica_set(core: &HubCore, namespace: Option<String>, name: String) -> Planned {
+    let key = ObjectKey::new(
+        ObjectKind::ManifestWorkReplicaSet,
+        namespace.unwrap_or_else(|| DEFAULT_NAMESPACE.to_owned()),
+        name,
+    );
+    match core.objects().get(&key) {
+        Some(StoredObject::ReplicaSet(r)) => Ok((
+            Change::default(),
+            AdminPayload::ReplicaSet(Box::new(replica_set_view(r))),
+        )),
+        _ => Err(object_error(ObjectError::NotFound(key))),
+    }
+}
+
+/// One cluster set.
+pub fn get_cluster_set(core: &HubCore, name: String) -> Planned {
+    match cluster_sets(core).into_iter().find(|s| s.name == name) {
+        Some(s) => Ok((Change::default(), AdminPayload::ClusterSet(Box::new(s)))),
+        None => Err(object_error(ObjectError::NotFound(ObjectKey::new(
+            ObjectKind::ManagedClusterSet,
+            "",
+            name,
+        )))),
+    }
+}

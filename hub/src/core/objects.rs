@@ -1,0 +1,476 @@
+//! The OCM objects the hub keeps besides clusters and works: ManagedClusterSets,
+//! ManagedClusterSetBindings, Placements (with their scheduling explanation), PlacementDecisions,
+//! AddOnPlacementScores and ManifestWorkReplicaSets (with their rollout view).
+//!
+//! Operators create them with `ocm-edge apply -f` (OCM's YAML); the hub writes decisions, scores
+//! from agents and statuses. Every object is one [`StoredObject`] keyed by [`ObjectKey`]; applying
+//! one keeps the hub-owned parts (status, explanation) of an existing object.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use ocm_edge_schemas::api::cluster::{ManagedClusterSet, ManagedClusterSetBinding};
+use ocm_edge_schemas::api::meta::ObjectMeta;
+use ocm_edge_schemas::api::placement::{AddOnPlacementScore, Placement, PlacementDecision};
+use ocm_edge_schemas::api::replicaset::ManifestWorkReplicaSet;
+use ocm_edge_schemas::wire::topic::is_valid_name;
+use serde::{Deserialize, Serialize};
+
+use super::{Change, HubCore, Record, time};
+use crate::placement::Explanation;
+
+/// Namespace of namespaced objects applied without one (as kubectl).
+pub const DEFAULT_NAMESPACE: &str = "default";
+
+/// The kinds the hub stores here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum ObjectKind {
+    ManagedClusterSet,
+    ManagedClusterSetBinding,
+    Placement,
+    PlacementDecision,
+    AddOnPlacementScore,
+    ManifestWorkReplicaSet,
+}
+
+impl ObjectKind {
+    /// Every kind.
+    pub const ALL: [ObjectKind; 6] = [
+        ObjectKind::ManagedClusterSet,
+        ObjectKind::ManagedClusterSetBinding,
+        ObjectKind::Placement,
+        ObjectKind::PlacementDecision,
+        ObjectKind::AddOnPlacementScore,
+        ObjectKind::ManifestWorkReplicaSet,
+    ];
+
+    /// The Kubernetes kind.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ObjectKind::ManagedClusterSet => "ManagedClusterSet",
+            ObjectKind::ManagedClusterSetBinding => "ManagedClusterSetBinding",
+            ObjectKind::Placement => "Placement",
+            ObjectKind::PlacementDecision => "PlacementDecision",
+            ObjectKind::AddOnPlacementScore => "AddOnPlacementScore",
+            ObjectKind::ManifestWorkReplicaSet => "ManifestWorkReplicaSet",
+        }
+    }
+
+    /// Whether objects of this kind live in a namespace (only cluster sets do not).
+    pub fn is_namespaced(self) -> bool {
+        self != ObjectKind::ManagedClusterSet
+    }
+
+    /// Reads a kind as a user types it: the kind, lower case, plural or OCM's short names.
+    pub fn parse(text: &str) -> Option<ObjectKind> {
+        let t = text.to_ascii_lowercase();
+        let t = t.trim_end_matches('s');
+        Some(match t {
+            "managedclusterset" | "clusterset" => ObjectKind::ManagedClusterSet,
+            "managedclustersetbinding" | "clustersetbinding" | "binding" => {
+                ObjectKind::ManagedClusterSetBinding
+            }
+            "placement" => ObjectKind::Placement,
+            "placementdecision" => ObjectKind::PlacementDecision,
+            "addonplacementscore" => ObjectKind::AddOnPlacementScore,
+            "manifestworkreplicaset" | "mwr" | "replicaset" => ObjectKind::ManifestWorkReplicaSet,
+            _ => return None,
+        })
+    }
+}
+
+impl std::fmt::Display for ObjectKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Identity of a stored object.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ObjectKey {
+    pub kind: ObjectKind,
+    /// Empty for cluster-scoped kinds.
+    pub namespace: String,
+    pub name: String,
+}
+
+impl ObjectKey {
+    pub fn new(kind: ObjectKind, namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        ObjectKey {
+            kind,
+            namespace: namespace.into(),
+            name: name.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.namespace.is_empty() {
+            write!(f, "{} {}", self.kind, self.name)
+        } else {
+            write!(f, "{} {}/{}", self.kind, self.namespace, self.name)
+        }
+    }
+}
+
+/// A Placement with what the hub's scheduler last said about it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlacementRecord {
+    pub placement: Placement,
+    /// Why each cluster was or was not selected (last scheduling pass).
+    pub explanation: Option<Explanation>,
+    /// Schedule again at this time (a toleration expires, a score goes stale).
+    pub requeue_at: Option<DateTime<Utc>>,
+}
+
+/// One selected cluster of a ManifestWorkReplicaSet, as `ocm-edge rollout status` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RolloutRow {
+    pub cluster: String,
+    pub placement: String,
+    pub group_index: i32,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub group_name: String,
+    /// ToApply, Progressing, Succeeded, Failed, TimeOut.
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recheck_at: Option<DateTime<Utc>>,
+    pub current_template: bool,
+    pub reachable: bool,
+}
+
+/// A ManifestWorkReplicaSet with its rollout state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplicaSetRecord {
+    pub set: ManifestWorkReplicaSet,
+    /// When the hub sent the current template to each cluster (progressDeadline counts from it).
+    pub sent: BTreeMap<String, DateTime<Utc>>,
+    /// Every selected cluster's rollout status (last evaluation).
+    pub clusters: Vec<RolloutRow>,
+    /// Evaluate again at this time (a deadline or a soak time ends).
+    pub requeue_at: Option<DateTime<Utc>>,
+    /// Deletion requested: the set's works are being deleted; forgotten once they are gone.
+    #[serde(default)]
+    pub deleting: bool,
+}
+
+/// One stored object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum StoredObject {
+    ClusterSet(Box<ManagedClusterSet>),
+    Binding(Box<ManagedClusterSetBinding>),
+    Placement(Box<PlacementRecord>),
+    Decision(Box<PlacementDecision>),
+    Score(Box<AddOnPlacementScore>),
+    ReplicaSet(Box<ReplicaSetRecord>),
+}
+
+impl StoredObject {
+    pub fn kind(&self) -> ObjectKind {
+        match self {
+            StoredObject::ClusterSet(_) => ObjectKind::ManagedClusterSet,
+            StoredObject::Binding(_) => ObjectKind::ManagedClusterSetBinding,
+            StoredObject::Placement(_) => ObjectKind::Placement,
+            StoredObject::Decision(_) => ObjectKind::PlacementDecision,
+            StoredObject::Score(_) => ObjectKind::AddOnPlacementScore,
+            StoredObject::ReplicaSet(_) => ObjectKind::ManifestWorkReplicaSet,
+        }
+    }
+
+    pub fn metadata(&self) -> &ObjectMeta {
+        match self {
+            StoredObject::ClusterSet(o) => &o.metadata,
+            StoredObject::Binding(o) => &o.metadata,
+            StoredObject::Placement(o) => &o.placement.metadata,
+            StoredObject::Decision(o) => &o.metadata,
+            StoredObject::Score(o) => &o.metadata,
+            StoredObject::ReplicaSet(o) => &o.set.metadata,
+        }
+    }
+
+    fn metadata_mut(&mut self) -> &mut ObjectMeta {
+        match self {
+            StoredObject::ClusterSet(o) => &mut o.metadata,
+            StoredObject::Binding(o) => &mut o.metadata,
+            StoredObject::Placement(o) => &mut o.placement.metadata,
+            StoredObject::Decision(o) => &mut o.metadata,
+            StoredObject::Score(o) => &mut o.metadata,
+            StoredObject::ReplicaSet(o) => &mut o.set.metadata,
+        }
+    }
+
+    pub fn key(&self) -> ObjectKey {
+        let m = self.metadata();
+        ObjectKey::new(self.kind(), m.namespace.clone(), m.name.clone())
+    }
+}
+
+/// Why an object cannot be applied or deleted. Not retryable as is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ObjectError {
+    #[error("{0} has an invalid name: names must match [a-z0-9-]+ (also used in MQTT topics)")]
+    InvalidName(ObjectKey),
+    #[error("{0} does not exist")]
+    NotFound(ObjectKey),
+    #[error("{kind} objects are written by the hub, not applied: {why}")]
+    HubOwned { kind: ObjectKind, why: &'static str },
+}
+
+/// What an apply did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApplyOutcome {
+    Created,
+    Configured,
+    Unchanged,
+}
+
+/// The objects, by key.
+#[derive(Debug, Default)]
+pub struct Objects {
+    pub(crate) by_key: BTreeMap<ObjectKey, StoredObject>,
+}
+
+impl Objects {
+    pub fn get(&self, key: &ObjectKey) -> Option<&StoredObject> {
+        self.by_key.get(key)
+    }
+
+    /// Objects of one kind, sorted by (namespace, name).
+    pub fn of_kind(&self, kind: ObjectKind) -> impl Iterator<Item = &StoredObject> {
+        let start = ObjectKey::new(kind, "", "");
+        self.by_key
+            .range(start..)
+            .take_while(move |(k, _)| k.kind == kind)
+            .map(|(_, o)| o)
+    }
+
+    pub fn cluster_sets(&self) -> Vec<ManagedClusterSet> {
+        self.of_kind(ObjectKind::ManagedClusterSet)
+            .filter_map(|o| match o {
+                StoredObject::ClusterSet(s) => Some((**s).clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub fn bindings(&self) -> Vec<ManagedClusterSetBinding> {
+        self.of_kind(ObjectKind::ManagedClusterSetBinding)
+            .filter_map(|o| match o {
+                StoredObject::Binding(b) => Some((**b).clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub fn placements(&self) -> impl Iterator<Item = &PlacementRecord> {
+        self.of_kind(ObjectKind::Placement).filter_map(|o| match o {
+            StoredObject::Placement(p) => Some(p.as_ref()),
+            _ => None,
+        })
+    }
+
+    pub fn decisions(&self) -> Vec<PlacementDecision> {
+        self.of_kind(ObjectKind::PlacementDecision)
+            .filter_map(|o| match o {
+                StoredObject::Decision(d) => Some((**d).clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub fn scores(&self) -> Vec<AddOnPlacementScore> {
+        self.of_kind(ObjectKind::AddOnPlacementScore)
+            .filter_map(|o| match o {
+                StoredObject::Score(s) => Some((**s).clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub fn replica_sets(&self) -> impl Iterator<Item = &ReplicaSetRecord> {
+        self.of_kind(ObjectKind::ManifestWorkReplicaSet)
+            .filter_map(|o| match o {
+                StoredObject::ReplicaSet(r) => Some(r.as_ref()),
+                _ => None,
+            })
+    }
+
+    pub(crate) fn apply(&mut self, record: &Record) {
+        match record {
+            Record::Object(o) => {
+                self.by_key.insert(o.key(), (**o).clone());
+            }
+            Record::ForgetObject(key) => {
+                self.by_key.remove(key);
+            }
+            _ => {}
+        }
+    }
+}
+
+impl HubCore {
+    /// An AddOnPlacementScore from an accepted cluster: stored in the cluster's namespace (the
+    /// topic says which cluster sent it, whatever the payload claims).
+    pub(crate) fn addon_score(&self, cluster: &str, mut score: AddOnPlacementScore) -> Change {
+        score.metadata.namespace = cluster.to_owned();
+        if !is_valid_name(&score.metadata.name) {
+            tracing::warn!(%cluster, name = %score.metadata.name, "AddOnPlacementScore with an invalid name dropped");
+            return self.count(super::counter::MALFORMED);
+        }
+        let key = ObjectKey::new(
+            ObjectKind::AddOnPlacementScore,
+            cluster,
+            score.metadata.name.clone(),
+        );
+        if matches!(self.objects().get(&key), Some(StoredObject::Score(old)) if old.status == score.status)
+        {
+            return Change::default();
+        }
+        Change {
+            records: vec![Record::Object(Box::new(StoredObject::Score(Box::new(
+                score,
+            ))))],
+            outbound: vec![],
+        }
+    }
+
+    /// Creates or updates an object an operator applied (`ocm-edge apply -f`), like
+    /// `kubectl apply`: the spec, labels and annotations are the operator's, the status and the
+    /// hub's bookkeeping are kept.
+    ///
+    /// # Errors
+    /// [`ObjectError`] for a bad name or a hub-owned kind (PlacementDecision).
+    pub fn apply_object(
+        &self,
+        mut object: StoredObject,
+        now: DateTime<Utc>,
+    ) -> Result<(Change, ObjectKey, ApplyOutcome), ObjectError> {
+        let kind = object.kind();
+        if kind == ObjectKind::PlacementDecision {
+            return Err(ObjectError::HubOwned {
+                kind,
+                why: "the hub's scheduler writes PlacementDecisions for each Placement",
+            });
+        }
+        {
+            let m = object.metadata_mut();
+            if kind.is_namespaced() && m.namespace.is_empty() {
+                m.namespace = DEFAULT_NAMESPACE.to_owned();
+            }
+            if !kind.is_namespaced() {
+                m.namespace.clear();
+            }
+        }
+        let key = object.key();
+        if !is_valid_name(&key.name) || (kind.is_namespaced() && !is_valid_name(&key.namespace)) {
+            return Err(ObjectError::InvalidName(key));
+        }
+        let existing = self.objects().get(&key);
+        let merged = match (object, existing) {
+            (StoredObject::Placement(mut new), Some(StoredObject::Placement(old))) => {
+                new.placement.status = old.placement.status.clone();
+                new.explanation = old.explanation.clone();
+                new.requeue_at = old.requeue_at;
+                StoredObject::Placement(new)
+            }
+            (StoredObject::ReplicaSet(mut new), Some(StoredObject::ReplicaSet(old))) => {
+                new.set.status = old.set.status.clone();
+                new.sent = old.sent.clone();
+                new.clusters = old.clusters.clone();
+                new.requeue_at = old.requeue_at;
+                StoredObject::ReplicaSet(new)
+            }
+            (StoredObject::Placement(mut new), None) => {
+                new.placement.status = Default::default();
+                StoredObject::Placement(new)
+            }
+            (StoredObject::ReplicaSet(mut new), None) => {
+                new.set.status = Default::default();
+                StoredObject::ReplicaSet(new)
+            }
+            (o, _) => o,
+        };
+        let mut merged = merged;
+        // Keep identity and creation time across applies; drop what a client must not set.
+        let keep = existing.map(|e| e.metadata().clone());
+        {
+            let m = merged.metadata_mut();
+            m.deletion_timestamp = None;
+            m.resource_version.clear();
+            match &keep {
+                Some(old) => {
+                    m.uid = old.uid.clone();
+                    m.creation_timestamp = old.creation_timestamp;
+                    m.generation = old.generation;
+                }
+                None => {
+                    m.uid = uuid::Uuid::new_v4().to_string();
+                    m.creation_timestamp = Some(time(now));
+                    m.generation = 1;
+                }
+            }
+        }
+        let outcome = match existing {
+            None => ApplyOutcome::Created,
+            Some(old) if *old == merged => ApplyOutcome::Unchanged,
+            Some(_) => {
+                merged.metadata_mut().generation += 1;
+                ApplyOutcome::Configured
+            }
+        };
+        let change = if outcome == ApplyOutcome::Unchanged {
+            Change::default()
+        } else {
+            Change {
+                records: vec![Record::Object(Box::new(merged))],
+                outbound: vec![],
+            }
+        };
+        Ok((change, key, outcome))
+    }
+
+    /// Deletes an object. A ManifestWorkReplicaSet first deletes its works (it is forgotten once
+    /// they are gone); a Placement takes its PlacementDecisions with it.
+    ///
+    /// # Errors
+    /// [`ObjectError::NotFound`].
+    pub fn delete_object(
+        &self,
+        key: &ObjectKey,
+        now: DateTime<Utc>,
+    ) -> Result<Change, ObjectError> {
+        let object = self
+            .objects()
+            .get(key)
+            .ok_or_else(|| ObjectError::NotFound(key.clone()))?;
+        let mut change = Change::default();
+        match object {
+            StoredObject::ReplicaSet(r) => {
+                let mut r = r.clone();
+                r.deleting = true;
+                r.set.metadata.deletion_timestamp = Some(time(now));
+                change
+                    .records
+                    .push(Record::Object(Box::new(StoredObject::ReplicaSet(r))));
+            }
+            StoredObject::Placement(p) => {
+                for d in self.objects().decisions() {
+                    if crate::placement::decision::belongs_to(&d, &p.placement) {
+                        change.records.push(Record::ForgetObject(ObjectKey::new(
+                            ObjectKind::PlacementDecision,
+                            d.metadata.namespace.clone(),
+                            d.metadata.name.clone(),
+                        )));
+                    }
+                }
+                change.records.push(Record::ForgetObject(key.clone()));
+            }
+            _ => change.records.push(Record::ForgetObject(key.clone())),
+        }
+        Ok(change)
+    }
+}

@@ -1,0 +1,215 @@
+//! Placement and ManifestWorkReplicaSets on a real broker with three in-process simulated
+//! agents: when the chosen cluster's agent is killed its cluster is tainted unreachable, the
+//! placement moves to another cluster and the work follows; when the agent returns the taint
+//! goes; a placement that tolerates the taint for N seconds keeps the cluster until then.
+
+mod fleet_kit;
+
+use fleet_kit::{Fleet, WAIT, is_available, is_unreachable, poll};
+use ocm_edge_hub::admin::fleet::PlacementView;
+use ocm_edge_schemas::api::cluster::TAINT_UNREACHABLE;
+use serde_json::json;
+
+const SET_LABEL: (&str, &str) = ("cluster.open-cluster-management.io/clusterset", "edge");
+const CLUSTERS: [&str; 3] = ["edge-1", "edge-2", "edge-3"];
+
+async fn apply_fleet_objects(fleet: &Fleet) {
+    for object in [
+        json!({"apiVersion": "cluster.open-cluster-management.io/v1beta2", "kind": "ManagedClusterSet",
+               "metadata": {"name": "edge"}}),
+        json!({"apiVersion": "cluster.open-cluster-management.io/v1beta2", "kind": "ManagedClusterSetBinding",
+               "metadata": {"name": "edge", "namespace": "default"}, "spec": {"clusterSet": "edge"}}),
+        json!({"apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+               "metadata": {"name": "web", "namespace": "default"},
+               "spec": {"numberOfClusters": 1, "clusterSets": ["edge"]}}),
+        json!({"apiVersion": "work.open-cluster-management.io/v1alpha1", "kind": "ManifestWorkReplicaSet",
+               "metadata": {"name": "web", "namespace": "default"},
+               "spec": {"placementRefs": [{"name": "web"}],
+                        "manifestWorkTemplate": {"workload": {"manifests": [
+                            {"apiVersion": "v1", "kind": "ConfigMap",
+                             "metadata": {"name": "web", "namespace": "default"},
+                             "data": {"greeting": "hello"}}]}}}}),
+    ] {
+        fleet.admin.apply_object(object).await.unwrap();
+    }
+}
+
+/// Waits until the placement's decisions satisfy `done`.
+async fn wait_placement(
+    fleet: &Fleet,
+    name: &str,
+    what: &str,
+    done: impl Fn(&PlacementView) -> bool,
+) -> PlacementView {
+    let last = std::cell::RefCell::new(None);
+    let found = poll(WAIT, || async {
+        let p = fleet
+            .admin
+            .get_placement(Some("default"), name)
+            .await
+            .unwrap();
+        let ok = done(&p);
+        *last.borrow_mut() = Some(p.clone());
+        ok.then_some(p)
+    })
+    .await;
+    found.unwrap_or_else(|| {
+        panic!(
+            "placement {name}: {what} did not happen within {WAIT:?}: {:#?}",
+            last.borrow()
+        )
+    })
+}
+
+fn decided(p: &PlacementView) -> Vec<String> {
+    p.decisions.iter().map(|d| d.cluster.clone()).collect()
+}
+
+/// Waits until the hub holds the replica set's work on `cluster` (not being deleted).
+async fn wait_work_on(fleet: &Fleet, cluster: &str) {
+    let found = poll(WAIT, || async {
+        fleet
+            .admin
+            .get_work(cluster, "web")
+            .await
+            .ok()
+            .filter(|w| !w.deleting)
+    })
+    .await;
+    let w = found.unwrap_or_else(|| panic!("no work web on {cluster} within {WAIT:?}"));
+    assert_eq!(
+        w.labels
+            .get("work.open-cluster-management.io/manifestworkreplicaset")
+            .map(String::as_str),
+        Some("default.web")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_placement_moves_off_a_killed_cluster_and_the_work_follows() {
+    let fleet = Fleet::start().await;
+    let mut agents = Vec::new();
+    for name in CLUSTERS {
+        agents.push(Some(fleet.accepted_agent(name, &[SET_LABEL]).await));
+    }
+    apply_fleet_objects(&fleet).await;
+
+    let p = wait_placement(&fleet, "web", "one decision", |p| p.decisions.len() == 1).await;
+    let first = decided(&p).remove(0);
+    let explanation = p.explanation.as_ref().expect("the hub explains its choice");
+    assert_eq!(explanation.clusters.len(), 3, "{explanation}");
+    wait_work_on(&fleet, &first).await;
+    let rollout = fleet
+        .admin
+        .get_replica_set(Some("default"), "web")
+        .await
+        .unwrap();
+    assert_eq!(rollout.clusters.len(), 1);
+    assert_eq!(rollout.clusters[0].cluster, first);
+
+    // The chosen cluster's agent dies.
+    let i = CLUSTERS.iter().position(|c| *c == first).unwrap();
+    agents[i].take().unwrap().kill().await;
+    fleet
+        .wait_cluster(&first, WAIT, "unreachable", is_unreachable)
+        .await;
+    let p = wait_placement(&fleet, "web", "a move to a live cluster", |p| {
+        p.decisions.len() == 1 && decided(p)[0] != first
+    })
+    .await;
+    let second = decided(&p).remove(0);
+    let why = p.explanation.as_ref().unwrap().cluster(&first).unwrap();
+    assert!(
+        why.reason.contains("taint") || why.reason.contains(TAINT_UNREACHABLE),
+        "{why:?}"
+    );
+    wait_work_on(&fleet, &second).await;
+    // The dead cluster's work leaves the hub's desired state (deleted once its agent confirms).
+    let gone = poll(WAIT, || async {
+        match fleet.admin.get_work(&first, "web").await {
+            Ok(w) if w.deleting => Some(()),
+            Ok(_) => None,
+            Err(_) => Some(()),
+        }
+    })
+    .await;
+    assert!(gone.is_some(), "the work on {first} is not being deleted");
+
+    // The agent comes back: the taint goes, the placement stays where it is (Steady).
+    agents[i] = Some(fleet.start_agent(&first, &[SET_LABEL]).await);
+    fleet
+        .wait_cluster(&first, WAIT, "available again", is_available)
+        .await;
+    let gone = poll(WAIT, || async {
+        fleet.admin.get_work(&first, "web").await.err().map(|_| ())
+    })
+    .await;
+    assert!(gone.is_some(), "the returning agent confirms the deletion");
+
+    for a in agents.into_iter().flatten() {
+        a.shutdown().await.unwrap();
+    }
+    fleet.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_placement_tolerating_unreachable_for_n_seconds_keeps_the_cluster_until_then() {
+    const N: i64 = 3;
+    let fleet = Fleet::start().await;
+    let mut agents = Vec::new();
+    for name in CLUSTERS {
+        agents.push(Some(fleet.accepted_agent(name, &[SET_LABEL]).await));
+    }
+    apply_fleet_objects(&fleet).await;
+    fleet
+        .admin
+        .apply_object(json!({
+            "apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+            "metadata": {"name": "tolerant", "namespace": "default"},
+            "spec": {"numberOfClusters": 1, "clusterSets": ["edge"],
+                     "tolerations": [{"key": TAINT_UNREACHABLE, "operator": "Exists",
+                                      "tolerationSeconds": N}]}}))
+        .await
+        .unwrap();
+    let p = wait_placement(&fleet, "tolerant", "one decision", |p| {
+        p.decisions.len() == 1
+    })
+    .await;
+    let chosen = decided(&p).remove(0);
+
+    let i = CLUSTERS.iter().position(|c| *c == chosen).unwrap();
+    agents[i].take().unwrap().kill().await;
+    let view = fleet
+        .wait_cluster(&chosen, WAIT, "unreachable", is_unreachable)
+        .await;
+    let added = view
+        .taints
+        .iter()
+        .find(|t| t.key == TAINT_UNREACHABLE)
+        .and_then(|t| t.time_added)
+        .unwrap()
+        .as_datetime();
+
+    // Tolerated: still decided, with a re-check when the toleration expires.
+    let kept = wait_placement(&fleet, "tolerant", "a re-check at the expiry", |p| {
+        p.requeue_at.is_some()
+    })
+    .await;
+    assert_eq!(decided(&kept), vec![chosen.clone()]);
+    assert_eq!(
+        kept.requeue_at,
+        Some(added + chrono::TimeDelta::seconds(N)),
+        "kept exactly until timeAdded + tolerationSeconds"
+    );
+    // ... then dropped for a live cluster.
+    let moved = wait_placement(&fleet, "tolerant", "the drop after N seconds", |p| {
+        p.decisions.len() == 1 && decided(p)[0] != chosen
+    })
+    .await;
+    assert!(moved.requeue_at.is_none_or(|t| t > added));
+
+    for a in agents.into_iter().flatten() {
+        a.shutdown().await.unwrap();
+    }
+    fleet.stop().await;
+}
