@@ -31,6 +31,29 @@ pub fn status_update(
     status: ManifestBundleStatus,
 ) -> MqttMessage {
     let mut seq = ocm_edge_schemas::wire::sequence::SequenceIdGenerator::new();
+    let sequence_id = seq.next_string(Utc::now().timestamp_millis());
+    status_update_with_sequence(
+        source,
+        cluster,
+        resource_id,
+        resource_version,
+        &sequence_id,
+        status,
+    )
+}
+
+/// [`status_update`] with a given `sequenceid`.
+///
+/// # Panics
+/// Never for valid inputs (the event is built from typed values).
+pub fn status_update_with_sequence(
+    source: &str,
+    cluster: &str,
+    resource_id: &str,
+    resource_version: i64,
+    sequence_id: &str,
+    status: ManifestBundleStatus,
+) -> MqttMessage {
     let event = StatusEvent {
         header: Header::new(format!("{cluster}-work-agent"), Utc::now()),
         action: Action::UpdateRequest,
@@ -38,7 +61,7 @@ pub fn status_update(
         resource_id: resource_id.into(),
         resource_version,
         original_source: source.into(),
-        sequence_id: seq.next_string(Utc::now().timestamp_millis()),
+        sequence_id: sequence_id.into(),
         status_hash: None,
         metadata: None,
         log_tracing: Some("{}".into()),
