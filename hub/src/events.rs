@@ -305,6 +305,23 @@ mod tests {
     }
 
     #[test]
+    fn an_addon_placement_score_decodes_for_the_topics_cluster() {
+        let msg = agent_event(
+            "cluster.open-cluster-management.io.v1alpha1.addonplacementscores.status.update_request",
+            "edge-1",
+            serde_json::json!({"metadata": {"name": "cpu-ratio"},
+                               "status": {"scores": [{"name": "cpuAvailable", "value": 66}]}}),
+        );
+        let Some(AgentInput::AddOnScore { cluster, score }) =
+            decode_agent_message("ocm-edge", &msg).unwrap()
+        else {
+            panic!("not a score")
+        };
+        assert_eq!(cluster, "edge-1");
+        assert_eq!(score.status.scores[0].value, 66);
+    }
+
+    #[test]
     fn malformed_messages_are_errors_not_panics() {
         let good = agent_event(
             "coordination.k8s.io.v1.leases.spec.update_request",

@@ -280,6 +280,41 @@ mod tests {
     }
 
     #[test]
+    fn placement_objects_and_availability_taints_survive_a_reopen() {
+        use crate::core::objects::{ObjectKey, ObjectKind, StoredObject};
+        let dir = tempfile::tempdir().unwrap();
+        let mut core = core();
+        let set: ocm_edge_schemas::api::cluster::ManagedClusterSet =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "edge"}})).unwrap();
+        {
+            let store = Store::open(dir.path()).unwrap();
+            persist(&store, &mut core, |c| c.handle_agent(join("a"), t(0)));
+            persist(&store, &mut core, |c| c.accept("a", t(1)).unwrap());
+            persist(&store, &mut core, |c| {
+                c.apply_object(StoredObject::ClusterSet(Box::new(set)), t(2))
+                    .unwrap()
+                    .0
+            });
+            persist(&store, &mut core, |c| {
+                let key = ObjectKey::new(ObjectKind::ManagedClusterSet, "", "edge");
+                let mut change = crate::core::Change::default();
+                if let Some(o) = c.objects().get(&key) {
+                    change.records.push(Record::Object(Box::new(o.clone())));
+                }
+                change
+            });
+        }
+        let loaded = Store::open(dir.path()).unwrap().load().unwrap();
+        assert_eq!(loaded.objects.len(), 1);
+        assert_eq!(loaded.objects[0].key().name, "edge");
+        let a = loaded.clusters.iter().find(|c| c.name == "a").unwrap();
+        let taint = &a.taints[0];
+        assert_eq!(taint.key, ocm_edge_schemas::api::cluster::TAINT_UNREACHABLE);
+        assert_eq!(taint.time_added.unwrap().as_datetime(), t(1));
+        assert!(a.availability.is_some());
+    }
+
+    #[test]
     fn a_forgotten_work_stays_forgotten_after_a_reopen() {
         let dir = tempfile::tempdir().unwrap();
         {

@@ -223,11 +223,26 @@ impl HubCore {
     /// shell calls this after every batch and at [`HubCore::next_wake`]. Each step's records are
     /// applied before the next step reads them.
     pub fn reconcile_fleet(&mut self, now: DateTime<Utc>) -> Change {
-        let mut change = self.reconcile_placements(now);
-        self.apply(&change.records);
-        let sets = self.reconcile_replica_sets(now);
-        self.apply(&sets.records);
-        change.extend(sets);
+        // A pass that writes decisions changes what the next one reads (Steady scores, Balance
+        // counts): run until nothing changes, bounded.
+        let mut change = Change::default();
+        for _ in 0..3 {
+            let pass = self.reconcile_placements(now);
+            if pass.is_empty() {
+                break;
+            }
+            self.apply(&pass.records);
+            change.extend(pass);
+        }
+        // Works written by a pass are read back by the next one (their rollout status).
+        for _ in 0..3 {
+            let pass = self.reconcile_replica_sets(now);
+            if pass.is_empty() {
+                break;
+            }
+            self.apply(&pass.records);
+            change.extend(pass);
+        }
         change
     }
 
@@ -247,4 +262,259 @@ fn template_labels(r: &ReplicaSetRecord) -> BTreeMap<String, String> {
         replica_set_label(r),
     );
     labels
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::objects::{ApplyOutcome, PlacementRecord};
+    use super::super::testkit::*;
+    use super::*;
+    use crate::core::{AgentInput, WorkStatusReport};
+    use ocm_edge_schemas::api::cluster::ManagedCluster;
+    use ocm_edge_schemas::api::object::OcmObject;
+    use ocm_edge_schemas::api::work::ManifestWorkStatus;
+    use serde_json::{Value, json};
+
+    const LABEL_SET: &str = "cluster.open-cluster-management.io/clusterset";
+
+    /// Three accepted, available clusters in set `edge`, a binding in `default`.
+    fn fleet() -> HubCore {
+        let mut core = core();
+        for name in ["edge-1", "edge-2", "edge-3"] {
+            let mut request = ManagedCluster::new(name);
+            request
+                .metadata
+                .labels
+                .insert(LABEL_SET.into(), "edge".into());
+            request.spec.lease_duration_seconds = 60;
+            step(
+                &mut core,
+                AgentInput::JoinRequest {
+                    cluster: name.into(),
+                    request: Box::new(request),
+                },
+                0,
+            );
+            let c = core.accept(name, t(0)).unwrap();
+            core.apply(&c.records);
+            step(&mut core, lease(name), 1);
+        }
+        apply(
+            &mut core,
+            json!({"apiVersion": "cluster.open-cluster-management.io/v1beta2",
+            "kind": "ManagedClusterSet", "metadata": {"name": "edge"}}),
+        );
+        apply(
+            &mut core,
+            json!({"apiVersion": "cluster.open-cluster-management.io/v1beta2",
+            "kind": "ManagedClusterSetBinding", "metadata": {"name": "edge", "namespace": "default"},
+            "spec": {"clusterSet": "edge"}}),
+        );
+        core
+    }
+
+    fn apply(core: &mut HubCore, v: Value) -> ApplyOutcome {
+        let stored = match OcmObject::from_value(v).unwrap() {
+            OcmObject::ManagedClusterSet(o) => StoredObject::ClusterSet(o),
+            OcmObject::ManagedClusterSetBinding(o) => StoredObject::Binding(o),
+            OcmObject::Placement(o) => StoredObject::Placement(Box::new(PlacementRecord {
+                placement: *o,
+                explanation: None,
+                requeue_at: None,
+            })),
+            OcmObject::ManifestWorkReplicaSet(o) => {
+                StoredObject::ReplicaSet(Box::new(ReplicaSetRecord {
+                    set: *o,
+                    sent: Default::default(),
+                    clusters: vec![],
+                    requeue_at: None,
+                    deleting: false,
+                }))
+            }
+            other => panic!("unexpected {}", other.kind()),
+        };
+        let (change, _, outcome) = core.apply_object(stored, t(1)).unwrap();
+        core.apply(&change.records);
+        outcome
+    }
+
+    fn placement(name: &str, spec: Value) -> Value {
+        json!({"apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+               "metadata": {"name": name, "namespace": "default"}, "spec": spec})
+    }
+
+    fn replica_set(placement: &str, strategy: Value) -> Value {
+        json!({"apiVersion": "work.open-cluster-management.io/v1alpha1",
+               "kind": "ManifestWorkReplicaSet",
+               "metadata": {"name": "web", "namespace": "default"},
+               "spec": {"placementRefs": [{"name": placement, "rolloutStrategy": strategy}],
+                        "manifestWorkTemplate": {"workload": {"manifests": [
+                            {"apiVersion": "v1", "kind": "ConfigMap",
+                             "metadata": {"name": "web", "namespace": "default"}}]}}}})
+    }
+
+    fn decided(core: &HubCore, name: &str) -> Vec<String> {
+        core.objects()
+            .decisions()
+            .iter()
+            .filter(|d| d.metadata.labels.get(LABEL_PLACEMENT).map(String::as_str) == Some(name))
+            .flat_map(|d| d.status.decisions.iter().map(|c| c.cluster_name.clone()))
+            .collect()
+    }
+
+    fn live_works(core: &HubCore) -> Vec<String> {
+        core.works()
+            .filter(|w| w.deleting.is_none())
+            .map(|w| w.key.cluster.clone())
+            .collect()
+    }
+
+    #[test]
+    fn a_replica_set_follows_its_placement_and_a_second_pass_changes_nothing() {
+        let mut core = fleet();
+        apply(&mut core, placement("web", json!({"numberOfClusters": 2})));
+        apply(&mut core, replica_set("web", json!({"type": "All"})));
+        let change = core.reconcile_fleet(t(2));
+        assert!(!change.outbound.is_empty(), "works are sent");
+        assert_eq!(decided(&core, "web"), vec!["edge-1", "edge-2"]);
+        assert_eq!(live_works(&core), vec!["edge-1", "edge-2"]);
+        let work = core.work(&WorkKey::new("edge-1", "web")).unwrap();
+        assert_eq!(work.labels[LABEL_MANIFEST_WORK_REPLICA_SET], "default.web");
+        assert_eq!(work.labels[LABEL_PLACEMENT_NAME], "web");
+        let again = core.reconcile_fleet(t(3));
+        assert!(again.is_empty(), "{again:#?}");
+    }
+
+    #[test]
+    fn an_unreachable_cluster_loses_its_decision_and_its_work_moves() {
+        let mut core = fleet();
+        apply(&mut core, placement("web", json!({"numberOfClusters": 1})));
+        apply(&mut core, replica_set("web", json!({})));
+        core.reconcile_fleet(t(2));
+        assert_eq!(live_works(&core), vec!["edge-1"]);
+        step(&mut core, presence("edge-1", false, 0), 3);
+        core.reconcile_fleet(t(3));
+        assert_eq!(decided(&core, "web"), vec!["edge-2"]);
+        assert_eq!(live_works(&core), vec!["edge-2"]);
+        assert!(
+            core.work(&WorkKey::new("edge-1", "web"))
+                .unwrap()
+                .deleting
+                .is_some()
+        );
+        let set = core.objects().replica_sets().next().unwrap();
+        assert_eq!(set.clusters.len(), 1);
+        assert_eq!(set.clusters[0].cluster, "edge-2");
+    }
+
+    #[test]
+    fn an_unreachable_cluster_does_not_stall_a_progressive_rollout_past_its_deadline() {
+        let mut core = fleet();
+        // The placement keeps unreachable clusters, so only the rollout's deadline can move on;
+        // a timed-out cluster counts as a failure, one is allowed.
+        apply(
+            &mut core,
+            placement(
+                "web",
+                json!({"tolerations": [
+            {"key": "cluster.open-cluster-management.io/unreachable", "operator": "Exists"}]}),
+            ),
+        );
+        apply(
+            &mut core,
+            replica_set(
+                "web",
+                json!({"type": "Progressive",
+            "progressive": {"maxConcurrency": 1, "progressDeadline": "10s", "maxFailures": 1}}),
+            ),
+        );
+        core.reconcile_fleet(t(2));
+        assert_eq!(live_works(&core), vec!["edge-1"]);
+        step(&mut core, presence("edge-1", false, 0), 3);
+        core.reconcile_fleet(t(3));
+        assert_eq!(
+            live_works(&core),
+            vec!["edge-1"],
+            "waits while within the deadline"
+        );
+        assert_eq!(core.fleet_requeue_at(), Some(t(12)));
+        core.reconcile_fleet(t(12));
+        assert_eq!(live_works(&core), vec!["edge-1", "edge-2"]);
+        let set = core.objects().replica_sets().next().unwrap();
+        let row = set.clusters.iter().find(|c| c.cluster == "edge-1").unwrap();
+        assert_eq!(row.status, "TimeOut");
+        assert!(!row.reachable);
+    }
+
+    #[test]
+    fn a_succeeded_cluster_lets_a_progressive_rollout_continue_and_the_summary_counts_it() {
+        let mut core = fleet();
+        apply(&mut core, placement("web", json!({})));
+        apply(
+            &mut core,
+            replica_set(
+                "web",
+                json!({"type": "Progressive",
+            "progressive": {"maxConcurrency": 1}}),
+            ),
+        );
+        core.reconcile_fleet(t(2));
+        let work = core.work(&WorkKey::new("edge-1", "web")).unwrap().clone();
+        let mut status = ManifestWorkStatus::default();
+        for c in ["Applied", "Available"] {
+            let mut cond =
+                ocm_edge_schemas::api::meta::Condition::new(c, ConditionStatus::True, "Done", "");
+            cond.observed_generation = work.resource_version;
+            status.conditions.push(cond);
+        }
+        step(
+            &mut core,
+            AgentInput::WorkStatus(Box::new(WorkStatusReport {
+                cluster: "edge-1".into(),
+                resource_id: work.resource_id.clone(),
+                resource_version: work.resource_version,
+                sequence_id: None,
+                status,
+            })),
+            4,
+        );
+        core.reconcile_fleet(t(4));
+        assert_eq!(live_works(&core), vec!["edge-1", "edge-2"]);
+        let set = core.objects().replica_sets().next().unwrap();
+        assert_eq!(set.set.status.summary.available, 1);
+        assert_eq!(set.set.status.summary.desired_total, 3);
+    }
+
+    #[test]
+    fn deleting_a_replica_set_deletes_its_works_then_forgets_it() {
+        let mut core = fleet();
+        apply(&mut core, placement("web", json!({"numberOfClusters": 1})));
+        apply(&mut core, replica_set("web", json!({})));
+        core.reconcile_fleet(t(2));
+        let key = ObjectKey::new(ObjectKind::ManifestWorkReplicaSet, "default", "web");
+        let c = core.delete_object(&key, t(3)).unwrap();
+        core.apply(&c.records);
+        core.reconcile_fleet(t(3));
+        assert!(live_works(&core).is_empty());
+        assert!(
+            core.objects().get(&key).is_some(),
+            "kept until its works are gone"
+        );
+    }
+
+    #[test]
+    fn applying_the_same_object_twice_is_unchanged_and_decisions_cannot_be_applied() {
+        let mut core = fleet();
+        let p = placement("web", json!({"numberOfClusters": 1}));
+        assert_eq!(apply(&mut core, p.clone()), ApplyOutcome::Created);
+        assert_eq!(apply(&mut core, p), ApplyOutcome::Unchanged);
+        let decision = OcmObject::from_value(json!({
+            "apiVersion": "cluster.open-cluster-management.io/v1beta1",
+            "kind": "PlacementDecision", "metadata": {"name": "x", "namespace": "default"}}))
+        .unwrap();
+        let OcmObject::PlacementDecision(d) = decision else {
+            panic!()
+        };
+        assert!(core.apply_object(StoredObject::Decision(d), t(1)).is_err());
+    }
 }
