@@ -35,7 +35,7 @@ fn at(t: Option<DateTime<Utc>>, now: DateTime<Utc>) -> String {
         || "-".to_owned(),
         |t| {
             let secs = (t - now).num_seconds();
-            if secs >= 0 {
+            if secs > 0 {
                 format!("in {secs}s")
             } else {
                 format!("{}s ago", -secs)

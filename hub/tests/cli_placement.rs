@@ -1,0 +1,128 @@
+//! The `ocm-edge` binary for cluster sets, placements and rollouts: `apply -f` with OCM's YAML,
+//! `clusterset list`, `placement get` (decisions and the EXPLANATION table), `rollout status`,
+//! `delete`, against a real hub and simulated agents.
+
+mod fleet_kit;
+
+use std::path::Path;
+use std::process::{Output, Stdio};
+use std::time::Duration;
+
+use fleet_kit::{Fleet, WAIT, poll};
+use tokio::time::timeout;
+
+const BIN: &str = env!("CARGO_BIN_EXE_ocm-edge");
+
+async fn ocm_edge(url: &str, args: &[&str]) -> Output {
+    let child = tokio::process::Command::new(BIN)
+        .args(args)
+        .args(["--broker", url])
+        .env_remove("OCM_EDGE_BROKER")
+        .env_remove("OCM_EDGE_SOURCE_ID")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    timeout(Duration::from_secs(60), child)
+        .await
+        .expect("ocm-edge finishes")
+        .expect("ocm-edge runs")
+}
+
+#[track_caller]
+fn ok(out: &Output) -> String {
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "expected success, got {:?}\nstdout:\n{text}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_of_a_placement_and_replica_set_yaml_rolls_out_and_the_cli_explains_it() {
+    let fleet = Fleet::start().await;
+    let set = ("cluster.open-cluster-management.io/clusterset", "edge");
+    let a = fleet
+        .accepted_agent("edge-1", &[set, ("env", "edge")])
+        .await;
+    let b = fleet
+        .accepted_agent("edge-2", &[set, ("env", "edge")])
+        .await;
+    let c = fleet.accepted_agent("edge-3", &[set, ("env", "lab")]).await;
+    let url = fleet.url();
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cli/fleet/rollout.yaml");
+
+    let out = ok(&ocm_edge(&url, &["apply", "-f", file.to_str().unwrap()]).await);
+    for line in [
+        "managedclusterset edge created",
+        "managedclustersetbinding default/edge created",
+        "placement default/web created",
+        "manifestworkreplicaset default/web created",
+    ] {
+        assert!(out.contains(line), "{out}");
+    }
+    let again = ok(&ocm_edge(&url, &["apply", "-f", file.to_str().unwrap()]).await);
+    assert!(again.contains("placement default/web unchanged"), "{again}");
+
+    let sets = ok(&ocm_edge(&url, &["clusterset", "list"]).await);
+    assert!(sets.contains("edge-1,edge-2,edge-3"), "{sets}");
+
+    // Both edge clusters end up with the work, one after the other (maxConcurrency 1).
+    let rolled = poll(WAIT, || async {
+        let r = fleet
+            .admin
+            .get_replica_set(Some("default"), "web")
+            .await
+            .unwrap();
+        (r.set.status.summary.total == 2).then_some(r)
+    })
+    .await;
+    assert!(rolled.is_some(), "the rollout reached both clusters");
+
+    let placement = ok(&ocm_edge(&url, &["placement", "get", "web"]).await);
+    assert!(placement.contains("Explanation"), "{placement}");
+    for needle in [
+        "CLUSTER",
+        "WHY",
+        "edge-1",
+        "edge-2",
+        "edge-3",
+        "PlacementSatisfied",
+    ] {
+        assert!(placement.contains(needle), "{needle}: {placement}");
+    }
+    let status = ok(&ocm_edge(&url, &["rollout", "status", "web", "-n", "default"]).await);
+    for needle in [
+        "ManifestWorkReplicaSet: default/web",
+        "edge-1",
+        "edge-2",
+        "REACHABLE",
+    ] {
+        assert!(status.contains(needle), "{needle}: {status}");
+    }
+    assert!(
+        !status.contains("edge-3"),
+        "edge-3 is not selected: {status}"
+    );
+    let json = ok(&ocm_edge(&url, &["placement", "get", "web", "-o", "json"]).await);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["decisions"].as_array().unwrap().len(), 2);
+
+    let deleted = ok(&ocm_edge(&url, &["delete", "manifestworkreplicaset", "web"]).await);
+    assert!(deleted.contains("deleted"), "{deleted}");
+    let gone = poll(WAIT, || async {
+        let works = fleet.admin.list_works(None).await.unwrap();
+        let sets = fleet.admin.list_replica_sets(None).await.unwrap();
+        (works.is_empty() && sets.is_empty()).then_some(())
+    })
+    .await;
+    assert!(gone.is_some(), "the set and its works are gone");
+
+    for agent in [a, b, c] {
+        agent.shutdown().await.unwrap();
+    }
+    fleet.stop().await;
+}
