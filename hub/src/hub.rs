@@ -5,6 +5,12 @@
 //! writes the batch's records in one redb transaction, and only then publishes and answers: nothing
 //! is announced that is not stored.
 //!
+//! A batch that touches works, placement objects or a cluster's published view (acceptance,
+//! labels, claims, taints) is followed by [`HubCore::reconcile_fleet`] (placements, then replica
+//! sets) in the same batch. The task also wakes at the earliest availability deadline or
+//! placement / rollout requeue time ([`HubCore::availability_tick`],
+//! [`HubCore::fleet_requeue_at`]), so taints appear and tolerations expire on time.
+//!
 //! After every SUBACK (first connect and every reconnect) the hub republishes its view of every
 //! known cluster and sends `status.resync_request`s to every accepted one, which is also how a
 //! restarted hub catches up.

@@ -1,16 +1,27 @@
-//! ocm-edge hub: registration, leases, works, the admin API, and the `ocm-edge` CLI.
+//! ocm-edge hub: registration, availability and taints, placement, rollouts, works, the admin
+//! API, and the `ocm-edge` CLI.
 //!
 //! Map (kept current by the module owners):
-//! - [`core`]: the pure hub logic (registration, lease, works, resync); data in, records and
-//!   messages out, `now` passed in.
+//! - [`core`]: the pure hub logic (registration, availability feeding, works, resync, the placement
+//!   objects, scheduling and replica-set fan-out as records); data in, records and messages out,
+//!   `now` passed in.
+//! - [`availability`]: the pure availability state machine (birth / will with connection sequence
+//!   numbers, lease grace, API-server health) behind `ManagedClusterConditionAvailable` and the
+//!   unreachable / unavailable taints.
+//! - [`placement`]: the pure placement scheduler (OCM's filters, prioritizers, decision groups,
+//!   PlacementDecisions) with a per-cluster explanation.
+//! - [`rollout`]: the pure ManifestWorkReplicaSet rollout planner (All, Progressive,
+//!   ProgressivePerGroup, status summary).
 //! - [`store`]: the redb file that makes the core's state survive restarts.
 //! - [`events`]: CloudEvents to and from the core's inputs and outputs.
 //! - [`transport`]: the hub's MQTT 5 client (rumqttc) and the MqttMessage <-> Publish mapping.
 //! - [`broker`]: the embedded rumqttd broker.
-//! - [`hub`]: [`start_hub`] / [`run_hub`]: wires broker, store, transport, core and admin server.
+//! - [`hub`]: [`start_hub`] / [`run_hub`]: wires broker, store, transport, core and admin server;
+//!   one task owns the core and ticks it at the next availability deadline or requeue time.
 //! - [`config`]: [`HubConfig`] and [`BrokerConfig`].
 //! - [`dashboard`]: the retained dashboard topics (summary, per cluster, per work).
-//! - [`admin`]: the admin API over MQTT 5 request/response: message types, the CLI's client, the hub's server.
+//! - [`admin`]: the admin API over MQTT 5 request/response: message types, the CLI's client, the
+//!   hub's server ([`admin::fleet`] for cluster sets, placements and replica sets).
 //! - [`cli`]: the `ocm-edge` command line (one file per command) and [`demo`].
 
 pub mod admin;

@@ -3,6 +3,7 @@
 //! placement moves to another cluster and the work follows; when the agent returns the taint
 //! goes; a placement that tolerates the taint for N seconds keeps the cluster until then.
 
+mod common;
 mod fleet_kit;
 
 use fleet_kit::{Fleet, WAIT, is_available, is_unreachable, poll};
@@ -209,6 +210,68 @@ async fn a_placement_tolerating_unreachable_for_n_seconds_keeps_the_cluster_unti
     assert!(moved.requeue_at.is_none_or(|t| t > added));
 
     for a in agents.into_iter().flatten() {
+        a.shutdown().await.unwrap();
+    }
+    fleet.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn add_on_placement_scores_from_clusters_steer_a_placement() {
+    let fleet = Fleet::start().await;
+    let mut agents = Vec::new();
+    for name in CLUSTERS {
+        agents.push(fleet.accepted_agent(name, &[SET_LABEL]).await);
+    }
+    apply_fleet_objects(&fleet).await;
+    fleet
+        .admin
+        .apply_object(json!({
+            "apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+            "metadata": {"name": "roomy", "namespace": "default"},
+            "spec": {"numberOfClusters": 1, "clusterSets": ["edge"],
+                     "prioritizerPolicy": {"mode": "Exact", "configurations": [
+                        {"scoreCoordinate": {"type": "AddOn",
+                                             "addOn": {"resourceName": "cpu-ratio",
+                                                       "scoreName": "cpuAvailable"}},
+                         "weight": 1}]}}}))
+        .await
+        .unwrap();
+    // An add-on beside each agent publishes its score on the cluster's agentevents.
+    let publish = |cluster: &'static str, value: i32| {
+        let url = fleet.url();
+        async move {
+            let raw = common::RawAgent::connect(&url, "ocm-edge", cluster).await;
+            let score = raw.event(
+                "cluster.open-cluster-management.io.v1alpha1.addonplacementscores.status.update_request",
+                json!({"metadata": {"name": "cpu-ratio"},
+                       "status": {"scores": [{"name": "cpuAvailable", "value": value}]}}),
+            );
+            raw.send(&score).await;
+            raw
+        }
+    };
+    let _a = publish("edge-1", 10).await;
+    let _b = publish("edge-3", 90).await;
+    wait_placement(&fleet, "roomy", "the best-scored cluster", |p| {
+        decided(p) == vec!["edge-3".to_owned()]
+    })
+    .await;
+    let _c = publish("edge-1", 100).await;
+    let p = wait_placement(&fleet, "roomy", "a move to the new best", |p| {
+        decided(p) == vec!["edge-1".to_owned()]
+    })
+    .await;
+    let why = p.explanation.unwrap();
+    assert!(
+        why.cluster("edge-1")
+            .unwrap()
+            .score_text()
+            .unwrap()
+            .contains("100"),
+        "{why}"
+    );
+
+    for a in agents {
         a.shutdown().await.unwrap();
     }
     fleet.stop().await;

@@ -220,7 +220,7 @@ impl HubCore {
     }
 
     /// Schedules placements, applies their decisions to `self`, then plans replica sets: the
-    /// shell calls this after every batch and at [`HubCore::next_wake`]. Each step's records are
+    /// shell calls this after every batch and at [`HubCore::fleet_requeue_at`]. Each step's records are
     /// applied before the next step reads them.
     pub fn reconcile_fleet(&mut self, now: DateTime<Utc>) -> Change {
         // A pass that writes decisions changes what the next one reads (Steady scores, Balance
