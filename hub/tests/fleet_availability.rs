@@ -87,3 +87,40 @@ async fn a_stale_will_does_not_mark_a_live_cluster() {
     agent.shutdown().await.unwrap();
     fleet.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_link_is_tainted_unreachable_within_the_bound_and_untainted_when_it_thaws() {
+    let fleet = Fleet::start().await;
+    let link = fleet_kit::FreezableLink::start(&fleet.url()).await;
+    let mut cfg = fleet.agent_config("edge-1", &[]);
+    cfg.broker_url = link.url.clone();
+    let agent = ocm_edge_agent::start_agent(cfg).await.unwrap();
+    let known = fleet_kit::poll(WAIT, || async {
+        fleet.admin.get_cluster("edge-1").await.ok()
+    })
+    .await;
+    assert!(known.is_some());
+    fleet.admin.accept_cluster("edge-1").await.unwrap();
+    fleet
+        .wait_cluster("edge-1", WAIT, "available", is_available)
+        .await;
+
+    // No FIN, no RST: only the broker's keepalive (or the lease grace) can tell.
+    let frozen_at = Instant::now();
+    link.freeze(true);
+    let view = fleet
+        .wait_cluster("edge-1", detection_bound(), "unreachable", is_unreachable)
+        .await;
+    eprintln!(
+        "frozen link detected after {:?} ({})",
+        frozen_at.elapsed(),
+        view.available.as_ref().unwrap().reason
+    );
+
+    link.freeze(false);
+    fleet
+        .wait_cluster("edge-1", WAIT, "available again", is_available)
+        .await;
+    agent.shutdown().await.unwrap();
+    fleet.stop().await;
+}

@@ -152,3 +152,71 @@ pub fn is_unreachable(c: &ClusterView) -> bool {
         .is_some_and(|a| a.status == ConditionStatus::Unknown)
         && c.taints.iter().any(|t| t.key == TAINT_UNREACHABLE)
 }
+
+/// A TCP proxy in front of the broker whose link can be frozen: bytes stop flowing both ways
+/// but no socket is closed, as with a cable pulled or a process stopped with SIGSTOP. Only the
+/// broker's keepalive (and the hub's lease grace) can notice.
+pub struct FreezableLink {
+    pub url: String,
+    frozen: tokio::sync::watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FreezableLink {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl FreezableLink {
+    pub async fn start(broker_url: &str) -> FreezableLink {
+        let (host, port) = ocm_edge_hub::transport::parse_broker_url(broker_url).unwrap();
+        let upstream = format!("{host}:{port}");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("mqtt://{}", listener.local_addr().unwrap());
+        let (frozen, watch) = tokio::sync::watch::channel(false);
+        let task = tokio::spawn(async move {
+            let mut pipes = tokio::task::JoinSet::new();
+            while let Ok((client, _)) = listener.accept().await {
+                let Ok(server) = tokio::net::TcpStream::connect(&upstream).await else {
+                    continue;
+                };
+                let (cr, cw) = client.into_split();
+                let (sr, sw) = server.into_split();
+                pipes.spawn(pipe(cr, sw, watch.clone()));
+                pipes.spawn(pipe(sr, cw, watch.clone()));
+            }
+        });
+        FreezableLink { url, frozen, task }
+    }
+
+    pub fn freeze(&self, frozen: bool) {
+        let _ = self.frozen.send(frozen);
+    }
+}
+
+async fn pipe(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    mut frozen: tokio::sync::watch::Receiver<bool>,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        // While frozen nothing is read, so nothing moves; the sockets stay open.
+        if frozen.wait_for(|f| !*f).await.is_err() {
+            return;
+        }
+        let n = tokio::select! {
+            r = from.read(&mut buf) => match r {
+                Ok(0) | Err(_) => return,
+                Ok(n) => n,
+            },
+            _ = frozen.wait_for(|f| *f) => continue,
+        };
+        // Bytes read just as the link froze are held back until it thaws.
+        if frozen.wait_for(|f| !*f).await.is_err() || to.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
+    }
+}
