@@ -155,7 +155,7 @@ async fn a_placement_moves_off_a_killed_cluster_and_the_work_follows() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_placement_tolerating_unreachable_for_n_seconds_keeps_the_cluster_until_then() {
-    const N: i64 = 3;
+    const N: i64 = 5;
     let fleet = Fleet::start().await;
     let mut agents = Vec::new();
     for name in CLUSTERS {
