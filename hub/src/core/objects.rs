@@ -370,7 +370,7 @@ impl HubCore {
             return Err(ObjectError::InvalidName(key));
         }
         let existing = self.objects().get(&key);
-        let merged = match (object, existing) {
+        let mut merged = match (object, existing) {
             (StoredObject::Placement(mut new), Some(StoredObject::Placement(old))) => {
                 new.placement.status = old.placement.status.clone();
                 new.explanation = old.explanation.clone();
@@ -394,7 +394,6 @@ impl HubCore {
             }
             (o, _) => o,
         };
-        let mut merged = merged;
         // Keep identity and creation time across applies; drop what a client must not set.
         let keep = existing.map(|e| e.metadata().clone());
         {
