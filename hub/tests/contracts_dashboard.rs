@@ -18,7 +18,21 @@ fn validator(file: &str) -> jsonschema::Validator {
     jsonschema::validator_for(&schema).unwrap()
 }
 
+/// Validates `payload` and checks that every field the hub writes is documented in the schema, so a
+/// field added to the hub's views fails here until the schemas crate's dashboard types have it.
 fn assert_valid(file: &str, payload: &Value) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../schemas")
+        .join(JSON_DIR)
+        .join(file);
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    for key in payload.as_object().unwrap().keys() {
+        assert!(
+            schema["properties"].get(key).is_some(),
+            "the hub writes {key:?}, which {file} does not document: add it to \
+             ocm_edge_schemas::contracts::dashboard and regenerate the contracts"
+        );
+    }
     let v = validator(file);
     let errors: Vec<String> = v
         .iter_errors(payload)

@@ -58,6 +58,9 @@ pub struct DashboardCluster {
     pub labels: BTreeMap<String, String>,
     /// When the hub last received a lease renewal; null before the first.
     pub last_lease: Option<Time>,
+    /// Keys of the cluster's taints (`cluster.open-cluster-management.io/unreachable`, ...).
+    #[serde(default)]
+    pub taints: Vec<String>,
     /// How many works the hub holds for the cluster.
     pub works: u64,
 }
