@@ -460,6 +460,22 @@ async fn ideal_transport(
         }
     });
     tokio::time::timeout(opts.timeout, sub_rx).await??;
+    // rumqttd is slow on the first publish to a new topic; the real run's sourceevents topics
+    // already exist (the hub published its views there), so create these before the clock too.
+    for i in 0..n {
+        let topic = format!(
+            "sources/{IDEAL_SOURCE}/consumers/{}/sourceevents",
+            cluster_name(i)
+        );
+        client
+            .publish(
+                topic,
+                QoS::AtLeastOnce,
+                false,
+                Bytes::from_static(b"warm-up"),
+            )
+            .await?;
+    }
     let workers = Workers::spawn(
         url,
         opts,
