@@ -201,3 +201,75 @@ async fn an_agent_started_before_the_hub_joins_once_the_hub_comes_up() {
     .unwrap();
     fleet.shutdown().await;
 }
+
+#[tokio::test]
+async fn denying_an_accepted_cluster_makes_the_hub_ignore_its_statuses() {
+    let mut fleet = Fleet::start().await;
+    fleet.start_agents(&["edge-1"]).await;
+    fleet.accept("edge-1").await;
+    let written = fleet
+        .create_work("web", &["edge-1"], vec![namespace("web")])
+        .await;
+    fleet
+        .wait_work_condition("edge-1", "web", "Applied")
+        .await
+        .unwrap();
+    fleet.stop_agent("edge-1").await;
+    fleet.admin().await.deny_cluster("edge-1").await.unwrap();
+
+    let ignored_before = ignored(&fleet).await;
+    let malformed_before = malformed(&fleet).await;
+    let mut rogue = Probe::connect(fleet.broker_url()).await.unwrap();
+    let mut status = applied_status();
+    status.conditions[0].reason = "FromADeniedCluster".into();
+    rogue
+        .publish(&status_update(
+            "ocm-edge",
+            "edge-1",
+            &written[0].work.resource_id,
+            1,
+            status,
+        ))
+        .await
+        .unwrap();
+    // A marker after it on the same connection: once the hub has counted the marker, it has
+    // handled the status too.
+    rogue
+        .publish(&ocm_edge_schemas::wire::MqttMessage {
+            topic: "sources/ocm-edge/consumers/edge-1/agentevents".into(),
+            payload: b"marker".to_vec(),
+            content_type: None,
+            user_properties: vec![],
+        })
+        .await
+        .unwrap();
+    wait_until("the hub to handle the marker", WAIT, || async {
+        malformed(&fleet).await > malformed_before
+    })
+    .await
+    .unwrap();
+    assert!(
+        ignored(&fleet).await > ignored_before,
+        "the status is counted as ignored"
+    );
+    let view = fleet.admin().await.get_work("edge-1", "web").await.unwrap();
+    assert!(
+        !view
+            .conditions
+            .iter()
+            .any(|c| c.reason == "FromADeniedCluster"),
+        "a denied cluster's status is not stored: {:?}",
+        view.conditions
+    );
+    fleet.shutdown().await;
+}
+
+async fn malformed(fleet: &Fleet) -> u64 {
+    fleet
+        .stats()
+        .await
+        .counters
+        .get("messagesMalformed")
+        .copied()
+        .unwrap_or(0)
+}
