@@ -74,10 +74,7 @@ impl HubCore {
         };
         let mut record = record.clone();
         record.last_lease = Some(time(now));
-        let signal = Signal::LeaseRenewed {
-            lease_duration_seconds: lease.spec.lease_duration_seconds,
-        };
-        self.observe(record, signal, now)
+        self.observe(record, Signal::from_lease(lease), now)
     }
 
     /// The agent's birth or will. A will older than the latest birth is stale and ignored.
@@ -300,6 +297,19 @@ mod tests {
         core.apply(&change.records);
         assert_eq!(available(&core, "edge-1"), Some(ConditionStatus::False));
         assert_eq!(taint_keys(&core, "edge-1"), vec![TAINT_UNAVAILABLE]);
+    }
+
+    #[test]
+    fn a_cluster_stored_without_availability_tracking_keeps_its_condition_after_an_upgrade() {
+        let mut core = accepted_core(&["edge-1"]);
+        step(&mut core, lease("edge-1"), 10);
+        let mut old: Vec<ClusterRecord> = core.clusters().cloned().collect();
+        old[0].availability = None;
+        let mut restarted = HubCore::restore(cfg(), old, vec![], Default::default());
+        restarted.set_grace_start(t(1000));
+        assert_eq!(available(&restarted, "edge-1"), Some(ConditionStatus::True));
+        assert!(taint_keys(&restarted, "edge-1").is_empty());
+        assert_eq!(tick(&mut restarted, 1000), Some(t(1090)));
     }
 
     #[test]

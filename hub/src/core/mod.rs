@@ -365,7 +365,13 @@ impl HubCore {
             match &mut c.availability {
                 Some(a) => a.resume(now),
                 None => {
-                    let a = ClusterAvailability::new(c.lease_duration_seconds, now);
+                    // Keep what the older hub stored (condition, taints, timeAdded).
+                    let a = ClusterAvailability::adopt(
+                        c.lease_duration_seconds,
+                        &c.conditions,
+                        &c.taints,
+                        now,
+                    );
                     a.apply_to(&mut c.conditions, &mut c.taints);
                     c.availability = Some(a);
                 }
