@@ -54,7 +54,7 @@ pub const ADMIN_API_VERSION_PROPERTY: &str = "ocm-edge-admin";
 pub const ADMIN_API_VERSION: &str = "v1";
 
 /// One command from the CLI to the hub.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(
     tag = "command",
     rename_all = "camelCase",
@@ -216,7 +216,7 @@ impl AdminRequest {
 }
 
 /// The hub's answer to one [`AdminRequest`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", rename_all_fields = "camelCase")]
 pub enum AdminResponse {
     /// The command succeeded.
@@ -241,7 +241,7 @@ impl AdminResponse {
 }
 
 /// Why a command failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum AdminErrorKind {
     /// The cluster or work does not exist.
     NotFound,
@@ -274,7 +274,7 @@ impl std::fmt::Display for AdminErrorKind {
 
 /// The successful result of a command; which variant answers which command is documented on
 /// [`AdminRequest`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum AdminPayload {
     /// Answer to ListClusters, sorted by name.
@@ -290,25 +290,33 @@ pub enum AdminPayload {
     /// Answer to Stats.
     Stats(HubStats),
     /// Answer to ApplyObject.
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     Applied(ObjectApplied),
     /// Answer to ListClusterSets.
+    #[schemars(with = "Vec<serde_json::Map<String, serde_json::Value>>")]
     ClusterSets(Vec<ClusterSetView>),
     /// Answer to GetClusterSet.
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     ClusterSet(Box<ClusterSetView>),
     /// Answer to ListPlacements.
+    #[schemars(with = "Vec<serde_json::Map<String, serde_json::Value>>")]
     Placements(Vec<PlacementView>),
     /// Answer to GetPlacement.
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     Placement(Box<PlacementView>),
     /// Answer to ListReplicaSets.
+    #[schemars(with = "Vec<serde_json::Map<String, serde_json::Value>>")]
     ReplicaSets(Vec<ReplicaSetView>),
     /// Answer to GetReplicaSet.
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     ReplicaSet(Box<ReplicaSetView>),
     /// Answer to DeleteObject.
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     Deleted(ObjectDeleted),
 }
 
 /// Registration state of a cluster.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum ClusterState {
     /// Asked to join; waiting for an operator.
     Pending,
@@ -329,7 +337,7 @@ impl std::fmt::Display for ClusterState {
 }
 
 /// What the CLI shows about one cluster.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ClusterView {
     /// Cluster name.
@@ -366,7 +374,7 @@ pub struct ClusterView {
 }
 
 /// Identity of one manifest of a work's spec, for listings before any status arrives.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ManifestSummary {
     /// Index in the spec.
@@ -383,7 +391,7 @@ pub struct ManifestSummary {
 }
 
 /// What the CLI shows about one work on one cluster.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkView {
     /// Cluster (the work's namespace).
@@ -421,7 +429,7 @@ pub struct WorkView {
 }
 
 /// What a CreateWork or ApplyManifestWork did to one work.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkWritten {
     /// Created, updated or left as it was.
@@ -431,7 +439,7 @@ pub struct WorkWritten {
 }
 
 /// What a write did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum WriteOutcome {
     /// The work did not exist; version 1.
     Created,
@@ -452,7 +460,7 @@ impl std::fmt::Display for WriteOutcome {
 }
 
 /// Hub counters for `ocm-edge stats` and tests.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HubStats {
     /// Clusters by state.
