@@ -6,11 +6,12 @@ use std::path::PathBuf;
 use chrono::{TimeZone, Utc};
 use ocm_edge_schemas::api::cluster::ManagedCluster;
 use ocm_edge_schemas::api::lease::Lease;
+use ocm_edge_schemas::api::placement::{AddOnPlacementScore, AddOnPlacementScoreItem};
 use ocm_edge_schemas::api::work::{ManifestBundle, ManifestBundleStatus};
 use ocm_edge_schemas::contracts::catalog::{self, Envelope, MessageSpec, Need};
 use ocm_edge_schemas::contracts::{JSON_DIR, asyncapi};
 use ocm_edge_schemas::wire::cluster_events::{
-    ClusterEnvelope, ClusterEvent, Presence, PresenceState,
+    AddOnPlacementScoreEvent, ClusterEnvelope, ClusterEvent, Presence, PresenceState,
 };
 use ocm_edge_schemas::wire::event_type::Action;
 use ocm_edge_schemas::wire::resync::{
@@ -89,6 +90,17 @@ fn cluster_env<T>(data: T, original_source: &str) -> ClusterEnvelope<T> {
         original_source: original_source.into(),
         data,
     }
+}
+
+fn score() -> AddOnPlacementScore {
+    let mut score = AddOnPlacementScore::default();
+    score.metadata.name = "resource-usage".into();
+    score.metadata.namespace = "edge-1".into();
+    score.status.scores = vec![AddOnPlacementScoreItem {
+        name: "cpuAvailable".into(),
+        value: 66,
+    }];
+    score
 }
 
 fn lease() -> Lease {
@@ -198,6 +210,13 @@ fn every_event() -> Vec<(&'static str, &'static str, MqttMessage)> {
             cluster(ClusterEvent::Lease(cluster_env(lease(), ""))),
         ),
         (
+            "addOnPlacementScore",
+            AGENT_TOPIC,
+            AddOnPlacementScoreEvent(cluster_env(score(), ""))
+                .to_event()
+                .unwrap(),
+        ),
+        (
             "presenceBirth",
             AGENT_TOPIC,
             cluster(ClusterEvent::Presence(cluster_env(
@@ -281,6 +300,8 @@ fn decodes(msg: &MqttMessage) -> bool {
     };
     if ClusterEvent::is_cluster_event_type(event.ty()) {
         ClusterEvent::from_event(&event).is_ok()
+    } else if AddOnPlacementScoreEvent::is_score_event_type(event.ty()) {
+        AddOnPlacementScoreEvent::from_event(&event).is_ok()
     } else {
         matches!(WorkEvent::from_event(&event), Ok(e) if !matches!(e, WorkEvent::Unknown { .. }))
     }

@@ -6,7 +6,8 @@
 //! what the hub and the agent really send.
 
 use crate::wire::event_type::{
-    Action, DataType, LEASES, MANAGED_CLUSTERS, MANIFEST_BUNDLES, PRESENCES, SubResource,
+    ADDON_PLACEMENT_SCORES, Action, DataType, LEASES, MANAGED_CLUSTERS, MANIFEST_BUNDLES,
+    PRESENCES, SubResource,
 };
 use crate::wire::extensions as ext;
 use crate::wire::topic::Topic;
@@ -320,6 +321,16 @@ fn messages() -> Vec<MessageSpec> {
             payload: files::LEASE,
         },
         MessageSpec {
+            id: "addOnPlacementScore",
+            title: "AddOnPlacementScore",
+            summary: "Scores an agent or an add-on beside it publishes for placement's AddOn prioritizer; past validUntil they count as 0.",
+            envelope: ce(
+                ty(&ADDON_PLACEMENT_SCORES, Status, UpdateRequest),
+                cluster_extensions(),
+            ),
+            payload: files::ADD_ON_PLACEMENT_SCORE,
+        },
+        MessageSpec {
             id: "presenceBirth",
             title: "Presence: birth",
             summary: "Published on every connect: state online and the connection's sequence number.",
@@ -418,6 +429,7 @@ fn channels() -> Vec<ChannelSpec> {
                 "clusterJoinRequest",
                 "clusterStatus",
                 "leaseRenew",
+                "addOnPlacementScore",
                 "presenceBirth",
                 "presenceWill",
             ],
