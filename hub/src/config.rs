@@ -60,6 +60,12 @@ pub struct HubConfig {
     pub client_id: Option<String>,
     /// Publish the retained dashboard topics (`ocm-edge/<source>/dashboard/...`).
     pub dashboard: bool,
+    /// MQTT username of the hub on an [`BrokerConfig::External`] broker with authentication
+    /// (e.g. `ocm-edge-hub` in broker-config/mosquitto/); ignored by the embedded broker.
+    pub broker_username: Option<String>,
+    /// MQTT password going with [`HubConfig::broker_username`] (empty when only the username
+    /// is set); ignored by the embedded broker.
+    pub broker_password: Option<String>,
 }
 
 impl HubConfig {
@@ -75,6 +81,8 @@ impl HubConfig {
             status_resync_batch: DEFAULT_STATUS_RESYNC_BATCH,
             client_id: None,
             dashboard: true,
+            broker_username: None,
+            broker_password: None,
         }
     }
 
@@ -83,6 +91,17 @@ impl HubConfig {
         self.client_id
             .clone()
             .unwrap_or_else(|| format!("{}-hub", self.source_id))
+    }
+
+    /// Username and password for an external broker, when a username is set.
+    pub fn broker_credentials(&self) -> Option<(String, String)> {
+        match &self.broker {
+            BrokerConfig::External { .. } => Some((
+                self.broker_username.clone()?,
+                self.broker_password.clone().unwrap_or_default(),
+            )),
+            BrokerConfig::Embedded { .. } => None,
+        }
     }
 }
 

@@ -182,6 +182,7 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
                 "sources/+/agentbroadcast".to_owned(),
                 admin_topic.clone(),
             ],
+            credentials: cfg.broker_credentials(),
         },
         inbound_tx,
     )?;

@@ -10,8 +10,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use ocm_edge_schemas::wire::{MqttMessage, WireError};
 use rumqttc::v5::mqttbytes::QoS;
-use rumqttc::v5::mqttbytes::v5::{Filter, Packet, Publish, PublishProperties};
-use rumqttc::v5::{AsyncClient, Event, EventLoop, MqttOptions};
+use rumqttc::v5::mqttbytes::v5::{ConnectReturnCode, Filter, Packet, Publish, PublishProperties};
+use rumqttc::v5::{AsyncClient, ConnectionError, Event, EventLoop, MqttOptions};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -69,6 +69,8 @@ pub struct TransportConfig {
     pub keepalive: Duration,
     /// Filters subscribed (QoS 1) after every CONNACK.
     pub subscriptions: Vec<String>,
+    /// Username and password, if the broker wants them.
+    pub credentials: Option<(String, String)>,
 }
 
 /// A connected (or connecting) client. Cloning shares the connection.
@@ -137,6 +139,9 @@ pub fn connect(
         .set_clean_start(true)
         .set_max_packet_size(Some(MAX_PACKET_BYTES))
         .set_outgoing_inflight_upper_limit(INFLIGHT);
+    if let Some((user, pass)) = &cfg.credentials {
+        opts.set_credentials(user.clone(), pass.clone());
+    }
     let (client, eventloop) = AsyncClient::new(opts, REQUEST_CAPACITY);
     let closing = Arc::new(AtomicBool::new(false));
     let filters: Vec<Filter> = cfg
@@ -203,7 +208,19 @@ async fn run_event_loop(
                 if closing.load(Ordering::SeqCst) {
                     break;
                 }
-                tracing::warn!(error = %e, "MQTT connection error; reconnecting");
+                if let ConnectionError::ConnectionRefused(
+                    code @ (ConnectReturnCode::BadUserNamePassword
+                    | ConnectReturnCode::NotAuthorized),
+                ) = &e
+                {
+                    // Retried anyway: the broker's password file may be fixed while the hub runs.
+                    tracing::warn!(
+                        ?code,
+                        "the broker refused the hub's credentials (--broker-username/--broker-password); retrying"
+                    );
+                } else {
+                    tracing::warn!(error = %e, "MQTT connection error; reconnecting");
+                }
                 tokio::time::sleep(RECONNECT_DELAY).await;
             }
         }

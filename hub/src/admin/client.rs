@@ -15,7 +15,7 @@ use ocm_edge_schemas::api::work::{DeleteOption, ManifestConfigOption, ManifestWo
 use ocm_edge_schemas::wire::topic;
 use rumqttc::Transport;
 use rumqttc::v5::mqttbytes::QoS;
-use rumqttc::v5::mqttbytes::v5::{Packet, Publish, PublishProperties};
+use rumqttc::v5::mqttbytes::v5::{ConnectReturnCode, Packet, Publish, PublishProperties};
 use rumqttc::v5::{AsyncClient, ConnectionError, Event, EventLoop, MqttOptions};
 use serde_json::Value;
 use thiserror::Error;
@@ -56,6 +56,17 @@ pub enum AdminError {
         url: String,
         /// What happened.
         reason: String,
+    },
+    /// The broker refused the username and password. Not retryable as is.
+    #[error(
+        "the broker at {url} refused the credentials for user {user:?} (check --broker-username \
+         and --broker-password, or OCM_EDGE_BROKER_USERNAME and OCM_EDGE_BROKER_PASSWORD)"
+    )]
+    BadCredentials {
+        /// The broker URL.
+        url: String,
+        /// The username sent.
+        user: String,
     },
     /// Nobody answered in time. Retryable.
     #[error(
@@ -206,6 +217,45 @@ impl BrokerAddress {
 
 type Pending = Arc<Mutex<HashMap<Bytes, oneshot::Sender<Publish>>>>;
 
+/// How [`AdminClient::connect_with`] connects.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ConnectOptions {
+    /// Timeout for connecting and for each call.
+    pub timeout: Duration,
+    /// MQTT username, for a broker with authentication (e.g. `ocm-edge-operator` in
+    /// broker-config/mosquitto/).
+    pub username: Option<String>,
+    /// MQTT password going with `username` (empty when only the username is set).
+    pub password: Option<String>,
+}
+
+impl Default for ConnectOptions {
+    fn default() -> Self {
+        ConnectOptions {
+            timeout: DEFAULT_TIMEOUT,
+            username: None,
+            password: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for ConnectOptions {
+    // The password stays out of logs.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectOptions")
+            .field("timeout", &self.timeout)
+            .field("username", &self.username)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why the client did not become ready.
+#[derive(Debug)]
+enum NotReady {
+    Connection(ConnectionError),
+    Refused(String),
+}
+
 /// A connected admin API client.
 ///
 /// Dropping it stops its MQTT event loop.
@@ -246,6 +296,25 @@ impl AdminClient {
         source_id: &str,
         timeout: Duration,
     ) -> Result<AdminClient> {
+        let options = ConnectOptions {
+            timeout,
+            ..ConnectOptions::default()
+        };
+        Self::connect_with(broker_url, source_id, &options).await
+    }
+
+    /// [`AdminClient::connect`] with a timeout and, for a broker with authentication, a
+    /// username and password.
+    ///
+    /// # Errors
+    /// Invalid URL or source id; broker unreachable within the timeout;
+    /// [`AdminError::BadCredentials`] when the broker refuses the username and password.
+    pub async fn connect_with(
+        broker_url: &str,
+        source_id: &str,
+        connect: &ConnectOptions,
+    ) -> Result<AdminClient> {
+        let timeout = connect.timeout;
         install_crypto_provider();
         let address = BrokerAddress::parse(broker_url)?;
         let client_id = format!("ocm-edge-cli-{}", uuid::Uuid::new_v4().simple());
@@ -262,6 +331,9 @@ impl AdminClient {
             .set_connection_timeout(timeout.as_secs().max(1));
         if address.tls {
             options.set_transport(Transport::tls_with_default_config());
+        }
+        if let Some(user) = &connect.username {
+            options.set_credentials(user.clone(), connect.password.clone().unwrap_or_default());
         }
         let (client, event_loop) = AsyncClient::new(options, 16);
         let pending: Pending = Arc::default();
@@ -289,7 +361,10 @@ impl AdminClient {
         };
         match tokio::time::timeout(timeout, ready_rx).await {
             Ok(Ok(Ok(()))) => Ok(admin),
-            Ok(Ok(Err(reason))) => Err(connect_error(reason)),
+            Ok(Ok(Err(NotReady::Refused(reason)))) => Err(connect_error(reason)),
+            Ok(Ok(Err(NotReady::Connection(e)))) => {
+                Err(not_connected(broker_url, connect.username.as_deref(), &e))
+            }
             Ok(Err(_)) => Err(connect_error("the MQTT client stopped".to_owned())),
             Err(_) => Err(connect_error(format!(
                 "no answer within {} s",
@@ -595,7 +670,7 @@ async fn drive(
     client: AsyncClient,
     response_topic: String,
     pending: Pending,
-    ready: oneshot::Sender<Result<(), String>>,
+    ready: oneshot::Sender<Result<(), NotReady>>,
 ) {
     let mut ready = Some(ready);
     loop {
@@ -614,9 +689,9 @@ async fn drive(
                         )
                     });
                     let outcome = if refused {
-                        Err(format!(
+                        Err(NotReady::Refused(format!(
                             "the broker refused the subscription to {response_topic}"
-                        ))
+                        )))
                     } else {
                         Ok(())
                     };
@@ -641,7 +716,7 @@ async fn drive(
             Ok(_) => {}
             Err(e) => {
                 if let Some(ready) = ready.take() {
-                    let _ = ready.send(Err(describe(&e)));
+                    let _ = ready.send(Err(NotReady::Connection(e)));
                     return;
                 }
                 tracing::warn!(error = %e, "admin client lost the broker; reconnecting");
@@ -651,6 +726,43 @@ async fn drive(
             }
         }
     }
+}
+
+/// The error for a first connection that failed: refused credentials are told apart, and a
+/// broker that just closed the connection of a client with credentials hints at them.
+fn not_connected(url: &str, user: Option<&str>, e: &ConnectionError) -> AdminError {
+    let refused_login = matches!(
+        e,
+        ConnectionError::ConnectionRefused(
+            ConnectReturnCode::BadUserNamePassword | ConnectReturnCode::NotAuthorized
+        )
+    );
+    let reason = match user {
+        Some(user) if refused_login => {
+            return AdminError::BadCredentials {
+                url: url.to_owned(),
+                user: user.to_owned(),
+            };
+        }
+        None if refused_login => format!(
+            "{}: the broker wants a username and password (set --broker-username and \
+             --broker-password)",
+            describe(e)
+        ),
+        Some(user) if !is_port_closed(e) => format!(
+            "{}; if the broker closed the connection, the credentials for user {user:?} may be wrong",
+            describe(e)
+        ),
+        _ => describe(e),
+    };
+    AdminError::Connect {
+        url: url.to_owned(),
+        reason,
+    }
+}
+
+fn is_port_closed(e: &ConnectionError) -> bool {
+    matches!(e, ConnectionError::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused)
 }
 
 fn describe(e: &ConnectionError) -> String {

@@ -55,6 +55,8 @@ pub fn hub_config(global: &GlobalArgs, args: &HubArgs) -> Result<HubConfig, CliE
     cfg.broker = broker;
     cfg.source_id = global.source_id.clone();
     cfg.lease_grace_multiplier = args.lease_grace_multiplier;
+    cfg.broker_username = global.broker_username.clone();
+    cfg.broker_password = global.broker_password.clone();
     Ok(cfg)
 }
 

@@ -31,7 +31,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use thiserror::Error;
 
-use crate::admin::client::{AdminClient, AdminError};
+use crate::admin::client::{AdminClient, AdminError, ConnectOptions};
 
 /// Default broker URL of the CLI (the hub's embedded broker on this machine).
 pub const DEFAULT_BROKER_URL: &str = "mqtt://127.0.0.1:1883";
@@ -72,6 +72,25 @@ pub struct GlobalArgs {
     /// How long to wait for the broker and the hub, e.g. `5s`, `500ms`, `1m`.
     #[arg(long, global = true, default_value = "5s", value_parser = parse_duration, value_name = "DURATION")]
     pub timeout: Duration,
+    /// MQTT username for a broker with authentication (`ocm-edge-operator` for commands,
+    /// `ocm-edge-hub` for `hub` with the Mosquitto ACL in broker-config/).
+    #[arg(
+        long,
+        global = true,
+        env = "OCM_EDGE_BROKER_USERNAME",
+        value_name = "USER"
+    )]
+    pub broker_username: Option<String>,
+    /// MQTT password going with --broker-username (prefer the environment variable: command
+    /// lines are visible to other users).
+    #[arg(
+        long,
+        global = true,
+        env = "OCM_EDGE_BROKER_PASSWORD",
+        hide_env_values = true,
+        value_name = "PASSWORD"
+    )]
+    pub broker_password: Option<String>,
 }
 
 impl GlobalArgs {
@@ -85,10 +104,12 @@ impl GlobalArgs {
     /// # Errors
     /// Broker unreachable, bad URL or source id.
     pub async fn connect(&self) -> Result<AdminClient, CliError> {
-        Ok(
-            AdminClient::connect_with_timeout(self.broker_url(), &self.source_id, self.timeout)
-                .await?,
-        )
+        let options = ConnectOptions {
+            timeout: self.timeout,
+            username: self.broker_username.clone(),
+            password: self.broker_password.clone(),
+        };
+        Ok(AdminClient::connect_with(self.broker_url(), &self.source_id, &options).await?)
     }
 }
 
