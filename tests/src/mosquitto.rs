@@ -105,7 +105,7 @@ impl Mosquitto {
     }
 
     /// Starts `program` with two listeners: [`Mosquitto::url`] open to anonymous clients with
-    /// full access (where the hub connects: ocm-edge's hub has no broker credentials), and
+    /// full access (for tests that run the hub without credentials), and
     /// [`Mosquitto::secured_url`] with `auth`'s password file and ACL (where the agents connect).
     ///
     /// # Errors

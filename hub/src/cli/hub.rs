@@ -87,34 +87,10 @@ pub async fn run(global: &GlobalArgs, args: HubArgs) -> Result<(), CliError> {
         "ocm-edge hub running: broker {url}, source id {source_id}, data {data_dir}\n\
          agents: ocm-edge-agent --cluster-name NAME --broker {url}; then: ocm-edge cluster accept NAME\n"
     ))?;
-    shutdown_signal().await;
+    ocm_edge_agent::signal::shutdown_signal().await;
     tracing::info!("stopping the hub");
     handle
         .shutdown()
         .await
         .map_err(|e| CliError::Hub(format!("the hub stopped with an error: {e}")))
-}
-
-/// Ctrl-C, or SIGTERM (systemd, `kill`, container runtimes) on Unix.
-async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot listen for SIGTERM; stop the hub with Ctrl-C");
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
 }
