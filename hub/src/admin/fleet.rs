@@ -12,9 +12,7 @@
 use chrono::{DateTime, Utc};
 use ocm_edge_schemas::api::cluster::SelectorType;
 use ocm_edge_schemas::api::object::OcmObject;
-use ocm_edge_schemas::api::placement::{
-    LABEL_DECISION_GROUP_INDEX, LABEL_DECISION_GROUP_NAME, Placement,
-};
+use ocm_edge_schemas::api::placement::Placement;
 use ocm_edge_schemas::api::replicaset::ManifestWorkReplicaSet;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -229,18 +227,7 @@ pub fn placement_view(core: &HubCore, record: &PlacementRecord) -> PlacementView
         if !decision::belongs_to(&d, &record.placement) {
             continue;
         }
-        let index = d
-            .metadata
-            .labels
-            .get(LABEL_DECISION_GROUP_INDEX)
-            .and_then(|i| i.parse().ok())
-            .unwrap_or(0);
-        let group_name = d
-            .metadata
-            .labels
-            .get(LABEL_DECISION_GROUP_NAME)
-            .cloned()
-            .unwrap_or_default();
+        let (index, group_name) = decision::group_of(&d);
         for c in &d.status.decisions {
             decisions.push(DecisionView {
                 cluster: c.cluster_name.clone(),

@@ -9,9 +9,7 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use ocm_edge_schemas::api::meta::ConditionStatus;
-use ocm_edge_schemas::api::placement::{
-    LABEL_DECISION_GROUP_INDEX, LABEL_DECISION_GROUP_NAME, LABEL_PLACEMENT,
-};
+use ocm_edge_schemas::api::placement::LABEL_PLACEMENT;
 use ocm_edge_schemas::api::replicaset::{LABEL_MANIFEST_WORK_REPLICA_SET, LABEL_PLACEMENT_NAME};
 
 use super::objects::{ObjectKey, ObjectKind, ReplicaSetRecord, RolloutRow, StoredObject};
@@ -52,18 +50,7 @@ impl HubCore {
                 &d.metadata.namespace == ns
                     && d.metadata.labels.get(LABEL_PLACEMENT) == Some(&p.name)
             }) {
-                let index = d
-                    .metadata
-                    .labels
-                    .get(LABEL_DECISION_GROUP_INDEX)
-                    .and_then(|i| i.parse().ok())
-                    .unwrap_or(0);
-                let name = d
-                    .metadata
-                    .labels
-                    .get(LABEL_DECISION_GROUP_NAME)
-                    .cloned()
-                    .unwrap_or_default();
+                let (index, name) = crate::placement::decision::group_of(d);
                 for c in &d.status.decisions {
                     clusters.push(ClusterDecision::new(
                         c.cluster_name.clone(),

@@ -185,6 +185,21 @@ pub fn placement_decisions(
     (decisions, statuses)
 }
 
+/// The decision group `decision` belongs to, from OCM's labels: `(index, name)`. A decision
+/// without them (written by an older OCM) is in group 0, unnamed.
+pub fn group_of(decision: &PlacementDecision) -> (i32, String) {
+    let labels = &decision.metadata.labels;
+    let index = labels
+        .get(LABEL_DECISION_GROUP_INDEX)
+        .and_then(|i| i.parse().ok())
+        .unwrap_or(0);
+    let name = labels
+        .get(LABEL_DECISION_GROUP_NAME)
+        .cloned()
+        .unwrap_or_default();
+    (index, name)
+}
+
 /// Whether `decision` belongs to `placement` (same namespace, placement label).
 pub fn belongs_to(decision: &PlacementDecision, placement: &Placement) -> bool {
     decision.metadata.namespace == placement.metadata.namespace
