@@ -1,10 +1,13 @@
 //! A whole fleet in one test process: a broker that outlives everything, a hub that can be stopped
 //! and restarted on the same data dir, N agents with the simulated cluster, and an admin client.
 //!
-//! ```ignore
+//! ```no_run
+//! # async fn example() {
+//! use ocm_edge_tests::fleet::Fleet;
 //! let mut fleet = Fleet::start().await;
 //! fleet.agent("c1").label("env", "prod").start().await;
 //! fleet.accept("c1").await;
+//! # }
 //! ```
 
 use std::collections::BTreeMap;
