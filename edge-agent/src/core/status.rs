@@ -4,7 +4,9 @@
 //! Per manifest: Applied, Available, StatusFeedbackSynced (when feedback is asked for).
 //! Per work: Applied, Available, Progressing, Degraded, all with observedGeneration.
 
-use ocm_edge_schemas::api::meta::{Condition, ConditionStatus, Time, set_condition};
+use ocm_edge_schemas::api::meta::{
+    Condition, ConditionStatus, Time, remove_condition, set_condition,
+};
 use ocm_edge_schemas::api::work::{
     ConditionRuleType, FeedbackType, FeedbackValue, FieldValue, MANIFEST_STATUS_FEEDBACK_SYNCED,
     ManifestBundle, ManifestCondition, ManifestResourceStatus, ManifestWorkStatus,
@@ -46,8 +48,8 @@ pub fn work_status(
     let mut manifests = Vec::with_capacity(outcomes.len());
     let mut sorted: Vec<&ManifestOutcome> = outcomes.iter().collect();
     sorted.sort_by_key(|o| o.ordinal);
+    // Every applied manifest is reported Available, so the applied count is the available one.
     let mut applied_count = 0usize;
-    let mut available_count = 0usize;
     let mut progressing = false;
     // Manifests with a Complete rule, and how many of them are complete.
     let (mut completable, mut completed) = (0usize, 0usize);
@@ -78,7 +80,6 @@ pub fn work_status(
         match &outcome.result {
             Ok(observed) => {
                 applied_count += 1;
-                available_count += 1;
                 set_condition(
                     &mut conditions,
                     cond(
@@ -183,7 +184,7 @@ pub fn work_status(
         .previous
         .map(|p| p.conditions.clone())
         .unwrap_or_default();
-    conditions.retain(|c| c.type_ != WORK_DELETED);
+    remove_condition(&mut conditions, WORK_DELETED);
     let generation = ctx.generation;
     let all_applied = applied_count == total;
     let applied = if all_applied {
@@ -204,7 +205,7 @@ pub fn work_status(
             ),
         )
     };
-    let available = if available_count == total {
+    let available = if all_applied {
         cond(
             WORK_AVAILABLE,
             true,
@@ -218,7 +219,7 @@ pub fn work_status(
             "ResourcesNotAvailable",
             &format!(
                 "{} of {total} resources are not available",
-                total - available_count
+                total - applied_count
             ),
         )
     };
@@ -268,7 +269,7 @@ pub fn work_status(
             ctx.now,
         );
     } else {
-        conditions.retain(|c| c.type_ != WORK_COMPLETE);
+        remove_condition(&mut conditions, WORK_COMPLETE);
     }
     ManifestWorkStatus {
         conditions,
