@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use ocm_edge_schemas::api::cluster::ManagedCluster;
 use ocm_edge_schemas::api::work::ManifestBundle;
-use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -185,6 +185,12 @@ impl Store {
     /// Every held bundle, by resource id.
     pub fn all_desired(&self) -> Result<Vec<DesiredBundle>> {
         Ok(self.all(DESIRED)?.into_iter().map(|(_, v)| v).collect())
+    }
+
+    /// How many bundles are held, without decoding them.
+    pub fn desired_count(&self) -> Result<u64> {
+        let tx = self.db.begin_read()?;
+        Ok(tx.open_table(DESIRED)?.len()?)
     }
 
     /// Forgets a bundle and its inventory.

@@ -81,7 +81,7 @@ impl Agent {
     }
 
     fn update_held_count(&self) {
-        let n = self.store.all_desired().map(|v| v.len()).unwrap_or(0) as u64;
+        let n = self.store.desired_count().unwrap_or(0);
         self.bump(|c| c.bundles_held = n);
     }
 
