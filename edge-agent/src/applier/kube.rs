@@ -156,6 +156,14 @@ impl Applier for KubeApplier {
     async fn apply(&self, action: &ApplyAction, _now: DateTime<Utc>) -> Result<Value, ApplyError> {
         let r = &action.resource;
         let api = self.api(r).await?;
+        // CreateOnly and Update create a missing object the same way.
+        let create = async || {
+            let created = api
+                .create(&PostParams::default(), &to_object(&action.manifest)?)
+                .await
+                .map_err(api_error)?;
+            to_value(&created)
+        };
         match &action.strategy {
             ApplyStrategy::ServerSideApply {
                 force,
@@ -185,22 +193,10 @@ impl Applier for KubeApplier {
             },
             ApplyStrategy::CreateOnly => match api.get_opt(&r.name).await.map_err(api_error)? {
                 Some(obj) => to_value(&obj),
-                None => {
-                    let created = api
-                        .create(&PostParams::default(), &to_object(&action.manifest)?)
-                        .await
-                        .map_err(api_error)?;
-                    to_value(&created)
-                }
+                None => create().await,
             },
             ApplyStrategy::Update => match api.get_opt(&r.name).await.map_err(api_error)? {
-                None => {
-                    let created = api
-                        .create(&PostParams::default(), &to_object(&action.manifest)?)
-                        .await
-                        .map_err(api_error)?;
-                    to_value(&created)
-                }
+                None => create().await,
                 Some(existing) => {
                     let existing_json = to_value(&existing)?;
                     if is_subset(&without_status(&action.manifest), &existing_json) {
