@@ -121,10 +121,6 @@ impl AgentIdentity {
         Header::new(self.agent_id.clone(), now)
     }
 
-    fn cluster_event(&self, event: ClusterEvent) -> Result<Event, WorkEventError> {
-        event.to_event()
-    }
-
     fn envelope<T>(&self, data: T, now: DateTime<Utc>) -> ClusterEnvelope<T> {
         ClusterEnvelope {
             header: self.header(now),
@@ -186,9 +182,7 @@ impl AgentIdentity {
         cluster: &ManagedCluster,
         now: DateTime<Utc>,
     ) -> Result<Event, WorkEventError> {
-        self.cluster_event(ClusterEvent::JoinRequest(
-            self.envelope(cluster.clone(), now),
-        ))
+        ClusterEvent::JoinRequest(self.envelope(cluster.clone(), now)).to_event()
     }
 
     /// The cluster status (ManagedCluster status.update_request).
@@ -197,7 +191,7 @@ impl AgentIdentity {
         cluster: &ManagedCluster,
         now: DateTime<Utc>,
     ) -> Result<Event, WorkEventError> {
-        self.cluster_event(ClusterEvent::Status(self.envelope(cluster.clone(), now)))
+        ClusterEvent::Status(self.envelope(cluster.clone(), now)).to_event()
     }
 
     /// A lease renewal.
@@ -214,7 +208,7 @@ impl AgentIdentity {
         lease.spec.holder_identity = Some(self.agent_id.clone());
         lease.spec.lease_duration_seconds = Some(lease_duration_seconds);
         lease.spec.renew_time = Some(MicroTime::new(now));
-        self.cluster_event(ClusterEvent::Lease(self.envelope(lease, now)))
+        ClusterEvent::Lease(self.envelope(lease, now)).to_event()
     }
 
     /// Presence (birth `online` on connect; the will carries `offline`), with the connection sequence number.
@@ -232,6 +226,6 @@ impl AgentIdentity {
             },
             connection_seq,
         };
-        self.cluster_event(ClusterEvent::Presence(self.envelope(presence, now)))
+        ClusterEvent::Presence(self.envelope(presence, now)).to_event()
     }
 }
