@@ -195,8 +195,12 @@ impl Store {
 
     /// Forgets a bundle and its inventory.
     pub fn forget(&self, resource_id: &str) -> Result<()> {
-        self.delete(DESIRED, resource_id)?;
-        self.delete(INVENTORY, resource_id)
+        // One write transaction: one commit, and never a bundle without its inventory.
+        let tx = self.db.begin_write()?;
+        tx.open_table(DESIRED)?.remove(resource_id)?;
+        tx.open_table(INVENTORY)?.remove(resource_id)?;
+        tx.commit()?;
+        Ok(())
     }
 
     /// Objects applied for a bundle.
