@@ -144,12 +144,18 @@ impl Store {
                             .remove(object_key(key).as_str())
                             .map_err(|e| self.db_err(e))?;
                     }
-                    Record::Counters(c) => {
-                        let v = to_json(c);
-                        meta.insert(COUNTERS_KEY, v.as_slice())
-                            .map_err(|e| self.db_err(e))?;
-                    }
+                    // Each is a full snapshot: only the batch's last one is written, below.
+                    Record::Counters(_) => {}
                 }
+            }
+            let last_counters = records.iter().rev().find_map(|r| match r {
+                Record::Counters(c) => Some(c),
+                _ => None,
+            });
+            if let Some(c) = last_counters {
+                let v = to_json(c);
+                meta.insert(COUNTERS_KEY, v.as_slice())
+                    .map_err(|e| self.db_err(e))?;
             }
         }
         txn.commit().map_err(|e| self.db_err(e))
