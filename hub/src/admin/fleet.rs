@@ -112,33 +112,14 @@ fn invalid(message: String) -> AdminResponse {
 /// ApplyObject: any OCM object but ManifestWork (which has its own request).
 pub fn apply_object(core: &HubCore, object: Value, now: DateTime<Utc>) -> Planned {
     let parsed = OcmObject::from_value(object).map_err(|e| invalid(e.to_string()))?;
-    let stored = match parsed {
-        OcmObject::ManagedClusterSet(o) => StoredObject::ClusterSet(o),
-        OcmObject::ManagedClusterSetBinding(o) => StoredObject::Binding(o),
-        OcmObject::Placement(o) => StoredObject::Placement(Box::new(PlacementRecord {
-            placement: *o,
-            explanation: None,
-            requeue_at: None,
-        })),
-        OcmObject::AddOnPlacementScore(o) => StoredObject::Score(o),
-        OcmObject::ManifestWorkReplicaSet(o) => {
-            StoredObject::ReplicaSet(Box::new(ReplicaSetRecord {
-                set: *o,
-                sent: Default::default(),
-                clusters: vec![],
-                requeue_at: None,
-                deleting: false,
-            }))
-        }
-        other => {
-            return Err(invalid(format!(
-                "kind {:?} cannot be applied here: ocm-edge applies ManifestWork, \
-                 ManagedClusterSet, ManagedClusterSetBinding, Placement, AddOnPlacementScore \
-                 and ManifestWorkReplicaSet",
-                other.kind()
-            )));
-        }
-    };
+    let stored = StoredObject::from_applied(parsed).map_err(|other| {
+        invalid(format!(
+            "kind {:?} cannot be applied here: ocm-edge applies ManifestWork, \
+             ManagedClusterSet, ManagedClusterSetBinding, Placement, AddOnPlacementScore \
+             and ManifestWorkReplicaSet",
+            other.kind()
+        ))
+    })?;
     let (change, key, outcome) = core.apply_object(stored, now).map_err(object_error)?;
     Ok((
         change,

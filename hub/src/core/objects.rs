@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use ocm_edge_schemas::api::cluster::{ManagedClusterSet, ManagedClusterSetBinding};
 use ocm_edge_schemas::api::meta::ObjectMeta;
+use ocm_edge_schemas::api::object::OcmObject;
 use ocm_edge_schemas::api::placement::{AddOnPlacementScore, Placement, PlacementDecision};
 use ocm_edge_schemas::api::replicaset::ManifestWorkReplicaSet;
 use ocm_edge_schemas::wire::topic::is_valid_name;
@@ -170,6 +171,35 @@ pub enum StoredObject {
 }
 
 impl StoredObject {
+    /// A freshly applied object as the hub stores it (no scheduling or rollout state yet), or the
+    /// object back when its kind is not applied as a stored object (ManifestWork, clusters,
+    /// decisions, ...).
+    ///
+    /// # Errors
+    /// The object itself, for a kind that cannot be stored this way.
+    pub fn from_applied(object: OcmObject) -> Result<Self, OcmObject> {
+        Ok(match object {
+            OcmObject::ManagedClusterSet(o) => StoredObject::ClusterSet(o),
+            OcmObject::ManagedClusterSetBinding(o) => StoredObject::Binding(o),
+            OcmObject::Placement(o) => StoredObject::Placement(Box::new(PlacementRecord {
+                placement: *o,
+                explanation: None,
+                requeue_at: None,
+            })),
+            OcmObject::AddOnPlacementScore(o) => StoredObject::Score(o),
+            OcmObject::ManifestWorkReplicaSet(o) => {
+                StoredObject::ReplicaSet(Box::new(ReplicaSetRecord {
+                    set: *o,
+                    sent: Default::default(),
+                    clusters: vec![],
+                    requeue_at: None,
+                    deleting: false,
+                }))
+            }
+            other => return Err(other),
+        })
+    }
+
     pub fn kind(&self) -> ObjectKind {
         match self {
             StoredObject::ClusterSet(_) => ObjectKind::ManagedClusterSet,

@@ -253,7 +253,7 @@ fn template_labels(r: &ReplicaSetRecord) -> BTreeMap<String, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::objects::{ApplyOutcome, PlacementRecord};
+    use super::super::objects::ApplyOutcome;
     use super::super::testkit::*;
     use super::*;
     use crate::core::{AgentInput, WorkStatusReport};
@@ -301,25 +301,8 @@ mod tests {
     }
 
     fn apply(core: &mut HubCore, v: Value) -> ApplyOutcome {
-        let stored = match OcmObject::from_value(v).unwrap() {
-            OcmObject::ManagedClusterSet(o) => StoredObject::ClusterSet(o),
-            OcmObject::ManagedClusterSetBinding(o) => StoredObject::Binding(o),
-            OcmObject::Placement(o) => StoredObject::Placement(Box::new(PlacementRecord {
-                placement: *o,
-                explanation: None,
-                requeue_at: None,
-            })),
-            OcmObject::ManifestWorkReplicaSet(o) => {
-                StoredObject::ReplicaSet(Box::new(ReplicaSetRecord {
-                    set: *o,
-                    sent: Default::default(),
-                    clusters: vec![],
-                    requeue_at: None,
-                    deleting: false,
-                }))
-            }
-            other => panic!("unexpected {}", other.kind()),
-        };
+        let stored = StoredObject::from_applied(OcmObject::from_value(v).unwrap())
+            .unwrap_or_else(|other| panic!("unexpected {}", other.kind()));
         let (change, _, outcome) = core.apply_object(stored, t(1)).unwrap();
         core.apply(&change.records);
         outcome
