@@ -334,8 +334,10 @@ impl HubLoop {
                     self.plan_admin(*received, now, &mut batch)
                 }
                 Inbound::Message(received) => {
-                    let source = self.core.config().source_id.clone();
-                    match events::decode_agent_message(&source, &received.message) {
+                    match events::decode_agent_message(
+                        &self.core.config().source_id,
+                        &received.message,
+                    ) {
                         Ok(Some(input)) => self.core.handle_agent(input, now),
                         Ok(None) => Change::default(),
                         Err(e) => {
