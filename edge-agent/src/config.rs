@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use ocm_edge_mqtt::TlsFiles;
+use ocm_edge_mqtt::{Backoff, BrokerUrl, Credentials, TlsError, UrlError};
 use ocm_edge_schemas::wire::topic::is_valid_name;
 
 /// Default source id (the hub's); maestro uses `maestro`.
@@ -16,26 +18,9 @@ pub const DEFAULT_LEASE_DURATION_SECONDS: i32 = 60;
 /// Shortest lease the hub accepts (issue 4).
 pub const MIN_LEASE_DURATION_SECONDS: i32 = 5;
 /// Shortest MQTT keepalive rumqttc accepts.
-pub const MIN_KEEPALIVE: Duration = Duration::from_secs(5);
+pub const MIN_KEEPALIVE: Duration = ocm_edge_mqtt::session::MIN_KEEPALIVE;
 /// Label and claim that mark a simulated cluster.
 pub const SIMULATED_LABEL: &str = "ocm-edge.io/simulated";
-
-/// TLS material for an `mqtts://` broker. Without a CA file the system's roots are used.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct TlsFiles {
-    /// PEM CA bundle that signed the broker's certificate.
-    pub ca_file: Option<PathBuf>,
-    /// PEM client certificate and key, for brokers that require mTLS (both or neither).
-    pub client_cert_file: Option<PathBuf>,
-    pub client_key_file: Option<PathBuf>,
-}
-
-impl TlsFiles {
-    /// Whether any file is set.
-    pub fn is_empty(&self) -> bool {
-        self == &TlsFiles::default()
-    }
-}
 
 /// Which cluster the agent applies to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,7 +44,7 @@ impl ApplierConfig {
 pub struct AgentConfig {
     /// Managed cluster name (`[a-z0-9-]+`), also the MQTT consumer name.
     pub cluster_name: String,
-    /// `mqtt://host:port`.
+    /// `mqtt://host:port` or `mqtts://host:port` ([`BrokerUrl`]).
     pub broker_url: String,
     /// Directory of the agent's redb file.
     pub data_dir: PathBuf,
@@ -88,9 +73,9 @@ pub struct AgentConfig {
     pub health_interval: Duration,
     /// Field manager for server-side apply when a bundle does not name one.
     pub field_manager: String,
-    /// First reconnect delay; doubles up to `reconnect_max`, with jitter.
+    /// First reconnect delay; doubles up to `reconnect_max`, with jitter (default 0.5 s).
     pub reconnect_min: Duration,
-    /// Longest reconnect delay.
+    /// Longest reconnect delay (default 10 s: a link that comes back is used within 10 s).
     pub reconnect_max: Duration,
 }
 
@@ -120,8 +105,8 @@ impl AgentConfig {
             reconcile_interval: Duration::from_secs(10),
             health_interval: Duration::from_secs(5),
             field_manager: DEFAULT_FIELD_MANAGER.to_owned(),
-            reconnect_min: Duration::from_millis(500),
-            reconnect_max: Duration::from_secs(30),
+            reconnect_min: Backoff::default().min,
+            reconnect_max: Backoff::default().max,
         }
     }
 
@@ -142,12 +127,10 @@ impl AgentConfig {
                 value: self.source_id.clone(),
             });
         }
-        self.broker_address()?;
-        if self.tls.client_cert_file.is_some() != self.tls.client_key_file.is_some() {
-            return Err(ConfigError::HalfClientCert);
-        }
-        if !self.tls.is_empty() && !self.uses_tls() {
-            return Err(ConfigError::TlsWithoutMqtts(self.broker_url.clone()));
+        let url = self.broker_url()?;
+        self.tls.check()?;
+        if !self.tls.is_empty() && !url.is_tls() {
+            return Err(TlsError::FilesWithoutTls(url.to_string()).into());
         }
         if self.lease_duration_seconds < MIN_LEASE_DURATION_SECONDS {
             return Err(ConfigError::LeaseTooShort(self.lease_duration_seconds));
@@ -167,53 +150,23 @@ impl AgentConfig {
         Ok(())
     }
 
-    /// Whether the broker URL asks for TLS (`mqtts://`).
-    pub fn uses_tls(&self) -> bool {
-        self.broker_url.starts_with("mqtts://")
-    }
-
-    /// Host and port of `broker_url` (`mqtt://host:port`, port 1883 when omitted; `mqtts://`, 8883).
+    /// The broker URL, parsed.
     ///
     /// # Errors
-    /// [`ConfigError::BadBrokerUrl`].
-    pub fn broker_address(&self) -> Result<(String, u16), ConfigError> {
-        let bad = |reason: &str| ConfigError::BadBrokerUrl {
-            url: self.broker_url.clone(),
-            reason: reason.to_owned(),
-        };
-        let (rest, default_port) = if let Some(r) = self.broker_url.strip_prefix("mqtts://") {
-            (r, 8883)
-        } else {
-            let r = self
-                .broker_url
-                .strip_prefix("mqtt://")
-                .or_else(|| self.broker_url.strip_prefix("tcp://"))
-                .ok_or_else(|| bad("expected mqtt://host:port or mqtts://host:port"))?;
-            (r, 1883)
-        };
-        let rest = rest.trim_end_matches('/');
-        let (host, port) = match rest.rsplit_once(':') {
-            Some((h, p)) => (
-                h,
-                p.parse::<u16>()
-                    .map_err(|_| bad("the port is not a number 0-65535"))?,
-            ),
-            None => (rest, default_port),
-        };
-        if host.is_empty() {
-            return Err(bad("the host is empty"));
-        }
-        Ok((host.to_owned(), port))
+    /// [`ConfigError::BrokerUrl`].
+    pub fn broker_url(&self) -> Result<BrokerUrl, ConfigError> {
+        Ok(BrokerUrl::parse(&self.broker_url)?)
     }
 
-    /// Username and password for the broker, when a password is set.
-    pub fn broker_credentials(&self) -> Option<(String, String)> {
+    /// Username and password for the broker, when a password is set; the username defaults to
+    /// the cluster name (brokers with per-cluster ACLs, see broker-config/).
+    pub fn broker_credentials(&self) -> Option<Credentials> {
         let password = self.broker_password.clone()?;
         let username = self
             .broker_username
             .clone()
             .unwrap_or_else(|| self.cluster_name.clone());
-        Some((username, password))
+        Some(Credentials { username, password })
     }
 
     /// `<cluster>-work-agent`, the ce-source of status events (as the OCM work agent).
@@ -229,8 +182,10 @@ pub enum ConfigError {
         "{what} {value:?} is not valid: use lowercase letters, digits and '-' only ([a-z0-9-]+)"
     )]
     BadName { what: &'static str, value: String },
-    #[error("broker URL {url:?} is not valid: {reason}")]
-    BadBrokerUrl { url: String, reason: String },
+    #[error(transparent)]
+    BrokerUrl(#[from] UrlError),
+    #[error(transparent)]
+    Tls(#[from] TlsError),
     #[error("lease duration {0} s is too short: use at least {MIN_LEASE_DURATION_SECONDS} s")]
     LeaseTooShort(i32),
     #[error("keepalive {0:?} is too short: use at least 5 s (rumqttc's minimum)")]
@@ -241,10 +196,6 @@ pub enum ConfigError {
     EmptyFieldManager,
     #[error("data dir must not be empty")]
     EmptyDataDir,
-    #[error("a client certificate needs its key and a key its certificate: give both or neither")]
-    HalfClientCert,
-    #[error("TLS files are set but the broker URL {0:?} is not mqtts://")]
-    TlsWithoutMqtts(String),
 }
 
 #[cfg(test)]
@@ -266,15 +217,19 @@ mod tests {
     #[test]
     fn mqtts_defaults_to_port_8883_and_tls_files_need_mqtts_and_a_whole_client_pair() {
         let mut c = AgentConfig::new("edge-1", "mqtts://broker", "/tmp/x");
-        assert_eq!(c.broker_address().unwrap(), ("broker".to_owned(), 8883));
+        let url = c.broker_url().unwrap();
+        assert_eq!((url.host(), url.port()), ("broker", 8883));
         c.tls.client_cert_file = Some("/c.pem".into());
-        assert_eq!(c.validate().unwrap_err(), ConfigError::HalfClientCert);
+        assert_eq!(
+            c.validate().unwrap_err(),
+            ConfigError::Tls(TlsError::HalfClientPair)
+        );
         c.tls.client_key_file = Some("/k.pem".into());
         c.validate().unwrap();
         c.broker_url = "mqtt://broker:1883".into();
         assert!(matches!(
             c.validate().unwrap_err(),
-            ConfigError::TlsWithoutMqtts(_)
+            ConfigError::Tls(TlsError::FilesWithoutTls(_))
         ));
     }
 
@@ -282,12 +237,13 @@ mod tests {
     fn the_broker_username_defaults_to_the_cluster_name_when_a_password_is_set() {
         let mut c = AgentConfig::new("edge-1", "mqtt://h:1", "/tmp/x");
         c.broker_password = Some("s3cret".into());
+        let c1 = c.broker_credentials().unwrap();
         assert_eq!(
-            c.broker_credentials(),
-            Some(("edge-1".into(), "s3cret".into()))
+            (c1.username.as_str(), c1.password.as_str()),
+            ("edge-1", "s3cret")
         );
         c.broker_username = Some("other".into());
-        assert_eq!(c.broker_credentials().unwrap().0, "other");
+        assert_eq!(c.broker_credentials().unwrap().username, "other");
     }
 
     #[test]
@@ -314,6 +270,6 @@ mod tests {
         let c = AgentConfig::new("edge-1", "mqtt://h:port", "/tmp/x");
         assert!(c.validate().unwrap_err().to_string().contains("port"));
         let c = AgentConfig::new("edge-1", "mqtt://broker", "/tmp/x");
-        assert_eq!(c.broker_address().unwrap(), ("broker".to_owned(), 1883));
+        assert_eq!(c.broker_url().unwrap().port(), 1883);
     }
 }

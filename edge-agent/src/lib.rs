@@ -9,9 +9,9 @@
 //! - [`store`]: the redb file.
 //! - [`applier`]: the [`applier::Applier`] trait, the simulated cluster ([`SimControl`]) and kube-rs.
 //! - [`events`]: parse hub events, build agent events (on `ocm_edge_schemas::wire`).
-//! - [`transport`]: rumqttc v5 connection loop with will/birth and reconnect backoff.
-//! - [`signal`]: Ctrl-C / SIGTERM for the binaries.
-//! - [`agent`]: [`run_agent`] / [`start_agent`] wiring it all; [`AgentCounters`] to observe it.
+//! - [`agent`]: [`run_agent`] / [`start_agent`] wiring it all (the MQTT session, with a will and a
+//!   persisted connection sequence number per connection, comes from `ocm_edge_mqtt`);
+//!   [`AgentCounters`] to observe it.
 //!
 //! # On the wire (source id S, cluster C)
 //! - Subscribes (QoS 1, clean start) to `sources/S/consumers/C/sourceevents` and `sources/S/sourcebroadcast`.
@@ -35,9 +35,7 @@ pub mod applier;
 pub mod config;
 pub mod core;
 pub mod events;
-pub mod signal;
 pub mod store;
-pub mod transport;
 
 pub use agent::{AgentCounters, AgentError, AgentHandle, Registration, run_agent, start_agent};
 pub use applier::sim::SimControl;

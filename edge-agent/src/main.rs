@@ -139,7 +139,7 @@ async fn main() -> anyhow::Result<()> {
     cfg.validate().context("invalid configuration")?;
     tracing::info!(cluster = %cfg.cluster_name, broker = %cfg.broker_url, source = %cfg.source_id, "starting ocm-edge-agent");
     run_agent(cfg, async {
-        ocm_edge_agent::signal::shutdown_signal().await;
+        ocm_edge_mqtt::shutdown_signal().await;
         tracing::info!("shutting down");
     })
     .await

@@ -4,6 +4,8 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use ocm_edge_mqtt::{Credentials, TlsFiles};
+
 /// Default source id (`ce-source` of hub events, `S` in `sources/S/...`).
 pub const DEFAULT_SOURCE_ID: &str = "ocm-edge";
 /// Default MQTT port of the embedded broker.
@@ -17,15 +19,16 @@ pub const DEFAULT_STATUS_RESYNC_BATCH: usize = 1000;
 /// Which broker the hub talks through.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BrokerConfig {
-    /// Start rumqttd inside the hub process. Port 0 picks a free port
+    /// Start the embedded broker inside the hub process. Port 0 picks a free port
     /// ([`crate::HubHandle::broker_url`] tells which).
     Embedded {
         /// Listen address of the MQTT 5 listener.
         listen: SocketAddr,
     },
-    /// Use a broker that is already running, e.g. `mqtt://mosquitto:1883`.
+    /// Use a broker that is already running, e.g. `mqtt://mosquitto:1883` or
+    /// `mqtts://broker.example:8883`.
     External {
-        /// `mqtt://host:port` (port defaults to 1883).
+        /// A broker URL ([`ocm_edge_mqtt::BrokerUrl`]: `mqtt://` port 1883, `mqtts://` 8883).
         url: String,
     },
 }
@@ -66,6 +69,8 @@ pub struct HubConfig {
     /// MQTT password going with [`HubConfig::broker_username`] (empty when only the username
     /// is set); ignored by the embedded broker.
     pub broker_password: Option<String>,
+    /// CA file (system roots when unset) and client certificate for an `mqtts://` external broker.
+    pub broker_tls: TlsFiles,
 }
 
 impl HubConfig {
@@ -83,6 +88,7 @@ impl HubConfig {
             dashboard: true,
             broker_username: None,
             broker_password: None,
+            broker_tls: TlsFiles::default(),
         }
     }
 
@@ -94,13 +100,17 @@ impl HubConfig {
     }
 
     /// Username and password for an external broker, when a username is set.
-    pub fn broker_credentials(&self) -> Option<(String, String)> {
+    ///
+    /// # Errors
+    /// A message naming the missing flag when only a password is set.
+    pub fn broker_credentials(&self) -> Result<Option<Credentials>, String> {
         match &self.broker {
-            BrokerConfig::External { .. } => Some((
-                self.broker_username.clone()?,
-                self.broker_password.clone().unwrap_or_default(),
-            )),
-            BrokerConfig::Embedded { .. } => None,
+            BrokerConfig::External { .. } => Credentials::from_parts(
+                self.broker_username.as_deref(),
+                self.broker_password.as_deref(),
+                None,
+            ),
+            BrokerConfig::Embedded { .. } => Ok(None),
         }
     }
 }

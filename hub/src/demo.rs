@@ -106,7 +106,6 @@ const DEMO_NAMESPACE: &str = "demo";
 /// # Errors
 /// See [`DemoError`]; the demo cleans up (agents and hub stopped) before returning.
 pub async fn run(options: DemoOptions, out: &mut impl Write) -> Result<(), DemoError> {
-    crate::admin::client::install_crypto_provider();
     let started = Instant::now();
     let dir = tempfile::Builder::new()
         .prefix("ocm-edge-demo-")
@@ -122,11 +121,11 @@ pub async fn run(options: DemoOptions, out: &mut impl Write) -> Result<(), DemoE
     )?;
 
     let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
-    let broker = tokio::task::spawn_blocking(move || crate::broker::start_embedded(listen))
+    let broker = tokio::task::spawn_blocking(move || ocm_edge_mqtt::broker::start_embedded(listen))
         .await
         .map_err(|e| DemoError::Broker(e.to_string()))?
         .map_err(|e| DemoError::Broker(e.to_string()))?;
-    let url = broker.url();
+    let url = broker.url().to_string();
     writeln!(out, "[{}] broker listening on {url}", elapsed(started))?;
 
     let hub_dir = dir.path().join("hub");

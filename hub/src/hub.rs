@@ -20,9 +20,13 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use chrono::Utc;
+use ocm_edge_mqtt::broker::{BrokerError, EmbeddedBroker, start_embedded};
+use ocm_edge_mqtt::{
+    BrokerUrl, Publication, Publisher, Session, SessionConfig, SessionError, SessionEvent, UrlError,
+};
+use ocm_edge_schemas::wire::MqttMessage;
 use ocm_edge_schemas::wire::mqtt::APPLICATION_JSON;
 use ocm_edge_schemas::wire::topic;
-use rumqttc::v5::mqttbytes::v5::PublishProperties;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
@@ -31,11 +35,9 @@ use crate::admin::messages::{
 };
 use crate::admin::server;
 use crate::availability::AvailabilityConfig;
-use crate::broker::{BrokerError, EmbeddedBroker, start_embedded};
 use crate::config::{BrokerConfig, HubConfig};
 use crate::core::{Change, CoreConfig, HubCore, Outbound, Record, counter};
 use crate::store::{Store, StoreError};
-use crate::transport::{self, Inbound, Received, Transport, TransportConfig, TransportError};
 use crate::{dashboard, events};
 
 /// How long [`HubHandle::shutdown`] waits for the batch in hand before aborting the hub task.
@@ -44,6 +46,9 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 const MIN_TICK: Duration = Duration::from_millis(10);
 /// Most inbound items handled (and stored) in one batch.
 const MAX_BATCH: usize = 512;
+/// Largest packet the hub sends or accepts (the broker may lower what it accepts in CONNACK):
+/// works carry up to 500 KiB of manifests, admin payloads up to 2 MiB.
+pub const MAX_PACKET_BYTES: u32 = 4 * 1024 * 1024;
 
 /// Errors starting or running the hub.
 #[derive(Debug, thiserror::Error)]
@@ -57,8 +62,12 @@ pub enum HubError {
     /// The store failed; the hub stops rather than run on state it cannot keep.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The broker URL cannot be used. Not retryable.
     #[error(transparent)]
-    Transport(#[from] TransportError),
+    BrokerUrl(#[from] UrlError),
+    /// The MQTT session cannot start (e.g. TLS files). Not retryable.
+    #[error(transparent)]
+    Session(#[from] SessionError),
     /// The hub task panicked or was cancelled.
     #[error("hub task failed: {0}")]
     Task(String),
@@ -67,19 +76,19 @@ pub enum HubError {
 /// A running hub.
 #[derive(Debug)]
 pub struct HubHandle {
-    broker_url: String,
+    broker_url: BrokerUrl,
     broker: Option<EmbeddedBroker>,
     stop: watch::Sender<bool>,
     subscriptions: watch::Receiver<u64>,
     task: JoinHandle<Result<(), HubError>>,
-    transport_task: transport::TransportTask,
+    session: Session,
 }
 
 impl HubHandle {
     /// The broker's URL, `mqtt://127.0.0.1:PORT` with the real port when the embedded broker was
     /// configured with port 0.
     pub fn broker_url(&self) -> String {
-        self.broker_url.clone()
+        self.broker_url.to_string()
     }
 
     /// The embedded broker, if the hub started one. It keeps running after the hub stops
@@ -115,7 +124,7 @@ impl HubHandle {
                 Ok(())
             }
         };
-        self.transport_task.shutdown().await;
+        self.session.shutdown().await;
         result
     }
 }
@@ -143,10 +152,7 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
                 .map_err(|e| HubError::Task(e.to_string()))??;
             (broker.url(), Some(broker))
         }
-        BrokerConfig::External { url } => {
-            transport::parse_broker_url(url)?;
-            (url.clone(), None)
-        }
+        BrokerConfig::External { url } => (BrokerUrl::parse(url)?, None),
     };
     tracing::info!(
         clusters = loaded.clusters.len(),
@@ -171,21 +177,17 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
         topic::admin_requests(&cfg.source_id).map_err(|e| HubError::Config(e.to_string()))?;
     let agent_events = topic::hub_agent_events_subscription(&cfg.source_id, None)
         .map_err(|e| HubError::Config(e.to_string()))?;
-    let (inbound_tx, inbound_rx) = mpsc::unbounded_channel();
-    let (transport, transport_task) = transport::connect(
-        &TransportConfig {
-            broker_url: broker_url.clone(),
-            client_id: cfg.mqtt_client_id(),
-            keepalive: cfg.keepalive,
-            subscriptions: vec![
-                agent_events,
-                "sources/+/agentbroadcast".to_owned(),
-                admin_topic.clone(),
-            ],
-            credentials: cfg.broker_credentials(),
-        },
-        inbound_tx,
-    )?;
+    let mut session_cfg = SessionConfig::new(broker_url.clone(), cfg.mqtt_client_id());
+    session_cfg.keepalive = cfg.keepalive;
+    session_cfg.max_packet_bytes = MAX_PACKET_BYTES;
+    session_cfg.credentials = cfg.broker_credentials().map_err(HubError::Config)?;
+    session_cfg.tls = cfg.broker_tls.clone();
+    session_cfg.subscriptions = vec![
+        agent_events,
+        "sources/+/agentbroadcast".to_owned(),
+        admin_topic.clone(),
+    ];
+    let (session, inbound_rx) = Session::start(session_cfg, None)?;
     let (stop, stopped) = watch::channel(false);
     let (subscribed, subscriptions) = watch::channel(0u64);
     let hub = HubLoop {
@@ -193,7 +195,7 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
         subscribed,
         core,
         store,
-        transport,
+        publisher: session.publisher(),
         admin_topic,
         inbound: inbound_rx,
         stopped,
@@ -205,7 +207,7 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
         stop,
         subscriptions,
         task,
-        transport_task,
+        session,
     })
 }
 
@@ -226,7 +228,7 @@ pub async fn run_hub(
     match finished {
         None => handle.shutdown().await,
         Some(result) => {
-            handle.transport_task.shutdown().await;
+            handle.session.shutdown().await;
             result.unwrap_or_else(|e| Err(HubError::Task(e.to_string())))
         }
     }
@@ -239,9 +241,9 @@ struct HubLoop {
     subscribed: watch::Sender<u64>,
     core: HubCore,
     store: Store,
-    transport: Transport,
+    publisher: Publisher,
     admin_topic: String,
-    inbound: mpsc::UnboundedReceiver<Inbound>,
+    inbound: mpsc::UnboundedReceiver<SessionEvent>,
     stopped: watch::Receiver<bool>,
 }
 
@@ -315,25 +317,34 @@ impl HubLoop {
         change
     }
 
-    fn plan_batch(&mut self, items: impl Iterator<Item = Inbound>) -> Batch {
+    fn plan_batch(&mut self, items: impl Iterator<Item = SessionEvent>) -> Batch {
         let now = Utc::now();
         let mut batch = Batch::default();
         for item in items {
             let change = match item {
-                Inbound::Subscribed => {
+                SessionEvent::Subscribed { refused } => {
+                    if !refused.is_empty() {
+                        tracing::error!(
+                            ?refused,
+                            "the broker refused the hub's subscriptions: check the hub's ACL (broker-config/)"
+                        );
+                    }
                     batch.subscribed = true;
                     let mut c = self.core.all_hub_views();
                     c.extend(self.core.status_resync_all());
                     c
                 }
-                Inbound::Malformed(e) => {
+                SessionEvent::Connected { .. }
+                | SessionEvent::Disconnected { .. }
+                | SessionEvent::Acked(_) => Change::default(),
+                SessionEvent::Malformed(e) => {
                     tracing::warn!(error = %e, "unreadable MQTT message dropped");
                     self.core.count(counter::MALFORMED)
                 }
-                Inbound::Message(received) if received.message.topic == self.admin_topic => {
+                SessionEvent::Message(received) if received.topic() == self.admin_topic => {
                     self.plan_admin(*received, now, &mut batch)
                 }
-                Inbound::Message(received) => {
+                SessionEvent::Message(received) => {
                     match events::decode_agent_message(
                         &self.core.config().source_id,
                         &received.message,
@@ -361,7 +372,7 @@ impl HubLoop {
 
     fn plan_admin(
         &mut self,
-        received: Received,
+        received: Publication,
         now: chrono::DateTime<Utc>,
         batch: &mut Batch,
     ) -> Change {
@@ -402,7 +413,7 @@ impl HubLoop {
         for out in &batch.change.outbound {
             match events::encode_outbound(&source, out, now) {
                 Ok(msg) => {
-                    if let Err(e) = self.transport.publish(msg).await {
+                    if let Err(e) = self.publisher.publish(msg).await {
                         tracing::warn!(error = %e, "publish failed");
                     }
                 }
@@ -411,15 +422,17 @@ impl HubLoop {
         }
         if self.dashboard {
             for m in dashboard::messages_for(&self.core, &batch.change.records) {
-                let props = PublishProperties {
-                    content_type: (!m.payload.is_empty()).then(|| APPLICATION_JSON.to_owned()),
-                    ..PublishProperties::default()
+                let retained = Publication {
+                    message: MqttMessage {
+                        content_type: (!m.payload.is_empty()).then(|| APPLICATION_JSON.to_owned()),
+                        topic: m.topic,
+                        payload: m.payload,
+                        user_properties: Vec::new(),
+                    },
+                    retain: true,
+                    ..Publication::default()
                 };
-                if let Err(e) = self
-                    .transport
-                    .publish_with(m.topic, m.payload, props, true)
-                    .await
-                {
+                if let Err(e) = self.publisher.publish(retained).await {
                     tracing::warn!(error = %e, "dashboard publish failed");
                 }
             }
@@ -441,20 +454,20 @@ impl HubLoop {
                 return;
             }
         };
-        let props = PublishProperties {
-            content_type: Some(APPLICATION_JSON.to_owned()),
+        let answer = Publication {
+            message: MqttMessage {
+                topic,
+                payload,
+                content_type: Some(APPLICATION_JSON.to_owned()),
+                user_properties: vec![(
+                    ADMIN_API_VERSION_PROPERTY.to_owned(),
+                    ADMIN_API_VERSION.to_owned(),
+                )],
+            },
             correlation_data: correlation,
-            user_properties: vec![(
-                ADMIN_API_VERSION_PROPERTY.to_owned(),
-                ADMIN_API_VERSION.to_owned(),
-            )],
-            ..PublishProperties::default()
+            ..Publication::default()
         };
-        if let Err(e) = self
-            .transport
-            .publish_with(topic, payload, props, false)
-            .await
-        {
+        if let Err(e) = self.publisher.publish(answer).await {
             tracing::warn!(error = %e, "admin response not sent");
         }
     }

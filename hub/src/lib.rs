@@ -14,30 +14,29 @@
 //!   ProgressivePerGroup, status summary).
 //! - [`store`]: the redb file that makes the core's state survive restarts.
 //! - [`events`]: CloudEvents to and from the core's inputs and outputs.
-//! - [`transport`]: the hub's MQTT 5 client (rumqttc) and the MqttMessage <-> Publish mapping.
-//! - [`broker`]: the embedded rumqttd broker.
-//! - [`hub`]: [`start_hub`] / [`run_hub`]: wires broker, store, transport, core and admin server;
+//! - [`hub`]: [`start_hub`] / [`run_hub`]: wires the broker (`ocm_edge_mqtt`: embedded or external),
+//!   store, MQTT session, core and admin server;
 //!   one task owns the core and ticks it at the next availability deadline or requeue time.
 //! - [`config`]: [`HubConfig`] and [`BrokerConfig`].
 //! - [`dashboard`]: the retained dashboard topics (summary, per cluster, per work).
 //! - [`admin`]: the admin API over MQTT 5 request/response: message types, the CLI's client, the
 //!   hub's server ([`admin::fleet`] for cluster sets, placements and replica sets).
-//! - [`cli`]: the `ocm-edge` command line (one file per command) and [`demo`].
+//! - [`cli`]: the `ocm-edge` command line (one file per command) and `demo` (default feature
+//!   `demo`: the only part of the hub that runs agents, so the only one that needs the agent crate).
 
 pub mod admin;
 pub mod availability;
-pub mod broker;
 pub mod cli;
 pub mod config;
 pub mod core;
 pub mod dashboard;
+#[cfg(feature = "demo")]
 pub mod demo;
 pub mod events;
 pub mod hub;
 pub mod placement;
 pub mod rollout;
 pub mod store;
-pub mod transport;
 
 pub use config::{BrokerConfig, HubConfig};
 pub use hub::{HubError, HubHandle, run_hub, start_hub};

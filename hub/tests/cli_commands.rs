@@ -670,32 +670,27 @@ async fn cluster_get_shows_state_labels_and_conditions_and_deny_revokes() {
 
 #[tokio::test]
 async fn a_command_sent_before_the_hub_is_up_is_answered_once_it_is() {
-    use rumqttc::v5::mqttbytes::QoS;
-    use rumqttc::v5::mqttbytes::v5::Packet;
-    use rumqttc::v5::{AsyncClient, Event, MqttOptions};
+    use ocm_edge_mqtt::{Session, SessionConfig, SessionEvent};
 
     let broker = tokio::task::spawn_blocking(|| {
-        ocm_edge_hub::broker::start_embedded("127.0.0.1:0".parse().unwrap())
+        ocm_edge_mqtt::broker::start_embedded("127.0.0.1:0".parse().unwrap())
     })
     .await
     .unwrap()
     .unwrap();
-    let url = broker.url();
+    let url = broker.url().to_string();
 
     // Watch the request topic to know the CLI has asked while no hub listens.
-    let (host, port) = (broker.addr().ip().to_string(), broker.addr().port());
-    let (watcher, mut events) = AsyncClient::new(MqttOptions::new("watcher", host, port), 10);
-    watcher
-        .subscribe("ocm-edge/ocm-edge/admin/requests", QoS::AtLeastOnce)
-        .await
-        .unwrap();
+    let mut watcher = SessionConfig::new(broker.url(), "watcher");
+    watcher.subscriptions = vec!["ocm-edge/ocm-edge/admin/requests".to_owned()];
+    let (_watcher, mut events) = Session::connect(watcher, WAIT).await.unwrap();
     let cli = tokio::spawn({
         let url = url.clone();
         async move { ocm_edge(&url, &["cluster", "list", "-o", "json", "--timeout", "20s"]).await }
     });
     timeout(WAIT, async {
         loop {
-            if let Event::Incoming(Packet::Publish(_)) = events.poll().await.unwrap() {
+            if let SessionEvent::Message(_) = events.recv().await.unwrap() {
                 return;
             }
         }

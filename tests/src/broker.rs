@@ -5,7 +5,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 /// Largest MQTT packet the test brokers and probes accept (the embedded broker's limit).
-pub const MAX_PACKET_BYTES: usize = ocm_edge_hub::broker::MAX_PACKET_BYTES;
+pub const MAX_PACKET_BYTES: usize = ocm_edge_mqtt::broker::MAX_PACKET_BYTES;
 
 /// Errors starting a test broker.
 #[derive(Debug, thiserror::Error)]
@@ -51,14 +51,14 @@ pub fn wait_listening(addr: SocketAddr, timeout: Duration) -> Result<(), BrokerE
     }
 }
 
-/// The hub's embedded rumqttd 0.20 (`ocm_edge_hub::broker::start_embedded`) on a free port of
+/// The hub's embedded rumqttd 0.20 (`ocm_edge_mqtt::broker::start_embedded`) on a free port of
 /// 127.0.0.1, started on its own so hubs can be stopped and restarted while it stays up.
 ///
 /// rumqttd cannot be stopped: its threads live until the test process exits. Each test starts
 /// its own broker, so tests never share topics.
 #[derive(Debug)]
 pub struct TestBroker {
-    inner: ocm_edge_hub::broker::EmbeddedBroker,
+    inner: ocm_edge_mqtt::broker::EmbeddedBroker,
 }
 
 impl TestBroker {
@@ -68,7 +68,7 @@ impl TestBroker {
     /// # Errors
     /// [`BrokerError::Start`] when no port is free or the broker does not come up.
     pub fn start() -> Result<Self, BrokerError> {
-        let inner = ocm_edge_hub::broker::start_embedded(SocketAddr::from(([127, 0, 0, 1], 0)))
+        let inner = ocm_edge_mqtt::broker::start_embedded(SocketAddr::from(([127, 0, 0, 1], 0)))
             .map_err(|e| BrokerError::Start(e.to_string()))?;
         Ok(Self { inner })
     }
@@ -86,7 +86,7 @@ impl TestBroker {
 
     /// `mqtt://127.0.0.1:PORT`.
     pub fn url(&self) -> String {
-        self.inner.url()
+        self.inner.url().to_string()
     }
 
     /// The listening address.

@@ -2,12 +2,13 @@
 //!
 //! Map:
 //! - [`bench`]: the fleet benchmark behind `fleet-bench` (real hub vs transport alone).
-//! - [`broker`]: the hub's embedded rumqttd (MQTT 5) on a free port that outlives hub restarts.
+//! - [`broker`]: the embedded broker (`ocm_edge_mqtt::broker`) on a free port that outlives hub restarts.
 //! - [`fleet`]: a broker, a hub that can be restarted, N agents on the simulated cluster, an admin
 //!   client, and waits on what the hub and the simulated clusters show.
 //! - [`forge`]: wire messages a test sends as a peer (OCM work agent, maestro, rogue client).
 //! - [`manifests`]: Kubernetes objects and work options for tests.
 //! - [`mosquitto`]: a real Mosquitto 2 with a generated config (and optional password file + ACL).
+//! - [`pki`]: a CA and a broker certificate made with rcgen, for TLS tests.
 //! - [`probe`]: a raw MQTT 5 client to speak the wire directly (maestro's role, spies, bad input).
 //! - [`process`]: a hub or agent in its own process (`test-hub`, `test-agent`) to kill with SIGKILL.
 //! - [`wait`]: `wait_until` / `wait_for`: poll an observable condition with a bounded timeout.
@@ -21,6 +22,7 @@ pub mod fleet;
 pub mod forge;
 pub mod manifests;
 pub mod mosquitto;
+pub mod pki;
 pub mod probe;
 pub mod process;
 pub mod wait;

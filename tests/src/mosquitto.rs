@@ -7,6 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use crate::broker::{BrokerError, MAX_PACKET_BYTES, free_port, wait_listening};
+use crate::pki::TestPki;
 
 /// Errors starting Mosquitto.
 #[derive(Debug, thiserror::Error)]
@@ -74,6 +75,8 @@ pub struct Mosquitto {
     addr: SocketAddr,
     /// The listener with authentication and ACL, when started with [`Mosquitto::start_split`].
     secured: Option<SocketAddr>,
+    /// Whether the (only) listener speaks TLS ([`Mosquitto::start_tls`]).
+    tls: bool,
     dir: tempfile::TempDir,
 }
 
@@ -101,7 +104,16 @@ impl Mosquitto {
         program: &Path,
         auth: Option<&MosquittoAuth>,
     ) -> Result<Self, MosquittoError> {
-        Self::launch(program, auth, false)
+        Self::launch(program, auth, false, None)
+    }
+
+    /// Starts `program` with one TLS listener using `pki`'s broker certificate, anonymous
+    /// access allowed; [`Mosquitto::url`] is then `mqtts://127.0.0.1:PORT`.
+    ///
+    /// # Errors
+    /// [`MosquittoError`] when it cannot be configured or does not listen.
+    pub fn start_tls(program: &Path, pki: &TestPki) -> Result<Self, MosquittoError> {
+        Self::launch(program, None, false, Some(pki))
     }
 
     /// Starts `program` with two listeners: [`Mosquitto::url`] open to anonymous clients with
@@ -111,13 +123,14 @@ impl Mosquitto {
     /// # Errors
     /// [`MosquittoError`] when it cannot be configured or does not listen.
     pub fn start_split(program: &Path, auth: &MosquittoAuth) -> Result<Self, MosquittoError> {
-        Self::launch(program, Some(auth), true)
+        Self::launch(program, Some(auth), true, None)
     }
 
     fn launch(
         program: &Path,
         auth: Option<&MosquittoAuth>,
         split: bool,
+        tls: Option<&TestPki>,
     ) -> Result<Self, MosquittoError> {
         let dir = tempfile::tempdir().map_err(|source| MosquittoError::Files {
             dir: std::env::temp_dir(),
@@ -133,6 +146,13 @@ impl Mosquitto {
              log_dest stderr\nlog_type error\nlog_type warning\nlog_type notice\n\
              listener {port} 127.0.0.1\nprotocol mqtt\n"
         );
+        if let Some(pki) = tls {
+            conf.push_str(&format!(
+                "certfile {}\nkeyfile {}\n",
+                pki.server_cert_file.display(),
+                pki.server_key_file.display()
+            ));
+        }
         let mut secured = None;
         if split {
             // Per-listener settings: the first listener is open, the second one is secured.
@@ -174,6 +194,7 @@ impl Mosquitto {
             child,
             addr,
             secured,
+            tls: tls.is_some(),
             dir,
         };
         for a in std::iter::once(addr).chain(secured) {
@@ -185,9 +206,10 @@ impl Mosquitto {
         Ok(broker)
     }
 
-    /// `mqtt://127.0.0.1:PORT`.
+    /// `mqtt://127.0.0.1:PORT` (`mqtts://` with [`Mosquitto::start_tls`]).
     pub fn url(&self) -> String {
-        format!("mqtt://{}", self.addr)
+        let scheme = if self.tls { "mqtts" } else { "mqtt" };
+        format!("{scheme}://{}", self.addr)
     }
 
     /// `mqtt://127.0.0.1:PORT` of the secured listener ([`Mosquitto::start_split`]); the only

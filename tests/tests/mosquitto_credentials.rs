@@ -86,7 +86,10 @@ async fn hub_and_cli_log_in_to_a_mosquitto_with_passwords_and_a_wrong_password_i
         Err(e) => panic!("not an admin client error: {e}"),
     };
     assert!(
-        matches!(e, AdminError::BadCredentials { .. }) && !e.is_retryable(),
+        matches!(
+            e,
+            AdminError::Link(ocm_edge_mqtt::LinkError::LoginRefused { .. })
+        ) && !e.is_retryable(),
         "{e}"
     );
     let e = e.to_string();

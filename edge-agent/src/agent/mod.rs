@@ -7,10 +7,10 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use cloudevents::Event;
+use ocm_edge_mqtt::{Publisher, Session, SessionConfig, SessionError, SessionEvent};
 use ocm_edge_schemas::api::cluster::{
     HUB_ACCEPTED_MANAGED_CLUSTER, HUB_DENIED_MANAGED_CLUSTER, MANAGED_CLUSTER_CONDITION_AVAILABLE,
     ManagedCluster, ManagedClusterClaim,
@@ -19,7 +19,7 @@ use ocm_edge_schemas::api::meta::{Condition, ConditionStatus, Time, is_condition
 use ocm_edge_schemas::wire::encode;
 use ocm_edge_schemas::wire::sequence::SequenceIdGenerator;
 use ocm_edge_schemas::wire::topic;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -31,7 +31,6 @@ use crate::core::lease::LeaseSchedule;
 use crate::core::outbox::Outbox;
 use crate::events::{AgentIdentity, Inbound, parse_inbound};
 use crate::store::{Store, StoreError};
-use crate::transport::{self, Publisher, TransportConfig, TransportEvent};
 
 mod work;
 
@@ -46,8 +45,9 @@ pub enum AgentError {
     Applier(#[from] ApplyError),
     #[error("topic: {0}")]
     Topic(#[from] topic::TopicError),
+    /// The MQTT session cannot start (TLS files).
     #[error("{0}")]
-    Tls(#[from] transport::TlsFileError),
+    Session(#[from] SessionError),
     #[error("agent task failed: {0}")]
     Task(String),
 }
@@ -174,13 +174,10 @@ pub async fn run_agent(
 /// [`AgentError`] for a bad configuration, an unusable data dir or applier.
 pub async fn start_agent(cfg: AgentConfig) -> Result<AgentHandle, AgentError> {
     cfg.validate()?;
-    transport::install_crypto_provider();
-    // Read certificates now, so a wrong path fails the start instead of every reconnect.
-    let tls = if cfg.uses_tls() {
-        Some(transport::tls_configuration(&cfg.tls)?)
-    } else {
-        None
-    };
+    // Read the certificates now, so a wrong path fails the start instead of every reconnect.
+    if cfg.broker_url()?.is_tls() {
+        cfg.tls.client_config().map_err(SessionError::from)?;
+    }
     let store = Store::open(&cfg.data_dir)?;
     let (applier, sim) = match &cfg.applier {
         ApplierConfig::Sim { ready_delay } => {
@@ -210,7 +207,6 @@ pub async fn start_agent(cfg: AgentConfig) -> Result<AgentHandle, AgentError> {
         outbox,
         sequence: SequenceIdGenerator::new(),
         counters: counters_tx,
-        tls,
         publisher: None,
         api_healthy: None,
     };
@@ -223,15 +219,6 @@ pub async fn start_agent(cfg: AgentConfig) -> Result<AgentHandle, AgentError> {
     })
 }
 
-/// Aborts the transport task when the agent task ends or is aborted (so a killed agent closes TCP).
-struct AbortOnDrop(JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
 pub(crate) struct Agent {
     cfg: AgentConfig,
     id: AgentIdentity,
@@ -241,7 +228,7 @@ pub(crate) struct Agent {
     outbox: Outbox,
     sequence: SequenceIdGenerator,
     counters: watch::Sender<AgentCounters>,
-    tls: Option<rumqttc::TlsConfiguration>,
+    /// The session's publisher while connected; `None` offline.
     publisher: Option<Publisher>,
     lease: LeaseSchedule,
     api_healthy: Option<bool>,
@@ -255,48 +242,44 @@ fn now() -> DateTime<Utc> {
 
 impl Agent {
     async fn run(mut self, stop: CancellationToken) -> Result<(), AgentError> {
-        let (host, port) = self.cfg.broker_address()?;
-        let (tx, mut rx) = mpsc::channel(256);
-        // Weak: the transport task may outlive the agent by a moment and must not hold the file.
+        // Weak: the session task may outlive the agent by a moment and must not hold the file.
         let seq_store = self.store.downgrade();
         let will_id = self.id.clone();
         let will_topic = self.agent_events.clone();
-        let tcfg = TransportConfig {
-            client_id: format!("{}-agent", self.cfg.cluster_name),
-            host,
-            port,
-            keepalive: self.cfg.keepalive,
-            credentials: self.cfg.broker_credentials(),
-            tls: self.tls.clone(),
-            subscriptions: vec![
-                topic::source_events(&self.cfg.source_id, &self.cfg.cluster_name)?,
-                topic::source_broadcast(&self.cfg.source_id)?,
-            ],
-            reconnect_min: self.cfg.reconnect_min,
-            reconnect_max: self.cfg.reconnect_max,
-            next_connection_seq: Box::new(move || {
-                match seq_store.upgrade().map(|s| s.next_connection_seq()) {
-                    Some(Ok(n)) => n,
-                    None => 0,
-                    Some(Err(e)) => {
-                        tracing::error!(error = %e, "cannot persist the connection sequence number");
-                        u64::try_from(Utc::now().timestamp_millis()).unwrap_or(0)
-                    }
-                }
-            }),
-            will: Box::new(move |seq| {
-                let event = will_id.presence(false, seq, Utc::now()).ok()?;
-                encode(&event, will_topic.clone()).ok()
-            }),
+        let mut session_cfg = SessionConfig::new(
+            self.cfg.broker_url()?,
+            format!("{}-agent", self.cfg.cluster_name),
+        );
+        session_cfg.keepalive = self.cfg.keepalive;
+        session_cfg.credentials = self.cfg.broker_credentials();
+        session_cfg.tls = self.cfg.tls.clone();
+        session_cfg.backoff = ocm_edge_mqtt::Backoff {
+            min: self.cfg.reconnect_min,
+            max: self.cfg.reconnect_max,
         };
-        // Not a child of `stop`: the transport must outlive the agent loop long enough to carry
-        // the offline presence out before its DISCONNECT.
-        let transport_stop = CancellationToken::new();
-        let transport_task = AbortOnDrop(tokio::spawn(transport::run(
-            tcfg,
-            tx,
-            transport_stop.clone(),
-        )));
+        session_cfg.subscriptions = vec![
+            topic::source_events(&self.cfg.source_id, &self.cfg.cluster_name)?,
+            topic::source_broadcast(&self.cfg.source_id)?,
+        ];
+        // Each connection gets the next persisted sequence number and a will carrying it, so the
+        // hub can tell a stale will from the current birth.
+        let will = Box::new(move || {
+            let seq = match seq_store.upgrade().map(|s| s.next_connection_seq()) {
+                Some(Ok(n)) => n,
+                None => 0,
+                Some(Err(e)) => {
+                    tracing::error!(error = %e, "cannot persist the connection sequence number");
+                    u64::try_from(Utc::now().timestamp_millis()).unwrap_or(0)
+                }
+            };
+            let will = will_id
+                .presence(false, seq, Utc::now())
+                .ok()
+                .and_then(|event| encode(&event, will_topic.clone()).ok());
+            (seq, will)
+        });
+        // Dropped with this future: an aborted agent closes its TCP connection at once.
+        let (session, mut rx) = Session::start(session_cfg, Some(will))?;
 
         // Offline-first: reconcile from the cache before any broker is reached.
         self.reconcile_all(now()).await;
@@ -316,7 +299,7 @@ impl Agent {
             tokio::select! {
                 () = stop.cancelled() => break,
                 ev = rx.recv() => match ev {
-                    Some(ev) => self.on_transport(ev).await,
+                    Some(ev) => self.on_session(ev, &session).await,
                     None => break,
                 },
                 _ = reconcile.tick() => self.reconcile_all(now()).await,
@@ -329,9 +312,7 @@ impl Agent {
                 Self::send_with(&p, &ev, &self.agent_events);
             }
         }
-        transport_stop.cancel();
-        let mut task = transport_task;
-        let _ = tokio::time::timeout(Duration::from_secs(2), &mut task.0).await;
+        session.shutdown().await;
         Ok(())
     }
 
@@ -341,7 +322,7 @@ impl Agent {
 
     fn send_with(publisher: &Publisher, event: &Event, topic: &str) -> bool {
         match encode(event, topic) {
-            Ok(msg) => match publisher.publish(msg) {
+            Ok(msg) => match publisher.try_publish(msg) {
                 Ok(()) => true,
                 Err(e) => {
                     tracing::warn!(error = %e, "publish failed; will retry after reconnect");
@@ -363,14 +344,14 @@ impl Agent {
         }
     }
 
-    async fn on_transport(&mut self, ev: TransportEvent) {
+    async fn on_session(&mut self, ev: SessionEvent, session: &Session) {
         match ev {
-            TransportEvent::Connected {
-                publisher,
-                connection_seq,
+            SessionEvent::Connected {
+                connection: connection_seq,
+                ..
             } => {
-                tracing::info!(connection_seq, "connected to the broker");
-                self.publisher = Some(publisher);
+                tracing::debug!(connection_seq, "connected to the broker");
+                self.publisher = Some(session.publisher());
                 self.bump(|c| {
                     c.connected = true;
                     c.connections += 1;
@@ -393,28 +374,51 @@ impl Agent {
                 self.outbox.on_reconnect();
                 self.flush_outbox(t);
             }
-            TransportEvent::Subscribed => self.send_spec_resync(now()),
-            TransportEvent::Message(msg) => match parse_inbound(&msg, &self.cfg.cluster_name) {
-                Ok(Inbound::Spec(spec)) => self.on_spec(*spec, now()).await,
-                Ok(Inbound::StatusResync(list)) => {
-                    self.bump(|c| c.status_resyncs_received += 1);
-                    self.outbox.on_status_resync(&list.status_hashes);
-                    self.flush_outbox(now());
+            SessionEvent::Subscribed { refused } => {
+                if !refused.is_empty() {
+                    tracing::error!(
+                        ?refused,
+                        "the broker refused this agent's subscriptions: check its ACL (broker-config/)"
+                    );
                 }
-                Ok(Inbound::HubView(view)) => self.on_hub_view(*view),
-                Ok(Inbound::Ignored(ty)) => {
-                    tracing::debug!(%ty, topic = %msg.topic, "ignored event");
-                    self.bump(|c| c.ignored_events += 1);
+                self.send_spec_resync(now());
+            }
+            SessionEvent::Malformed(e) => {
+                tracing::warn!(error = %e, "dropped an unreadable MQTT message");
+                self.bump(|c| c.dropped_malformed += 1);
+            }
+            SessionEvent::Message(publication) => {
+                let msg = publication.message;
+                self.on_message(&msg).await;
+            }
+            // Only asked for by wire-level test clients.
+            SessionEvent::Acked(_) => {}
+            SessionEvent::Disconnected { .. } => {
+                if self.publisher.take().is_some() {
+                    // The session logged the loss; the agent keeps reconciling from its cache.
+                    tracing::debug!("offline; reconciling from the local store");
                 }
-                Err(e) => {
-                    tracing::warn!(error = %e, topic = %msg.topic, "dropped a malformed message");
-                    self.bump(|c| c.dropped_malformed += 1);
-                }
-            },
-            TransportEvent::Disconnected { reason } => {
-                tracing::info!(%reason, "disconnected from the broker; reconciling offline");
-                self.publisher = None;
                 self.bump(|c| c.connected = false);
+            }
+        }
+    }
+
+    async fn on_message(&mut self, msg: &ocm_edge_schemas::wire::MqttMessage) {
+        match parse_inbound(msg, &self.cfg.cluster_name) {
+            Ok(Inbound::Spec(spec)) => self.on_spec(*spec, now()).await,
+            Ok(Inbound::StatusResync(list)) => {
+                self.bump(|c| c.status_resyncs_received += 1);
+                self.outbox.on_status_resync(&list.status_hashes);
+                self.flush_outbox(now());
+            }
+            Ok(Inbound::HubView(view)) => self.on_hub_view(*view),
+            Ok(Inbound::Ignored(ty)) => {
+                tracing::debug!(%ty, topic = %msg.topic, "ignored event");
+                self.bump(|c| c.ignored_events += 1);
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, topic = %msg.topic, "dropped a malformed message");
+                self.bump(|c| c.dropped_malformed += 1);
             }
         }
     }

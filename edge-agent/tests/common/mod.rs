@@ -1,18 +1,15 @@
-//! Test harness: an embedded rumqttd (MQTT 5) on a free port, a raw rumqttc client playing the hub,
+//! Test harness: the embedded broker on a free port, a raw MQTT client playing the hub,
 //! and bounded waits on the agent's counters.
 #![allow(dead_code)]
 
 use std::collections::HashMap;
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::time::{Duration, Instant};
+use std::net::{SocketAddr, TcpListener};
+use std::time::Duration;
 
 use cloudevents::{AttributesReader, Event};
 use ocm_edge_agent::AgentCounters;
+use ocm_edge_mqtt::{BrokerUrl, Session, SessionConfig, SessionEvent};
 use ocm_edge_schemas::wire::{MqttMessage, decode, encode};
-use rumqttc::v5::mqttbytes::QoS;
-use rumqttc::v5::mqttbytes::v5::{Packet, PublishProperties};
-use rumqttc::v5::{AsyncClient, Event as MqttEvent, MqttOptions};
-use rumqttd::{Broker, Config, ConnectionSettings, RouterConfig, ServerSettings};
 use tokio::sync::{mpsc, watch};
 
 pub const WAIT: Duration = Duration::from_secs(20);
@@ -25,118 +22,52 @@ pub fn free_port() -> u16 {
         .expect("a free port")
 }
 
-/// Starts rumqttd with a v5 listener (1 MiB packets) and waits until it accepts connections.
+/// Starts the embedded broker (the hub's, from `ocm_edge_mqtt`) on a free port.
 pub fn start_broker() -> String {
     start_broker_with_auth(None)
 }
 
 /// [`start_broker`] that only lets in the given username/password pairs.
 pub fn start_broker_with_auth(auth: Option<HashMap<String, String>>) -> String {
-    let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
-    let server = ServerSettings {
-        name: "v5".into(),
-        listen: addr,
-        tls: None,
-        next_connection_delay_ms: 0,
-        connections: ConnectionSettings {
-            connection_timeout_ms: 60_000,
-            max_payload_size: 1024 * 1024,
-            max_inflight_count: 500,
-            auth,
-            external_auth: None,
-            dynamic_filters: true,
-        },
-    };
-    let config = Config {
-        id: 0,
-        router: RouterConfig {
-            max_connections: 64,
-            max_outgoing_packet_count: 200,
-            max_segment_size: 100 * 1024 * 1024,
-            max_segment_count: 10,
-            custom_segment: None,
-            initialized_filters: None,
-            shared_subscriptions_strategy: Default::default(),
-        },
-        v5: Some(HashMap::from([("1".to_owned(), server)])),
-        ..Config::default()
-    };
-    let mut broker = Broker::new(config);
-    std::thread::spawn(move || {
-        let _ = broker.start();
-    });
-    let started = Instant::now();
-    while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "broker did not start"
-        );
-        std::thread::yield_now();
-    }
-    format!("mqtt://{addr}")
+    ocm_edge_mqtt::broker::start_embedded_with_users(SocketAddr::from(([127, 0, 0, 1], 0)), auth)
+        .expect("embedded broker starts")
+        .url()
+        .to_string()
 }
 
 /// A raw MQTT 5 client playing the hub.
 pub struct FakeHub {
-    pub client: AsyncClient,
+    session: Session,
     pub received: mpsc::UnboundedReceiver<MqttMessage>,
     /// Events received but not yet asked for, in arrival order.
     backlog: Vec<Event>,
-    subscribed: Option<tokio::sync::oneshot::Receiver<()>>,
 }
 
 impl FakeHub {
     /// Connects to `url` and subscribes to `filter`; returns once the SUBACK arrived.
     pub async fn connect(url: &str, filter: &str) -> FakeHub {
-        let addr = url.trim_start_matches("mqtt://");
-        let (host, port) = addr.rsplit_once(':').unwrap();
-        let mut opts =
-            MqttOptions::new(format!("hub-{}", free_port()), host, port.parse().unwrap());
-        opts.set_max_packet_size(Some(1024 * 1024));
-        opts.set_keep_alive(Duration::from_secs(5));
-        let (client, mut eventloop) = AsyncClient::new(opts, 64);
+        let mut cfg = SessionConfig::new(
+            BrokerUrl::parse(url).unwrap(),
+            format!("hub-{}", free_port()),
+        );
+        cfg.keepalive = Duration::from_secs(5);
+        cfg.subscriptions = vec![filter.to_owned()];
+        let (session, mut events) = Session::connect(cfg, WAIT).await.expect("hub SUBACK");
         let (tx, rx) = mpsc::unbounded_channel();
-        let (sub_tx, sub_rx) = tokio::sync::oneshot::channel();
-        client.subscribe(filter, QoS::AtLeastOnce).await.unwrap();
         tokio::spawn(async move {
-            let mut sub_tx = Some(sub_tx);
-            loop {
-                match eventloop.poll().await {
-                    Ok(MqttEvent::Incoming(Packet::SubAck(_))) => {
-                        if let Some(s) = sub_tx.take() {
-                            let _ = s.send(());
-                        }
+            while let Some(event) = events.recv().await {
+                if let SessionEvent::Message(p) = event {
+                    if tx.send(p.message).is_err() {
+                        return;
                     }
-                    Ok(MqttEvent::Incoming(Packet::Publish(p))) => {
-                        let props = p.properties.unwrap_or_default();
-                        let msg = MqttMessage::from_raw_parts(
-                            &p.topic,
-                            p.payload.to_vec(),
-                            props.content_type,
-                            props.user_properties,
-                        )
-                        .unwrap();
-                        if tx.send(msg).is_err() {
-                            return;
-                        }
-                    }
-                    Ok(_) => {}
-                    Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
                 }
             }
         });
-        let mut hub = FakeHub {
-            client,
+        FakeHub {
+            session,
             received: rx,
             backlog: Vec::new(),
-            subscribed: Some(sub_rx),
-        };
-        let sub = hub.subscribed.take().unwrap();
-        tokio::time::timeout(WAIT, sub)
-            .await
-            .expect("hub SUBACK")
-            .unwrap();
-        hub
+        }
     }
 
     /// Publishes a CloudEvent in binary mode on `topic`.
@@ -147,15 +78,7 @@ impl FakeHub {
 
     /// Publishes a raw MQTT message.
     pub async fn publish_raw(&self, msg: MqttMessage) {
-        let props = PublishProperties {
-            content_type: msg.content_type,
-            user_properties: msg.user_properties,
-            ..PublishProperties::default()
-        };
-        self.client
-            .publish_with_properties(msg.topic, QoS::AtLeastOnce, false, msg.payload, props)
-            .await
-            .unwrap();
+        self.session.publisher().publish(msg).await.unwrap();
     }
 
     /// The first event received (earlier ones not yet taken included) whose type ends with

@@ -1,221 +1,27 @@
-//! Admin API client used by the CLI (and the demo): one MQTT 5 connection to the broker, one
+//! Admin API client used by the CLI (and the demo): one MQTT 5 session to the broker, one
 //! private response topic, typed calls that each publish an [`AdminRequest`] and wait, bounded,
-//! for the matching [`AdminResponse`].
+//! for the matching [`AdminResponse`] ([`ocm_edge_mqtt::Requester`] does the request/response).
 //!
 //! The client never talks to the hub directly: like agents, operators only need the broker's
-//! address. Each request carries a fresh Correlation Data, so answers to requests that timed out
-//! (a slow hub) are recognised and dropped instead of being taken for the next answer.
+//! address. Errors live in [`super::client_error`]; calls for cluster sets, placements and
+//! replica sets in `client_fleet`.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::Bytes;
+use ocm_edge_mqtt::{BrokerUrl, Credentials, RequestError, Requester, SessionConfig, TlsFiles};
 use ocm_edge_schemas::api::work::{DeleteOption, ManifestConfigOption, ManifestWork};
-use ocm_edge_schemas::wire::topic;
-use rumqttc::Transport;
-use rumqttc::v5::mqttbytes::QoS;
-use rumqttc::v5::mqttbytes::v5::{ConnectReturnCode, Packet, Publish, PublishProperties};
-use rumqttc::v5::{AsyncClient, ConnectionError, Event, EventLoop, MqttOptions};
+use ocm_edge_schemas::wire::{MqttMessage, topic};
 use serde_json::Value;
-use thiserror::Error;
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 
+use super::client_error::unexpected;
+pub use super::client_error::{AdminError, Result};
 use super::messages::{
-    ADMIN_API_VERSION, ADMIN_API_VERSION_PROPERTY, AdminErrorKind, AdminPayload, AdminRequest,
-    AdminResponse, ClusterView, HubStats, MAX_ADMIN_PAYLOAD_BYTES, WorkView, WorkWritten,
+    ADMIN_API_VERSION, ADMIN_API_VERSION_PROPERTY, AdminPayload, AdminRequest, AdminResponse,
+    ClusterView, HubStats, MAX_ADMIN_PAYLOAD_BYTES, WorkView, WorkWritten,
 };
 
 /// How long a call waits for the hub by default.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Errors of the admin client. Each message says what failed, where, and what to check.
-#[derive(Debug, Error)]
-pub enum AdminError {
-    /// The broker URL cannot be used. Not retryable.
-    #[error(
-        "invalid broker URL {url:?}: {reason} (expected mqtt://HOST:PORT, e.g. mqtt://127.0.0.1:1883)"
-    )]
-    InvalidBrokerUrl {
-        /// The URL as given.
-        url: String,
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// The source id cannot appear in a topic. Not retryable.
-    #[error("invalid source id: {0}")]
-    InvalidSourceId(#[from] topic::TopicError),
-    /// The broker could not be reached. Retryable once the broker runs.
-    #[error(
-        "cannot connect to the MQTT broker at {url}: {reason} (is `ocm-edge hub` running there? \
-         set --broker or OCM_EDGE_BROKER to its address)"
-    )]
-    Connect {
-        /// The broker URL.
-        url: String,
-        /// What happened.
-        reason: String,
-    },
-    /// The broker refused the username and password. Not retryable as is.
-    #[error(
-        "the broker at {url} refused the credentials for user {user:?} (check --broker-username \
-         and --broker-password, or OCM_EDGE_BROKER_USERNAME and OCM_EDGE_BROKER_PASSWORD)"
-    )]
-    BadCredentials {
-        /// The broker URL.
-        url: String,
-        /// The username sent.
-        user: String,
-    },
-    /// Nobody answered in time. Retryable.
-    #[error(
-        "no hub answered on {url} within {secs} s: is `ocm-edge hub` running with source id \
-         {source_id:?}? (set --source-id or OCM_EDGE_SOURCE_ID to the hub's, or raise --timeout)"
-    )]
-    NoAnswer {
-        /// The broker URL.
-        url: String,
-        /// The source id the request was sent to.
-        source_id: String,
-        /// The timeout, in seconds.
-        secs: u64,
-    },
-    /// The hub refused the command; nothing was changed. Not retryable as is.
-    #[error("{message}")]
-    Hub {
-        /// Why.
-        kind: AdminErrorKind,
-        /// The hub's explanation.
-        message: String,
-    },
-    /// The request is larger than the admin API carries.
-    #[error(
-        "the {command} request is {bytes} bytes, more than the {limit} bytes the admin API carries"
-    )]
-    TooLarge {
-        /// The command.
-        command: &'static str,
-        /// Its encoded size.
-        bytes: usize,
-        /// [`MAX_ADMIN_PAYLOAD_BYTES`].
-        limit: usize,
-    },
-    /// The hub's answer is not what this client understands (different versions?).
-    #[error(
-        "the hub's answer to {command} could not be understood: {reason} (are the CLI and hub the same version?)"
-    )]
-    BadAnswer {
-        /// The command.
-        command: &'static str,
-        /// What was wrong.
-        reason: String,
-    },
-    /// The MQTT client stopped (broker gone).
-    #[error("lost the connection to the MQTT broker at {url}: {reason}")]
-    Disconnected {
-        /// The broker URL.
-        url: String,
-        /// What happened.
-        reason: String,
-    },
-}
-
-impl AdminError {
-    /// Whether trying again later may succeed (broker or hub not there yet).
-    pub fn is_retryable(&self) -> bool {
-        matches!(
-            self,
-            AdminError::Connect { .. }
-                | AdminError::NoAnswer { .. }
-                | AdminError::Disconnected { .. }
-                | AdminError::Hub {
-                    kind: AdminErrorKind::Internal,
-                    ..
-                }
-        )
-    }
-
-    /// The hub's error kind, when the hub refused the command.
-    pub fn hub_kind(&self) -> Option<AdminErrorKind> {
-        match self {
-            AdminError::Hub { kind, .. } => Some(*kind),
-            _ => None,
-        }
-    }
-}
-
-/// Result alias of this module.
-pub type Result<T, E = AdminError> = std::result::Result<T, E>;
-
-/// Installs ring as rustls' process-wide crypto provider (DESIGN decision 10). Safe to call
-/// more than once and alongside other crates that install the same provider.
-pub fn install_crypto_provider() {
-    // An Err only means a provider is already installed, which is what we want.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-}
-
-/// Where to connect: host, port and whether TLS is used.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BrokerAddress {
-    /// Host name or IP.
-    pub host: String,
-    /// TCP port.
-    pub port: u16,
-    /// `mqtts://`.
-    pub tls: bool,
-}
-
-impl BrokerAddress {
-    /// Parses `mqtt://host[:port]`, `tcp://host[:port]` or `mqtts://host[:port]` (1883 / 8883).
-    ///
-    /// # Errors
-    /// [`AdminError::InvalidBrokerUrl`] saying what is wrong.
-    pub fn parse(url: &str) -> Result<Self> {
-        let bad = |reason: &str| AdminError::InvalidBrokerUrl {
-            url: url.to_owned(),
-            reason: reason.to_owned(),
-        };
-        let (scheme, rest) = url.split_once("://").ok_or_else(|| bad("missing scheme"))?;
-        let (tls, default_port) = match scheme {
-            "mqtt" | "tcp" => (false, 1883),
-            "mqtts" | "ssl" => (true, 8883),
-            _ => return Err(bad("unsupported scheme (use mqtt:// or mqtts://)")),
-        };
-        let authority = rest.trim_end_matches('/');
-        if authority.contains('/') || authority.contains('@') || authority.contains('?') {
-            return Err(bad("only host and port are allowed"));
-        }
-        let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-            let (host, after) = v6.split_once(']').ok_or_else(|| bad("unclosed '['"))?;
-            let port = match after.strip_prefix(':') {
-                Some(p) => Some(p),
-                None if after.is_empty() => None,
-                None => return Err(bad("unexpected text after the IPv6 address")),
-            };
-            (host.to_owned(), port)
-        } else {
-            match authority.rsplit_once(':') {
-                Some((h, p)) => (h.to_owned(), Some(p)),
-                None => (authority.to_owned(), None),
-            }
-        };
-        if host.is_empty() {
-            return Err(bad("missing host"));
-        }
-        let port = match port {
-            Some(p) => p
-                .parse::<u16>()
-                .ok()
-                .filter(|p| *p != 0)
-                .ok_or_else(|| bad("the port must be a number from 1 to 65535"))?,
-            None => default_port,
-        };
-        Ok(BrokerAddress { host, port, tls })
-    }
-}
-
-type Pending = Arc<Mutex<HashMap<Bytes, oneshot::Sender<Publish>>>>;
 
 /// How [`AdminClient::connect_with`] connects.
 #[derive(Clone, PartialEq, Eq)]
@@ -227,6 +33,8 @@ pub struct ConnectOptions {
     pub username: Option<String>,
     /// MQTT password going with `username` (empty when only the username is set).
     pub password: Option<String>,
+    /// CA file and client certificate for an `mqtts://` broker (system roots when empty).
+    pub tls: TlsFiles,
 }
 
 impl Default for ConnectOptions {
@@ -235,6 +43,7 @@ impl Default for ConnectOptions {
             timeout: DEFAULT_TIMEOUT,
             username: None,
             password: None,
+            tls: TlsFiles::default(),
         }
     }
 }
@@ -245,36 +54,19 @@ impl std::fmt::Debug for ConnectOptions {
         f.debug_struct("ConnectOptions")
             .field("timeout", &self.timeout)
             .field("username", &self.username)
+            .field("tls", &self.tls)
             .finish_non_exhaustive()
     }
 }
 
-/// Why the client did not become ready.
-#[derive(Debug)]
-enum NotReady {
-    Connection(ConnectionError),
-    Refused(String),
-}
-
-/// A connected admin API client.
-///
-/// Dropping it stops its MQTT event loop.
+/// A connected admin API client. Dropping it stops its MQTT session.
 #[derive(Debug)]
 pub struct AdminClient {
-    client: AsyncClient,
-    pending: Pending,
+    requester: Requester,
     request_topic: String,
-    response_topic: String,
     broker_url: String,
     source_id: String,
     timeout: Duration,
-    event_loop: JoinHandle<()>,
-}
-
-impl Drop for AdminClient {
-    fn drop(&mut self) {
-        self.event_loop.abort();
-    }
 }
 
 impl AdminClient {
@@ -303,74 +95,36 @@ impl AdminClient {
         Self::connect_with(broker_url, source_id, &options).await
     }
 
-    /// [`AdminClient::connect`] with a timeout and, for a broker with authentication, a
-    /// username and password.
+    /// [`AdminClient::connect`] with a timeout, credentials and TLS files.
     ///
     /// # Errors
-    /// Invalid URL or source id; broker unreachable within the timeout;
-    /// [`AdminError::BadCredentials`] when the broker refuses the username and password.
+    /// Invalid URL, source id or TLS files; [`AdminError::Link`] when the broker cannot be
+    /// used (refused port, untrusted certificate, refused login) within the timeout.
     pub async fn connect_with(
         broker_url: &str,
         source_id: &str,
         connect: &ConnectOptions,
     ) -> Result<AdminClient> {
-        let timeout = connect.timeout;
-        install_crypto_provider();
-        let address = BrokerAddress::parse(broker_url)?;
+        let url = BrokerUrl::parse(broker_url)?;
         let client_id = format!("ocm-edge-cli-{}", uuid::Uuid::new_v4().simple());
         let request_topic = topic::admin_requests(source_id)?;
         let response_topic = topic::admin_responses(source_id, &client_id)?;
-
-        let mut options = MqttOptions::new(client_id, address.host.clone(), address.port);
-        options
-            .set_clean_start(true)
-            .set_keep_alive(Duration::from_secs(30))
-            .set_max_packet_size(Some(MAX_ADMIN_PAYLOAD_BYTES as u32))
-            // The v5 default reserves ~14 MB of in-flight slots per client (DESIGN decision 11).
-            .set_outgoing_inflight_upper_limit(100)
-            .set_connection_timeout(timeout.as_secs().max(1));
-        if address.tls {
-            options.set_transport(Transport::tls_with_default_config());
-        }
-        if let Some(user) = &connect.username {
-            options.set_credentials(user.clone(), connect.password.clone().unwrap_or_default());
-        }
-        let (client, event_loop) = AsyncClient::new(options, 16);
-        let pending: Pending = Arc::default();
-        let (ready_tx, ready_rx) = oneshot::channel();
-        let task = tokio::spawn(drive(
-            event_loop,
-            client.clone(),
-            response_topic.clone(),
-            pending.clone(),
-            ready_tx,
-        ));
-        let admin = AdminClient {
-            client,
-            pending,
+        let mut cfg = SessionConfig::new(url, client_id);
+        cfg.max_packet_bytes = MAX_ADMIN_PAYLOAD_BYTES as u32;
+        cfg.connect_timeout = connect.timeout;
+        cfg.tls = connect.tls.clone();
+        cfg.credentials = connect.username.as_ref().map(|u| Credentials {
+            username: u.clone(),
+            password: connect.password.clone().unwrap_or_default(),
+        });
+        let requester = Requester::connect(cfg, response_topic, connect.timeout).await?;
+        Ok(AdminClient {
+            requester,
             request_topic,
-            response_topic,
             broker_url: broker_url.to_owned(),
             source_id: source_id.to_owned(),
-            timeout,
-            event_loop: task,
-        };
-        let connect_error = |reason: String| AdminError::Connect {
-            url: broker_url.to_owned(),
-            reason,
-        };
-        match tokio::time::timeout(timeout, ready_rx).await {
-            Ok(Ok(Ok(()))) => Ok(admin),
-            Ok(Ok(Err(NotReady::Refused(reason)))) => Err(connect_error(reason)),
-            Ok(Ok(Err(NotReady::Connection(e)))) => {
-                Err(not_connected(broker_url, connect.username.as_deref(), &e))
-            }
-            Ok(Err(_)) => Err(connect_error("the MQTT client stopped".to_owned())),
-            Err(_) => Err(connect_error(format!(
-                "no answer within {} s",
-                timeout.as_secs()
-            ))),
-        }
+            timeout: connect.timeout,
+        })
     }
 
     /// The broker URL this client talks through.
@@ -402,63 +156,32 @@ impl AdminClient {
                 limit,
             });
         }
-        // Bytes: each resend shares the buffer instead of copying up to 2 MiB.
-        let payload = Bytes::from(payload);
-        let correlation = Bytes::from(uuid::Uuid::new_v4().as_bytes().to_vec());
-        let (tx, rx) = oneshot::channel();
-        self.lock_pending().insert(correlation.clone(), tx);
-        let properties = PublishProperties {
-            response_topic: Some(self.response_topic.clone()),
-            correlation_data: Some(correlation.clone()),
+        let message = MqttMessage {
+            topic: self.request_topic.clone(),
+            payload,
             content_type: Some("application/json".to_owned()),
             user_properties: vec![(
                 ADMIN_API_VERSION_PROPERTY.to_owned(),
                 ADMIN_API_VERSION.to_owned(),
             )],
-            ..Default::default()
         };
-        let publish = || {
-            self.client.publish_with_properties(
-                self.request_topic.clone(),
-                QoS::AtLeastOnce,
-                false,
-                payload.clone(),
-                properties.clone(),
-            )
-        };
-        let disconnected = |reason: String| AdminError::Disconnected {
-            url: self.broker_url.clone(),
-            reason,
-        };
-        let answer = async {
-            // A hub that is (re)starting has not subscribed yet and the broker keeps nothing for
-            // it, so the request is sent again, with the same correlation data, until the first
-            // answer arrives. The hub's commands are idempotent or fail harmlessly on a repeat,
-            // and only the first answer is taken.
-            let mut rx = rx;
-            let mut resend = Duration::from_millis(500);
-            loop {
-                publish().await.map_err(|e| disconnected(e.to_string()))?;
-                match tokio::time::timeout(resend, &mut rx).await {
-                    Ok(Ok(publish)) => return Ok(publish),
-                    Ok(Err(_)) => return Err(disconnected("the MQTT client stopped".to_owned())),
-                    Err(_) => resend = (resend * 2).min(Duration::from_secs(4)),
-                }
-            }
-        };
-        let outcome = tokio::time::timeout(self.timeout, answer).await;
-        self.lock_pending().remove(&correlation);
-        let publish = match outcome {
-            Ok(answer) => answer?,
-            Err(_) => {
+        let answer = match self.requester.request(message, self.timeout).await {
+            Ok(answer) => answer,
+            Err(RequestError::NoAnswer { .. }) => {
                 return Err(AdminError::NoAnswer {
                     url: self.broker_url.clone(),
                     source_id: self.source_id.clone(),
                     secs: self.timeout.as_secs_f64().ceil() as u64,
                 });
             }
+            Err(RequestError::Closed(reason)) => {
+                return Err(AdminError::Disconnected {
+                    url: self.broker_url.clone(),
+                    reason,
+                });
+            }
         };
-        match serde_json::from_slice::<AdminResponse>(&publish.payload) {
+        match serde_json::from_slice::<AdminResponse>(&answer.message.payload) {
             Ok(AdminResponse::Ok(payload)) => Ok(payload),
             Ok(AdminResponse::Error { kind, message }) => Err(AdminError::Hub { kind, message }),
             Err(e) => Err(AdminError::BadAnswer {
@@ -466,11 +189,6 @@ impl AdminClient {
                 reason: e.to_string(),
             }),
         }
-    }
-
-    fn lock_pending(&self) -> std::sync::MutexGuard<'_, HashMap<Bytes, oneshot::Sender<Publish>>> {
-        // A poisoned map only means another call panicked mid-insert; the map is still usable.
-        self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Every cluster the hub knows, sorted by name.
@@ -617,8 +335,7 @@ impl AdminClient {
 
     /// Disconnects cleanly (the broker drops the private subscription at once).
     pub async fn disconnect(self) {
-        // Best effort: when the broker is already gone there is nothing to tell it.
-        let _ = tokio::time::timeout(Duration::from_secs(1), self.client.disconnect()).await;
+        self.requester.disconnect().await;
     }
 }
 
@@ -639,172 +356,9 @@ pub struct NewWork {
     pub overwrite: bool,
 }
 
-pub(super) fn unexpected(command: &'static str, payload: &AdminPayload) -> AdminError {
-    let got = match payload {
-        AdminPayload::Clusters(_) => "clusters",
-        AdminPayload::Cluster(_) => "cluster",
-        AdminPayload::Written(_) => "written",
-        AdminPayload::Works(_) => "works",
-        AdminPayload::Work(_) => "work",
-        AdminPayload::Stats(_) => "stats",
-        AdminPayload::Applied(_) => "applied",
-        AdminPayload::ClusterSets(_) => "clusterSets",
-        AdminPayload::ClusterSet(_) => "clusterSet",
-        AdminPayload::Placements(_) => "placements",
-        AdminPayload::Placement(_) => "placement",
-        AdminPayload::ReplicaSets(_) => "replicaSets",
-        AdminPayload::ReplicaSet(_) => "replicaSet",
-        AdminPayload::Deleted(_) => "deleted",
-    };
-    AdminError::BadAnswer {
-        command,
-        reason: format!("unexpected payload {got:?}"),
-    }
-}
-
-/// Polls the MQTT event loop: (re)subscribes to the response topic after every CONNACK (clean
-/// start forgets subscriptions), reports the first SUBACK or the first failure on `ready`, and
-/// hands each response to the call waiting for its correlation data.
-async fn drive(
-    mut event_loop: EventLoop,
-    client: AsyncClient,
-    response_topic: String,
-    pending: Pending,
-    ready: oneshot::Sender<Result<(), NotReady>>,
-) {
-    let mut ready = Some(ready);
-    loop {
-        match event_loop.poll().await {
-            Ok(Event::Incoming(Packet::ConnAck(_))) => {
-                if let Err(e) = client.try_subscribe(response_topic.clone(), QoS::AtLeastOnce) {
-                    tracing::warn!(error = %e, "cannot subscribe to the admin response topic");
-                }
-            }
-            Ok(Event::Incoming(Packet::SubAck(ack))) => {
-                if let Some(ready) = ready.take() {
-                    let refused = ack.return_codes.iter().any(|code| {
-                        !matches!(
-                            code,
-                            rumqttc::v5::mqttbytes::v5::SubscribeReasonCode::Success(_)
-                        )
-                    });
-                    let outcome = if refused {
-                        Err(NotReady::Refused(format!(
-                            "the broker refused the subscription to {response_topic}"
-                        )))
-                    } else {
-                        Ok(())
-                    };
-                    let _ = ready.send(outcome);
-                }
-            }
-            Ok(Event::Incoming(Packet::Publish(publish))) => {
-                let correlation = publish
-                    .properties
-                    .as_ref()
-                    .and_then(|p| p.correlation_data.clone());
-                let waiter = correlation
-                    .and_then(|c| pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&c));
-                match waiter {
-                    Some(waiter) => {
-                        let _ = waiter.send(publish);
-                    }
-                    // An answer to a call that already timed out, or a stray message.
-                    None => tracing::debug!("dropping an admin response nobody waits for"),
-                }
-            }
-            Ok(_) => {}
-            Err(e) => {
-                if let Some(ready) = ready.take() {
-                    let _ = ready.send(Err(NotReady::Connection(e)));
-                    return;
-                }
-                tracing::warn!(error = %e, "admin client lost the broker; reconnecting");
-                // Back off before rumqttc reconnects on the next poll; pending calls keep their
-                // own deadlines.
-                tokio::time::sleep(Duration::from_millis(500)).await;
-            }
-        }
-    }
-}
-
-/// The error for a first connection that failed: refused credentials are told apart, and a
-/// broker that just closed the connection of a client with credentials hints at them.
-fn not_connected(url: &str, user: Option<&str>, e: &ConnectionError) -> AdminError {
-    let refused_login = matches!(
-        e,
-        ConnectionError::ConnectionRefused(
-            ConnectReturnCode::BadUserNamePassword | ConnectReturnCode::NotAuthorized
-        )
-    );
-    let reason = match user {
-        Some(user) if refused_login => {
-            return AdminError::BadCredentials {
-                url: url.to_owned(),
-                user: user.to_owned(),
-            };
-        }
-        None if refused_login => format!(
-            "{}: the broker wants a username and password (set --broker-username and \
-             --broker-password)",
-            describe(e)
-        ),
-        Some(user) if !is_port_closed(e) => format!(
-            "{}; if the broker closed the connection, the credentials for user {user:?} may be wrong",
-            describe(e)
-        ),
-        _ => describe(e),
-    };
-    AdminError::Connect {
-        url: url.to_owned(),
-        reason,
-    }
-}
-
-fn is_port_closed(e: &ConnectionError) -> bool {
-    matches!(e, ConnectionError::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused)
-}
-
-fn describe(e: &ConnectionError) -> String {
-    match e {
-        ConnectionError::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
-            "connection refused".to_owned()
-        }
-        ConnectionError::ConnectionRefused(code) => format!("the broker refused us ({code:?})"),
-        other => other.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn broker_urls_accept_mqtt_and_mqtts_with_default_ports() {
-        let a = BrokerAddress::parse("mqtt://127.0.0.1:1884").unwrap();
-        assert_eq!((a.host.as_str(), a.port, a.tls), ("127.0.0.1", 1884, false));
-        let a = BrokerAddress::parse("mqtt://broker.local").unwrap();
-        assert_eq!(a.port, 1883);
-        let a = BrokerAddress::parse("mqtts://broker.local/").unwrap();
-        assert_eq!((a.port, a.tls), (8883, true));
-        let a = BrokerAddress::parse("tcp://[::1]:2000").unwrap();
-        assert_eq!((a.host.as_str(), a.port), ("::1", 2000));
-    }
-
-    #[test]
-    fn broken_broker_urls_say_what_is_wrong() {
-        for (url, needle) in [
-            ("127.0.0.1:1883", "missing scheme"),
-            ("http://x:1", "unsupported scheme"),
-            ("mqtt://x:port", "port must be a number"),
-            ("mqtt://:1883", "missing host"),
-            ("mqtt://x:1883/topic", "only host and port"),
-        ] {
-            let e = BrokerAddress::parse(url).unwrap_err().to_string();
-            assert!(e.contains(needle), "{url}: {e}");
-            assert!(e.contains(url), "{url}: {e}");
-        }
-    }
 
     #[tokio::test]
     async fn connecting_to_a_closed_port_fails_with_a_hint() {
@@ -818,8 +372,23 @@ mod tests {
         let e = AdminClient::connect_with_timeout(&url, "ocm-edge", Duration::from_secs(3))
             .await
             .unwrap_err();
-        assert!(matches!(e, AdminError::Connect { .. }), "{e}");
+        assert!(
+            matches!(
+                e,
+                AdminError::Link(ocm_edge_mqtt::LinkError::Refused { .. })
+            ),
+            "{e}"
+        );
         let text = e.to_string();
         assert!(text.contains(&url) && text.contains("--broker"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn a_broken_broker_url_is_refused_before_connecting() {
+        let e = AdminClient::connect("http://x:1", "ocm-edge")
+            .await
+            .unwrap_err();
+        assert!(matches!(e, AdminError::BrokerUrl(_)), "{e}");
+        assert!(e.to_string().contains("unsupported scheme"), "{e}");
     }
 }

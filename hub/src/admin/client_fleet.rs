@@ -3,7 +3,8 @@
 
 use serde_json::Value;
 
-use super::client::{AdminClient, Result, unexpected};
+use super::client::{AdminClient, Result};
+use super::client_error::unexpected;
 use super::fleet::{ClusterSetView, ObjectApplied, ObjectDeleted, PlacementView, ReplicaSetView};
 use super::messages::{AdminPayload, AdminRequest};
 

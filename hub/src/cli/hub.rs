@@ -57,6 +57,7 @@ pub fn hub_config(global: &GlobalArgs, args: &HubArgs) -> Result<HubConfig, CliE
     cfg.lease_grace_multiplier = args.lease_grace_multiplier;
     cfg.broker_username = global.broker_username.clone();
     cfg.broker_password = global.broker_password.clone();
+    cfg.broker_tls = global.broker_tls();
     Ok(cfg)
 }
 
@@ -87,7 +88,7 @@ pub async fn run(global: &GlobalArgs, args: HubArgs) -> Result<(), CliError> {
         "ocm-edge hub running: broker {url}, source id {source_id}, data {data_dir}\n\
          agents: ocm-edge-agent --cluster-name NAME --broker {url}; then: ocm-edge cluster accept NAME\n"
     ))?;
-    ocm_edge_agent::signal::shutdown_signal().await;
+    ocm_edge_mqtt::shutdown_signal().await;
     tracing::info!("stopping the hub");
     handle
         .shutdown()

@@ -26,7 +26,10 @@ pub mod placement;
 pub mod rollout;
 pub mod work;
 
+use std::path::PathBuf;
 use std::time::Duration;
+
+use ocm_edge_mqtt::TlsFiles;
 
 use clap::{Args, Parser, Subcommand};
 use thiserror::Error;
@@ -91,9 +94,42 @@ pub struct GlobalArgs {
         value_name = "PASSWORD"
     )]
     pub broker_password: Option<String>,
+    /// PEM CA that signed an mqtts:// broker's certificate [default: the system's roots].
+    #[arg(
+        long,
+        global = true,
+        env = "OCM_EDGE_BROKER_CA_FILE",
+        value_name = "FILE"
+    )]
+    pub broker_ca_file: Option<PathBuf>,
+    /// PEM client certificate for a broker that wants mutual TLS (with --broker-client-key).
+    #[arg(
+        long,
+        global = true,
+        env = "OCM_EDGE_BROKER_CLIENT_CERT",
+        value_name = "FILE"
+    )]
+    pub broker_client_cert: Option<PathBuf>,
+    /// PEM private key of --broker-client-cert.
+    #[arg(
+        long,
+        global = true,
+        env = "OCM_EDGE_BROKER_CLIENT_KEY",
+        value_name = "FILE"
+    )]
+    pub broker_client_key: Option<PathBuf>,
 }
 
 impl GlobalArgs {
+    /// The TLS files for an mqtts:// broker.
+    pub fn broker_tls(&self) -> TlsFiles {
+        TlsFiles {
+            ca_file: self.broker_ca_file.clone(),
+            client_cert_file: self.broker_client_cert.clone(),
+            client_key_file: self.broker_client_key.clone(),
+        }
+    }
+
     /// The broker URL the CLI talks through.
     pub fn broker_url(&self) -> &str {
         self.broker.as_deref().unwrap_or(DEFAULT_BROKER_URL)
@@ -108,6 +144,7 @@ impl GlobalArgs {
             timeout: self.timeout,
             username: self.broker_username.clone(),
             password: self.broker_password.clone(),
+            tls: self.broker_tls(),
         };
         Ok(AdminClient::connect_with(self.broker_url(), &self.source_id, &options).await?)
     }
@@ -139,10 +176,12 @@ pub enum Command {
     /// Delete a cluster set, binding, placement, add-on score or ManifestWorkReplicaSet.
     Delete(delete::DeleteArgs),
     /// Run a self-contained demo: broker, hub and three simulated clusters in one process.
+    #[cfg(feature = "demo")]
     Demo(DemoArgs),
 }
 
 /// `ocm-edge demo` options.
+#[cfg(feature = "demo")]
 #[derive(Debug, Clone, Args)]
 pub struct DemoArgs {
     /// Give up when the fleet has not converged within this time.
@@ -169,6 +208,7 @@ pub enum CliError {
     #[error("{0}")]
     Hub(String),
     /// The demo failed.
+    #[cfg(feature = "demo")]
     #[error(transparent)]
     Demo(#[from] crate::demo::DemoError),
     /// Writing the output failed.
@@ -190,6 +230,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Placement(cmd) => placement::run_placement(&cli.global, cmd).await,
         Command::Rollout(cmd) => rollout::run(&cli.global, cmd).await,
         Command::Delete(args) => delete::run(&cli.global, args).await,
+        #[cfg(feature = "demo")]
         Command::Demo(args) => {
             let options = crate::demo::DemoOptions {
                 converge_timeout: args.converge_timeout,

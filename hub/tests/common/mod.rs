@@ -6,16 +6,14 @@ use std::time::Duration;
 use chrono::Utc;
 use cloudevents::{AttributesWriter, Event};
 use ocm_edge_hub::admin::client::AdminClient;
-use ocm_edge_hub::broker::{EmbeddedBroker, start_embedded};
 use ocm_edge_hub::{BrokerConfig, HubConfig, HubHandle, start_hub};
+use ocm_edge_mqtt::broker::{EmbeddedBroker, start_embedded};
+use ocm_edge_mqtt::{BrokerUrl, Session, SessionConfig, SessionEvent};
 use ocm_edge_schemas::wire::event_type::EventType;
 use ocm_edge_schemas::wire::extensions as ext;
 use ocm_edge_schemas::wire::mqtt::APPLICATION_JSON;
 use ocm_edge_schemas::wire::works::WorkEvent;
 use ocm_edge_schemas::wire::{MqttMessage, topic};
-use rumqttc::v5::mqttbytes::QoS;
-use rumqttc::v5::mqttbytes::v5::{Packet, PublishProperties};
-use rumqttc::v5::{AsyncClient, Event as MqttEvent, MqttOptions};
 use tokio::sync::mpsc;
 
 /// Bound on every wait in these tests.
@@ -50,7 +48,7 @@ impl TestHub {
     pub fn config(&self) -> HubConfig {
         let mut cfg = HubConfig::new(self.data_dir.path());
         cfg.broker = BrokerConfig::External {
-            url: self.broker.url(),
+            url: self.broker.url().to_string(),
         };
         cfg.source_id = self.source.clone();
         cfg
@@ -67,13 +65,13 @@ impl TestHub {
     }
 
     pub async fn admin(&self) -> AdminClient {
-        AdminClient::connect_with_timeout(&self.broker.url(), &self.source, WAIT)
+        AdminClient::connect_with_timeout(&self.url(), &self.source, WAIT)
             .await
             .unwrap()
     }
 
     pub fn url(&self) -> String {
-        self.broker.url()
+        self.broker.url().to_string()
     }
 }
 
@@ -81,15 +79,8 @@ impl TestHub {
 pub struct RawAgent {
     pub cluster: String,
     pub source: String,
-    client: AsyncClient,
+    session: Session,
     messages: mpsc::UnboundedReceiver<MqttMessage>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for RawAgent {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
 }
 
 impl RawAgent {
@@ -100,54 +91,26 @@ impl RawAgent {
 
     /// A client subscribed to `filter` (e.g. the dashboard topics) instead of sourceevents.
     pub async fn connect_to(url: &str, source: &str, cluster: &str, sub: String) -> RawAgent {
-        let (host, port) = ocm_edge_hub::transport::parse_broker_url(url).unwrap();
-        let mut opts = MqttOptions::new(
+        let mut cfg = SessionConfig::new(
+            BrokerUrl::parse(url).unwrap(),
             format!("{cluster}-{}", uuid::Uuid::new_v4().simple()),
-            host,
-            port,
         );
-        opts.set_clean_start(true)
-            .set_max_packet_size(Some(4 * 1024 * 1024))
-            .set_outgoing_inflight_upper_limit(100);
-        let (client, mut eventloop) = AsyncClient::new(opts, 64);
+        cfg.max_packet_bytes = 4 * 1024 * 1024;
+        cfg.subscriptions = vec![sub];
+        let (session, mut events) = Session::connect(cfg, WAIT).await.unwrap();
         let (tx, messages) = mpsc::unbounded_channel();
-        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
-        let sub_client = client.clone();
-        let task = tokio::spawn(async move {
-            let mut ready = Some(ready_tx);
-            loop {
-                match eventloop.poll().await {
-                    Ok(MqttEvent::Incoming(Packet::ConnAck(_))) => {
-                        let _ = sub_client.try_subscribe(sub.clone(), QoS::AtLeastOnce);
-                    }
-                    Ok(MqttEvent::Incoming(Packet::SubAck(_))) => {
-                        if let Some(r) = ready.take() {
-                            let _ = r.send(());
-                        }
-                    }
-                    Ok(MqttEvent::Incoming(Packet::Publish(p))) => {
-                        let props = p.properties.unwrap_or_default();
-                        let msg = MqttMessage::from_raw_parts(
-                            &p.topic,
-                            p.payload.to_vec(),
-                            props.content_type,
-                            props.user_properties,
-                        )
-                        .unwrap();
-                        let _ = tx.send(msg);
-                    }
-                    Ok(_) => {}
-                    Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        tokio::spawn(async move {
+            while let Some(event) = events.recv().await {
+                if let SessionEvent::Message(p) = event {
+                    let _ = tx.send(p.message);
                 }
             }
         });
-        tokio::time::timeout(WAIT, ready_rx).await.unwrap().unwrap();
         RawAgent {
             cluster: cluster.to_owned(),
             source: source.to_owned(),
-            client,
+            session,
             messages,
-            task,
         }
     }
 
@@ -171,15 +134,7 @@ impl RawAgent {
     }
 
     pub async fn send_raw(&self, msg: MqttMessage) {
-        let props = PublishProperties {
-            content_type: msg.content_type.clone(),
-            user_properties: msg.user_properties.clone(),
-            ..Default::default()
-        };
-        self.client
-            .publish_with_properties(msg.topic, QoS::AtLeastOnce, false, msg.payload, props)
-            .await
-            .unwrap();
+        self.session.publisher().publish(msg).await.unwrap();
     }
 
     pub async fn join(&self) {

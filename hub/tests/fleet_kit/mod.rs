@@ -9,8 +9,8 @@ use std::time::Duration;
 use ocm_edge_agent::{AgentConfig, AgentHandle, ApplierConfig, start_agent};
 use ocm_edge_hub::admin::client::AdminClient;
 use ocm_edge_hub::admin::messages::ClusterView;
-use ocm_edge_hub::broker::{EmbeddedBroker, start_embedded};
 use ocm_edge_hub::{BrokerConfig, HubConfig, HubHandle, start_hub};
+use ocm_edge_mqtt::broker::{EmbeddedBroker, start_embedded};
 use ocm_edge_schemas::api::cluster::TAINT_UNREACHABLE;
 use ocm_edge_schemas::api::meta::ConditionStatus;
 use tokio::time::{Instant, timeout};
@@ -37,10 +37,12 @@ impl Fleet {
             .unwrap();
         let dir = tempfile::tempdir().unwrap();
         let mut cfg = HubConfig::new(dir.path().join("hub"));
-        cfg.broker = BrokerConfig::External { url: broker.url() };
+        cfg.broker = BrokerConfig::External {
+            url: broker.url().to_string(),
+        };
         let hub = start_hub(cfg).await.unwrap();
         timeout(WAIT, hub.subscribed()).await.unwrap();
-        let admin = AdminClient::connect_with_timeout(&broker.url(), "ocm-edge", WAIT)
+        let admin = AdminClient::connect_with_timeout(&broker.url().to_string(), "ocm-edge", WAIT)
             .await
             .unwrap();
         Fleet {
@@ -52,7 +54,7 @@ impl Fleet {
     }
 
     pub fn url(&self) -> String {
-        self.broker.url()
+        self.broker.url().to_string()
     }
 
     pub fn agent_config(&self, name: &str, labels: &[(&str, &str)]) -> AgentConfig {
@@ -170,8 +172,8 @@ impl Drop for FreezableLink {
 
 impl FreezableLink {
     pub async fn start(broker_url: &str) -> FreezableLink {
-        let (host, port) = ocm_edge_hub::transport::parse_broker_url(broker_url).unwrap();
-        let upstream = format!("{host}:{port}");
+        let broker = ocm_edge_mqtt::BrokerUrl::parse(broker_url).unwrap();
+        let upstream = format!("{}:{}", broker.host(), broker.port());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("mqtt://{}", listener.local_addr().unwrap());
         let (frozen, watch) = tokio::sync::watch::channel(false);

@@ -15,16 +15,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use bytes::Bytes;
 use futures::StreamExt;
 use ocm_edge_hub::admin::client::{AdminClient, NewWork};
 use ocm_edge_hub::admin::messages::ClusterState;
 use ocm_edge_hub::{BrokerConfig, HubConfig, start_hub};
+use ocm_edge_mqtt::{BrokerUrl, Session, SessionConfig, SessionEvent};
 use ocm_edge_schemas::api::meta::is_condition_true;
 use ocm_edge_schemas::wire::MqttMessage;
-use rumqttc::v5::mqttbytes::QoS;
-use rumqttc::v5::mqttbytes::v5::Packet;
-use rumqttc::v5::{AsyncClient, Event, MqttOptions};
 use tokio::process::{Child, ChildStdin, Command};
 
 use crate::broker::{MAX_PACKET_BYTES, TestBroker};
@@ -421,45 +418,19 @@ async fn ideal_transport(
     status_bytes: usize,
 ) -> anyhow::Result<Duration> {
     let n = opts.agents;
-    let (host, port) = worker::host_port(url)?;
-    let mut mqtt = MqttOptions::new("bench-ideal-hub", host, port);
-    mqtt.set_keep_alive(Duration::from_secs(30));
-    mqtt.set_clean_start(true);
-    mqtt.set_max_packet_size(Some(MAX_PACKET_BYTES as u32));
-    mqtt.set_outgoing_inflight_upper_limit(100);
-    let (client, mut eventloop) = AsyncClient::new(mqtt, 1024);
+    let mut cfg = SessionConfig::new(BrokerUrl::parse(url)?, "bench-ideal-hub");
+    cfg.max_packet_bytes = MAX_PACKET_BYTES as u32;
+    cfg.subscriptions = vec![format!("sources/{IDEAL_SOURCE}/consumers/+/agentevents")];
+    let (session, mut events) = Session::connect(cfg, opts.timeout).await?;
+    let client = session.publisher();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<bool>();
-    let (sub_tx, sub_rx) = tokio::sync::oneshot::channel::<()>();
-    let sub_client = client.clone();
     let loop_task = tokio::spawn(async move {
-        let mut sub_tx = Some(sub_tx);
-        loop {
-            match eventloop.poll().await {
-                Ok(Event::Incoming(Packet::ConnAck(_))) => {
-                    let _ = sub_client
-                        .subscribe(
-                            format!("sources/{IDEAL_SOURCE}/consumers/+/agentevents"),
-                            QoS::AtLeastOnce,
-                        )
-                        .await;
-                }
-                Ok(Event::Incoming(Packet::SubAck(_))) => {
-                    if let Some(s) = sub_tx.take() {
-                        let _ = s.send(());
-                    }
-                }
-                Ok(Event::Incoming(Packet::Publish(p))) => {
-                    let _ = tx.send(p.payload.as_ref() == IDEAL_READY);
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    tracing::warn!(error = %e, "ideal hub connection");
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                }
+        while let Some(event) = events.recv().await {
+            if let SessionEvent::Message(p) = event {
+                let _ = tx.send(p.message.payload == IDEAL_READY);
             }
         }
     });
-    tokio::time::timeout(opts.timeout, sub_rx).await??;
     // rumqttd is slow on the first publish to a new topic; the real run's sourceevents topics
     // already exist (the hub published its views there), so create these before the clock too.
     for i in 0..n {
@@ -468,12 +439,7 @@ async fn ideal_transport(
             cluster_name(i)
         );
         client
-            .publish(
-                topic,
-                QoS::AtLeastOnce,
-                false,
-                Bytes::from_static(b"warm-up"),
-            )
+            .publish(ideal_message(topic, b"warm-up".to_vec()))
             .await?;
     }
     let workers = Workers::spawn(
@@ -487,7 +453,7 @@ async fn ideal_transport(
     if ready < n {
         bail!("only {ready} of {n} ideal agents subscribed");
     }
-    let payload = Bytes::from(vec![b'x'; spec_bytes.max(1)]);
+    let payload = vec![b'x'; spec_bytes.max(1)];
     let t = Instant::now();
     let publish_all = async {
         for i in 0..n {
@@ -496,7 +462,7 @@ async fn ideal_transport(
                 cluster_name(i)
             );
             client
-                .publish(topic, QoS::AtLeastOnce, false, payload.clone())
+                .publish(ideal_message(topic, payload.clone()))
                 .await?;
         }
         anyhow::Ok(())
@@ -513,7 +479,16 @@ async fn ideal_transport(
     }
     workers.stop().await;
     loop_task.abort();
+    session.shutdown().await;
     Ok(elapsed)
+}
+
+fn ideal_message(topic: String, payload: Vec<u8>) -> MqttMessage {
+    MqttMessage {
+        topic,
+        payload,
+        ..MqttMessage::default()
+    }
 }
 
 /// Counts messages from ideal agents (ready ones or replies) until `n` of the wanted kind arrived.

@@ -8,11 +8,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use bytes::Bytes;
 use ocm_edge_agent::{AgentConfig, ApplierConfig, start_agent};
-use rumqttc::v5::mqttbytes::QoS;
-use rumqttc::v5::mqttbytes::v5::Packet;
-use rumqttc::v5::{AsyncClient, Event, MqttOptions};
+use ocm_edge_mqtt::{BrokerUrl, Session, SessionConfig, SessionEvent};
+use ocm_edge_schemas::wire::MqttMessage;
 use tokio::io::AsyncReadExt;
 
 use crate::broker::MAX_PACKET_BYTES;
@@ -65,12 +63,11 @@ pub async fn run_worker(
             }
         }
         WorkerMode::Ideal { reply_bytes } => {
-            let (host, port) = host_port(broker_url)?;
+            let url = BrokerUrl::parse(broker_url)?;
             let mut tasks = Vec::with_capacity(count);
             for i in first..first + count {
                 tasks.push(tokio::spawn(ideal_agent(
-                    host.clone(),
-                    port,
+                    url.clone(),
                     cluster_name(i),
                     reply_bytes,
                 )));
@@ -96,47 +93,29 @@ async fn wait_stdin_closed() {
 }
 
 /// An ideal agent: subscribe, say ready, answer every message with one status-sized message.
-async fn ideal_agent(host: String, port: u16, cluster: String, reply_bytes: usize) {
-    let mut opts = MqttOptions::new(format!("{cluster}-ideal"), host, port);
-    opts.set_keep_alive(Duration::from_secs(30));
-    opts.set_clean_start(true);
-    opts.set_max_packet_size(Some(MAX_PACKET_BYTES as u32));
-    opts.set_outgoing_inflight_upper_limit(100);
-    let (client, mut eventloop) = AsyncClient::new(opts, 16);
-    let inbox = format!("sources/{IDEAL_SOURCE}/consumers/{cluster}/sourceevents");
-    let outbox = format!("sources/{IDEAL_SOURCE}/consumers/{cluster}/agentevents");
-    let reply = Bytes::from(vec![b'x'; reply_bytes]);
-    loop {
-        match eventloop.poll().await {
-            Ok(Event::Incoming(Packet::ConnAck(_))) => {
-                let _ = client.subscribe(inbox.clone(), QoS::AtLeastOnce).await;
-            }
-            Ok(Event::Incoming(Packet::SubAck(_))) => {
-                let _ = client
-                    .publish(outbox.clone(), QoS::AtLeastOnce, false, IDEAL_READY)
-                    .await;
-            }
-            Ok(Event::Incoming(Packet::Publish(_))) => {
-                let _ = client
-                    .publish(outbox.clone(), QoS::AtLeastOnce, false, reply.clone())
-                    .await;
-            }
-            Ok(_) => {}
-            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
-        }
+async fn ideal_agent(url: BrokerUrl, cluster: String, reply_bytes: usize) {
+    let mut cfg = SessionConfig::new(url, format!("{cluster}-ideal"));
+    cfg.max_packet_bytes = MAX_PACKET_BYTES as u32;
+    cfg.queue_capacity = 16;
+    cfg.subscriptions = vec![format!(
+        "sources/{IDEAL_SOURCE}/consumers/{cluster}/sourceevents"
+    )];
+    let Ok((session, mut events)) = Session::start(cfg, None) else {
+        return;
+    };
+    let publisher = session.publisher();
+    let outbox = |payload: Vec<u8>| MqttMessage {
+        topic: format!("sources/{IDEAL_SOURCE}/consumers/{cluster}/agentevents"),
+        payload,
+        ..MqttMessage::default()
+    };
+    let reply = vec![b'x'; reply_bytes];
+    while let Some(event) = events.recv().await {
+        let answer = match event {
+            SessionEvent::Subscribed { .. } => outbox(IDEAL_READY.to_vec()),
+            SessionEvent::Message(_) => outbox(reply.clone()),
+            _ => continue,
+        };
+        let _ = publisher.publish(answer).await;
     }
-}
-
-/// Host and port of `mqtt://host:port`.
-///
-/// # Errors
-/// When the URL has another shape.
-pub fn host_port(url: &str) -> anyhow::Result<(String, u16)> {
-    let rest = url
-        .strip_prefix("mqtt://")
-        .ok_or_else(|| anyhow::anyhow!("broker URL {url:?} is not mqtt://host:port"))?;
-    let (h, p) = rest
-        .rsplit_once(':')
-        .ok_or_else(|| anyhow::anyhow!("broker URL {url:?} has no port"))?;
-    Ok((h.to_owned(), p.parse()?))
 }

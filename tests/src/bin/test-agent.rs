@@ -23,6 +23,9 @@ struct Args {
     data_dir: PathBuf,
     #[arg(long, default_value = "ocm-edge")]
     source_id: String,
+    /// PEM CA of an mqtts:// broker.
+    #[arg(long)]
+    broker_ca_file: Option<PathBuf>,
 }
 
 #[tokio::main]
@@ -36,6 +39,7 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let mut cfg = AgentConfig::new(args.cluster, args.broker, args.data_dir);
     cfg.source_id = args.source_id;
+    cfg.tls.ca_file = args.broker_ca_file;
     cfg.applier = ApplierConfig::Sim {
         ready_delay: SIM_READY_DELAY,
     };

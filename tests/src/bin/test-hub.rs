@@ -18,6 +18,9 @@ struct Args {
     data_dir: PathBuf,
     #[arg(long, default_value = "ocm-edge")]
     source_id: String,
+    /// PEM CA of an mqtts:// broker.
+    #[arg(long)]
+    broker_ca_file: Option<PathBuf>,
 }
 
 #[tokio::main]
@@ -32,6 +35,7 @@ async fn main() -> anyhow::Result<()> {
     let mut cfg = HubConfig::new(args.data_dir);
     cfg.broker = BrokerConfig::External { url: args.broker };
     cfg.source_id = args.source_id;
+    cfg.broker_tls.ca_file = args.broker_ca_file;
     let hub = start_hub(cfg).await?;
     println!("ready {}", hub.broker_url());
     std::io::stdout().flush()?;

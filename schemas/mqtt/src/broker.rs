@@ -1,5 +1,7 @@
 //! The embedded broker: rumqttd 0.20 with one MQTT 5 listener, so one command runs everything.
 //!
+//! Behind the `embedded-broker` feature: the hub runs it, and tests start one on port 0.
+//!
 //! # Limits (see DESIGN.md, "Known gaps of rumqttd 0.20")
 //! - rumqttd cannot be stopped: [`Broker::start`](rumqttd::Broker::start) blocks its thread for
 //!   the life of the process, and dropping an [`EmbeddedBroker`] leaves the broker running. Tests
@@ -15,8 +17,10 @@ use std::time::{Duration, Instant};
 
 use rumqttd::{Broker, Config, ConnectionSettings, RouterConfig, ServerSettings};
 
+use crate::BrokerUrl;
+
 /// Largest MQTT packet the embedded broker accepts: works carry up to 500 KiB of manifests and
-/// admin payloads up to 2 MiB (`admin::messages::MAX_ADMIN_PAYLOAD_BYTES`), plus headers.
+/// admin payloads up to 2 MiB (`ocm_edge_hub::admin::messages::MAX_ADMIN_PAYLOAD_BYTES`), plus headers.
 pub const MAX_PACKET_BYTES: usize = 4 * 1024 * 1024;
 /// Connections the embedded broker accepts (a 1,000-agent benchmark plus CLIs and slack).
 pub const MAX_CONNECTIONS: usize = 10_010;
@@ -47,19 +51,9 @@ pub struct EmbeddedBroker {
 }
 
 impl EmbeddedBroker {
-    /// `mqtt://HOST:PORT` with the port actually bound.
-    pub fn url(&self) -> String {
-        let host = if self.addr.ip().is_unspecified() {
-            "127.0.0.1".to_owned()
-        } else {
-            self.addr.ip().to_string()
-        };
-        match self.addr {
-            SocketAddr::V6(_) if !self.addr.ip().is_unspecified() => {
-                format!("mqtt://[{host}]:{}", self.addr.port())
-            }
-            _ => format!("mqtt://{host}:{}", self.addr.port()),
-        }
+    /// `mqtt://HOST:PORT` with the port actually bound (127.0.0.1 for an unspecified address).
+    pub fn url(&self) -> BrokerUrl {
+        BrokerUrl::plain(self.addr)
     }
 
     /// The listen address (port resolved).
@@ -74,8 +68,20 @@ impl EmbeddedBroker {
 /// # Errors
 /// [`BrokerError`] when no port is free, the thread cannot start, or nothing listens in time.
 pub fn start_embedded(listen: SocketAddr) -> Result<EmbeddedBroker, BrokerError> {
+    start_embedded_with_users(listen, None)
+}
+
+/// [`start_embedded`] that lets in only the given username / password pairs (rumqttd's static
+/// authentication; tests of clients that log in).
+///
+/// # Errors
+/// As [`start_embedded`].
+pub fn start_embedded_with_users(
+    listen: SocketAddr,
+    users: Option<HashMap<String, String>>,
+) -> Result<EmbeddedBroker, BrokerError> {
     if listen.port() != 0 {
-        return start_on(listen);
+        return start_on(listen, users);
     }
     let mut last = None;
     for _ in 0..3 {
@@ -92,7 +98,7 @@ pub fn start_embedded(listen: SocketAddr) -> Result<EmbeddedBroker, BrokerError>
                 source,
             })?;
         drop(probe);
-        match start_on(addr) {
+        match start_on(addr, users.clone()) {
             Ok(b) => return Ok(b),
             Err(e) => last = Some(e),
         }
@@ -103,7 +109,7 @@ pub fn start_embedded(listen: SocketAddr) -> Result<EmbeddedBroker, BrokerError>
     }))
 }
 
-fn broker_config(addr: SocketAddr) -> Config {
+fn broker_config(addr: SocketAddr, users: Option<HashMap<String, String>>) -> Config {
     let server = ServerSettings {
         name: "ocm-edge-v5".into(),
         listen: addr,
@@ -113,7 +119,7 @@ fn broker_config(addr: SocketAddr) -> Config {
             connection_timeout_ms: 60_000,
             max_payload_size: MAX_PACKET_BYTES,
             max_inflight_count: 500,
-            auth: None,
+            auth: users,
             external_auth: None,
             dynamic_filters: true,
         },
@@ -135,8 +141,11 @@ fn broker_config(addr: SocketAddr) -> Config {
     }
 }
 
-fn start_on(addr: SocketAddr) -> Result<EmbeddedBroker, BrokerError> {
-    let mut broker = Broker::new(broker_config(addr));
+fn start_on(
+    addr: SocketAddr,
+    users: Option<HashMap<String, String>>,
+) -> Result<EmbeddedBroker, BrokerError> {
+    let mut broker = Broker::new(broker_config(addr, users));
     std::thread::Builder::new()
         .name("ocm-edge-rumqttd".into())
         .spawn(move || {
@@ -176,7 +185,7 @@ mod tests {
         let broker = start_embedded("127.0.0.1:0".parse().unwrap()).unwrap();
         assert_ne!(broker.addr().port(), 0);
         assert_eq!(
-            broker.url(),
+            broker.url().to_string(),
             format!("mqtt://127.0.0.1:{}", broker.addr().port())
         );
         TcpStream::connect(broker.addr()).unwrap();

@@ -1,4 +1,4 @@
-//! Process shutdown signals shared by the `ocm-edge-agent` and `ocm-edge hub` binaries.
+//! The process shutdown signal shared by `ocm-edge hub` and `ocm-edge-agent`.
 
 /// Resolves on Ctrl-C, or on SIGTERM (what Kubernetes, systemd and `kill` send) on Unix.
 pub async fn shutdown_signal() {

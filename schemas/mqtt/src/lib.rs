@@ -1,0 +1,41 @@
+//! ocm-edge's one MQTT layer, the only crate of the workspace that uses rumqttc: hub, agent, CLI,
+//! demo, benchmarks and tests reach the broker through it.
+//!
+//! Map:
+//! - [`url`]: [`BrokerUrl`] (`mqtt://`, `mqtts://`, default ports, clear errors) and
+//!   [`Credentials`].
+//! - [`tls`]: rustls with the ring provider, installed once; system roots or a CA file, optional
+//!   client certificate ([`TlsFiles`]).
+//! - [`session`]: [`SessionConfig`] (the client options every side sets: packet size, in-flight
+//!   limit, keepalive, clean start, session expiry) and [`Session`], one reconnecting session
+//!   with jittered exponential [`Backoff`] that yields [`SessionEvent`]s and resubscribes after
+//!   every reconnect; [`Publisher`] to publish on it.
+//! - [`publication`]: [`Publication`], the one conversion between an MQTT 5 PUBLISH and the
+//!   schemas crate's `MqttMessage` (user properties, content type, response topic, correlation
+//!   data, retain).
+//! - [`link`]: [`LinkError`], why a connection failed, by cause (refused port, untrusted
+//!   certificate, refused login, timeout, lost link), each naming the broker.
+//! - [`request`]: [`Requester`], MQTT 5 request/response (the admin API's client side).
+//! - [`shutdown`]: the process shutdown signal (Ctrl-C, SIGTERM).
+//! - `broker` (feature `embedded-broker`): the embedded broker the hub runs by default.
+
+#[cfg(feature = "embedded-broker")]
+pub mod broker;
+pub mod link;
+pub mod publication;
+pub mod request;
+pub mod session;
+pub mod shutdown;
+pub mod tls;
+pub mod url;
+
+pub use link::LinkError;
+pub use publication::Publication;
+pub use request::{RequestError, Requester};
+pub use session::{
+    Ack, Backoff, ConnectError, PublishError, Publisher, Session, SessionConfig, SessionError,
+    SessionEvent, WillFn,
+};
+pub use shutdown::shutdown_signal;
+pub use tls::{TlsError, TlsFiles, install_crypto_provider};
+pub use url::{BrokerUrl, Credentials, UrlError};

@@ -1,0 +1,136 @@
+//! Why a connection to the broker failed or ended, in words an operator can act on.
+//!
+//! rumqttc reports a refused port, an untrusted certificate, a refused login and a dead link as
+//! different shapes of `ConnectionError`; [`LinkError::classify`] turns them into one error per
+//! cause, each naming the broker.
+
+use rumqttc::v5::ConnectionError;
+use rumqttc::v5::mqttbytes::v5::ConnectReturnCode;
+
+use crate::BrokerUrl;
+
+/// Why the link to the broker is down.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LinkError {
+    /// Nothing listens at the address. Retryable once the broker runs.
+    #[error(
+        "cannot connect to the MQTT broker at {url}: connection refused (is the broker or `ocm-edge hub` running there? set --broker or OCM_EDGE_BROKER to its address)"
+    )]
+    Refused {
+        /// The broker.
+        url: String,
+    },
+    /// The broker's certificate is not trusted. Not retryable as is.
+    #[error(
+        "the MQTT broker at {url} presented a certificate that is not trusted ({reason}): give the CA that signed it with --broker-ca-file, or check the host name in the URL"
+    )]
+    Untrusted {
+        /// The broker.
+        url: String,
+        /// What rustls said.
+        reason: String,
+    },
+    /// The broker refused the username and password (or their absence). Not retryable as is.
+    #[error(
+        "the MQTT broker at {url} refused {} ({code}): check --broker-username and --broker-password (or OCM_EDGE_BROKER_USERNAME and OCM_EDGE_BROKER_PASSWORD)",
+        user.as_deref().map_or_else(|| "a client without credentials".to_owned(), |u| format!("the credentials for user {u:?}"))
+    )]
+    LoginRefused {
+        /// The broker.
+        url: String,
+        /// The username sent, if any.
+        user: Option<String>,
+        /// The broker's reason code.
+        code: String,
+    },
+    /// The broker refused the connection for another reason (e.g. a client id in use, quota).
+    #[error("the MQTT broker at {url} refused the connection: {code}")]
+    NotAccepted {
+        /// The broker.
+        url: String,
+        /// The broker's reason code.
+        code: String,
+    },
+    /// No CONNACK in time. Retryable.
+    #[error("the MQTT broker at {url} did not answer within {secs} s")]
+    Timeout {
+        /// The broker.
+        url: String,
+        /// The connect timeout.
+        secs: u64,
+    },
+    /// An established link ended, or a connection failed in another way. Retryable.
+    #[error("lost the connection to the MQTT broker at {url}: {reason}")]
+    Lost {
+        /// The broker.
+        url: String,
+        /// What happened.
+        reason: String,
+    },
+}
+
+impl LinkError {
+    /// Sorts a rumqttc error by cause.
+    pub fn classify(
+        url: &BrokerUrl,
+        user: Option<&str>,
+        timeout_secs: u64,
+        e: &ConnectionError,
+    ) -> Self {
+        let url = url.to_string();
+        match e {
+            ConnectionError::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
+                LinkError::Refused { url }
+            }
+            ConnectionError::Timeout(_) => LinkError::Timeout {
+                url,
+                secs: timeout_secs,
+            },
+            ConnectionError::ConnectionRefused(
+                code @ (ConnectReturnCode::BadUserNamePassword | ConnectReturnCode::NotAuthorized),
+            ) => LinkError::LoginRefused {
+                url,
+                user: user.map(str::to_owned),
+                code: format!("{code:?}"),
+            },
+            ConnectionError::ConnectionRefused(code) => LinkError::NotAccepted {
+                url,
+                code: format!("{code:?}"),
+            },
+            ConnectionError::Tls(tls) => match untrusted(tls) {
+                Some(reason) => LinkError::Untrusted { url, reason },
+                None => LinkError::Lost {
+                    url,
+                    reason: format!("TLS: {tls}"),
+                },
+            },
+            other => LinkError::Lost {
+                url,
+                reason: other.to_string(),
+            },
+        }
+    }
+
+    /// Whether waiting and trying again may help without changing anything.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            LinkError::Refused { .. } | LinkError::Timeout { .. } | LinkError::Lost { .. }
+        )
+    }
+}
+
+/// The certificate problem behind a TLS error, if that is what it is.
+fn untrusted(e: &rumqttc::TlsError) -> Option<String> {
+    let rustls_error = match e {
+        rumqttc::TlsError::TLS(e) => Some(e),
+        rumqttc::TlsError::Io(io) => io
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<rustls::Error>()),
+        _ => None,
+    }?;
+    match rustls_error {
+        rustls::Error::InvalidCertificate(reason) => Some(format!("{reason:?}")),
+        _ => None,
+    }
+}

@@ -1,0 +1,216 @@
+//! The reconnecting session against a real broker (the embedded one on port 0): reconnects with
+//! jittered exponential backoff (paused time), resubscribes after every reconnect, and carries
+//! request/response.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use ocm_edge_mqtt::broker::start_embedded;
+use ocm_edge_mqtt::{
+    Backoff, BrokerUrl, LinkError, Requester, Session, SessionConfig, SessionEvent,
+};
+use ocm_edge_schemas::wire::MqttMessage;
+use tokio::sync::{mpsc, watch};
+
+const WAIT: Duration = Duration::from_secs(15);
+
+fn message(topic: &str, payload: &str) -> MqttMessage {
+    MqttMessage {
+        topic: topic.to_owned(),
+        payload: payload.as_bytes().to_vec(),
+        ..MqttMessage::default()
+    }
+}
+
+async fn next(
+    events: &mut mpsc::UnboundedReceiver<SessionEvent>,
+    what: &str,
+    mut pred: impl FnMut(&SessionEvent) -> bool,
+) -> SessionEvent {
+    tokio::time::timeout(WAIT, async {
+        loop {
+            let ev = events.recv().await.expect("session open");
+            if pred(&ev) {
+                return ev;
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no {what} within {WAIT:?}"))
+}
+
+/// A TCP proxy to the broker whose open connections can be cut.
+async fn cuttable_proxy(upstream: SocketAddr) -> (BrokerUrl, watch::Sender<u64>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = BrokerUrl::plain(listener.local_addr().unwrap());
+    let (cuts, cut_rx) = watch::channel(0u64);
+    tokio::spawn(async move {
+        while let Ok((mut inbound, _)) = listener.accept().await {
+            let mut cut = cut_rx.clone();
+            cut.mark_unchanged();
+            tokio::spawn(async move {
+                let Ok(mut outbound) = tokio::net::TcpStream::connect(upstream).await else {
+                    return;
+                };
+                tokio::select! {
+                    _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                    _ = cut.changed() => {}
+                }
+            });
+        }
+    });
+    (url, cuts)
+}
+
+#[tokio::test(start_paused = true)]
+async fn reconnect_attempts_back_off_exponentially_with_jitter_up_to_the_cap() {
+    // Nothing listens on this port: every attempt is refused at once.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = BrokerUrl::parse(&format!("mqtt://127.0.0.1:{port}")).unwrap();
+    let mut cfg = SessionConfig::new(url, "backoff-test");
+    cfg.backoff = Backoff {
+        min: Duration::from_secs(1),
+        max: Duration::from_secs(8),
+    };
+    let (_session, mut events) = Session::start(cfg, None).unwrap();
+    let mut at = Vec::new();
+    for _ in 0..7 {
+        let ev = next(&mut events, "a failed attempt", |e| {
+            matches!(e, SessionEvent::Disconnected { .. })
+        })
+        .await;
+        let SessionEvent::Disconnected { why } = ev else {
+            unreachable!()
+        };
+        assert!(matches!(why, LinkError::Refused { .. }), "{why}");
+        at.push(tokio::time::Instant::now());
+    }
+    // Gap k follows attempt k: min x 2^k capped at max, jittered into [0.5, 1) of that.
+    for (k, pair) in at.windows(2).enumerate() {
+        let gap = pair[1] - pair[0];
+        let full = Duration::from_secs(1 << k.min(3));
+        assert!(
+            gap >= full / 2 && gap <= full,
+            "gap {k} was {gap:?}, expected between {:?} and {full:?}",
+            full / 2
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_session_resubscribes_after_its_link_is_cut_and_receives_again() {
+    let broker = tokio::task::spawn_blocking(|| start_embedded("127.0.0.1:0".parse().unwrap()))
+        .await
+        .unwrap()
+        .unwrap();
+    let (proxied, cuts) = cuttable_proxy(broker.addr()).await;
+    let mut cfg = SessionConfig::new(proxied, "resubscriber");
+    cfg.backoff = Backoff {
+        min: Duration::from_millis(50),
+        max: Duration::from_millis(200),
+    };
+    cfg.subscriptions = vec!["t/resubscribe".to_owned()];
+    let (session, mut events) = Session::start(cfg, None).unwrap();
+    next(
+        &mut events,
+        "the first SUBACK",
+        |e| matches!(e, SessionEvent::Subscribed { refused } if refused.is_empty()),
+    )
+    .await;
+
+    let (sender, _sender_events) =
+        Session::connect(SessionConfig::new(broker.url(), "sender"), WAIT)
+            .await
+            .unwrap();
+    sender
+        .publisher()
+        .publish(message("t/resubscribe", "before"))
+        .await
+        .unwrap();
+    next(
+        &mut events,
+        "the first message",
+        |e| matches!(e, SessionEvent::Message(p) if p.message.payload == b"before"),
+    )
+    .await;
+
+    cuts.send_modify(|n| *n += 1);
+    next(&mut events, "the loss of the link", |e| {
+        matches!(e, SessionEvent::Disconnected { .. })
+    })
+    .await;
+    next(&mut events, "a new connection", |e| {
+        matches!(e, SessionEvent::Connected { .. })
+    })
+    .await;
+    next(&mut events, "the SUBACK after the reconnect", |e| {
+        matches!(e, SessionEvent::Subscribed { .. })
+    })
+    .await;
+    sender
+        .publisher()
+        .publish(message("t/resubscribe", "after"))
+        .await
+        .unwrap();
+    next(
+        &mut events,
+        "a message after the reconnect",
+        |e| matches!(e, SessionEvent::Message(p) if p.message.payload == b"after"),
+    )
+    .await;
+    session.shutdown().await;
+    sender.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_request_gets_the_answer_with_its_correlation_data_and_times_out_without_one() {
+    let broker = tokio::task::spawn_blocking(|| start_embedded("127.0.0.1:0".parse().unwrap()))
+        .await
+        .unwrap()
+        .unwrap();
+    // A responder that answers "ping" with "pong" on the request's response topic.
+    let mut cfg = SessionConfig::new(broker.url(), "responder");
+    cfg.subscriptions = vec!["svc/requests".to_owned()];
+    let (responder, mut requests) = Session::connect(cfg, WAIT).await.unwrap();
+    let publisher = responder.publisher();
+    tokio::spawn(async move {
+        while let Some(ev) = requests.recv().await {
+            let SessionEvent::Message(req) = ev else {
+                continue;
+            };
+            let answer = ocm_edge_mqtt::Publication {
+                message: message(req.response_topic.as_deref().unwrap(), "pong"),
+                correlation_data: req.correlation_data.clone(),
+                ..Default::default()
+            };
+            publisher.publish(answer).await.unwrap();
+        }
+    });
+
+    let requester = Requester::connect(
+        SessionConfig::new(broker.url(), "requester"),
+        "svc/responses/requester",
+        WAIT,
+    )
+    .await
+    .unwrap();
+    let answer = requester
+        .request(message("svc/requests", "ping"), WAIT)
+        .await
+        .unwrap();
+    assert_eq!(answer.message.payload, b"pong");
+
+    let e = requester
+        .request(
+            message("svc/nobody-listens", "ping"),
+            Duration::from_millis(300),
+        )
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("svc/nobody-listens"), "{e}");
+    requester.disconnect().await;
+}
