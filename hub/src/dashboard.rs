@@ -21,7 +21,7 @@ use ocm_edge_schemas::api::work::WORK_APPLIED;
 use ocm_edge_schemas::wire::topic;
 use serde_json::{Map, Value, json};
 
-use crate::core::{Acceptance, ClusterRecord, HubCore, Record, WorkKey, WorkRecord};
+use crate::core::{ClusterRecord, ClusterState, HubCore, Record, WorkKey, WorkRecord};
 
 /// One retained message to publish.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,9 +96,9 @@ fn compact(v: &Value) -> Vec<u8> {
 
 fn state(c: &ClusterRecord) -> &'static str {
     match c.acceptance {
-        Acceptance::Pending => "Pending",
-        Acceptance::Accepted => "Accepted",
-        Acceptance::Denied => "Denied",
+        ClusterState::Pending => "Pending",
+        ClusterState::Accepted => "Accepted",
+        ClusterState::Denied => "Denied",
     }
 }
 
@@ -136,9 +136,9 @@ fn summary_json(core: &HubCore) -> Value {
     let (mut pending, mut accepted, mut denied, mut available) = (0, 0, 0, 0);
     for c in core.clusters() {
         match c.acceptance {
-            Acceptance::Pending => pending += 1,
-            Acceptance::Denied => denied += 1,
-            Acceptance::Accepted => {
+            ClusterState::Pending => pending += 1,
+            ClusterState::Denied => denied += 1,
+            ClusterState::Accepted => {
                 accepted += 1;
                 if is_condition_true(&c.conditions, MANAGED_CLUSTER_CONDITION_AVAILABLE) {
                     available += 1;

@@ -31,7 +31,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use crate::admin::messages::{
-    ADMIN_API_VERSION, ADMIN_API_VERSION_PROPERTY, AdminErrorKind, AdminResponse,
+    ADMIN_API_VERSION, ADMIN_API_VERSION_PROPERTY, AdminErrorKind, AdminRequest, AdminResponse,
 };
 use crate::admin::server;
 use crate::availability::AvailabilityConfig;
@@ -382,7 +382,13 @@ impl HubLoop {
         };
         let (change, response) = match server::parse_request(&received.message.payload) {
             Ok(request) => {
-                tracing::info!(command = request.command(), "admin request");
+                match &request {
+                    AdminRequest::Unknown { command } => tracing::warn!(
+                        command,
+                        "admin request for a command this hub does not know (newer CLI?)"
+                    ),
+                    known => tracing::info!(command = known.command(), "admin request"),
+                }
                 server::handle_request(&self.core, request, now)
             }
             Err(response) => (self.core.count(counter::ADMIN_DROPPED), response),

@@ -19,8 +19,9 @@
 //!   one task owns the core and ticks it at the next availability deadline or requeue time.
 //! - [`config`]: [`HubConfig`] and [`BrokerConfig`].
 //! - [`dashboard`]: the retained dashboard topics (summary, per cluster, per work).
-//! - [`admin`]: the admin API over MQTT 5 request/response: message types, the CLI's client, the
-//!   hub's server ([`admin::fleet`] for cluster sets, placements and replica sets).
+//! - [`admin`]: the admin API over MQTT 5 request/response: the message types (re-exported from
+//!   `ocm_edge_schemas::admin`), the CLI's client, the hub's server ([`admin::fleet`] for cluster
+//!   sets, placements and replica sets).
 //! - [`cli`]: the `ocm-edge` command line (one file per command) and `demo` (default feature
 //!   `demo`: the only part of the hub that runs agents, so the only one that needs the agent crate).
 

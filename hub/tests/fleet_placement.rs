@@ -7,7 +7,7 @@ mod common;
 mod fleet_kit;
 
 use fleet_kit::{Fleet, WAIT, is_available, is_unreachable, poll};
-use ocm_edge_hub::admin::fleet::PlacementView;
+use ocm_edge_hub::admin::messages::PlacementView;
 use ocm_edge_schemas::api::cluster::TAINT_UNREACHABLE;
 use serde_json::json;
 

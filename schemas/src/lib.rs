@@ -1,11 +1,13 @@
 //! ocm-edge-schemas: everything ocm-edge says on the wire, with no IO.
 //!
+//! - [`admin`]: the admin API between the CLI and the hub (MQTT 5 request/response).
 //! - [`api`]: Open Cluster Management API types (ManagedCluster, ManifestWork, Placement, ...), serde-compatible
 //!   with OCM's own JSON and YAML.
 //! - [`validate`]: checks on works, manifests and names, with errors that say what is wrong and where.
 //! - [`wire`]: the CloudEvents binding over MQTT 5 (topics, event types, extensions, resync payloads,
 //!   sequence ids, the status hash), independent of any MQTT client library.
 
+pub mod admin;
 pub mod api;
 pub mod contracts;
 pub mod validate;

@@ -1,12 +1,14 @@
 //! The admin client's calls for cluster sets, placements, replica sets and generic objects
-//! (see [`super::fleet`] for the views).
+//! (the views are in [`super::messages`]).
 
 use serde_json::Value;
 
 use super::client::{AdminClient, Result};
 use super::client_error::unexpected;
-use super::fleet::{ClusterSetView, ObjectApplied, ObjectDeleted, PlacementView, ReplicaSetView};
-use super::messages::{AdminPayload, AdminRequest};
+use super::messages::{
+    AdminPayload, AdminRequest, ClusterSetView, ObjectApplied, ObjectDeleted, PlacementView,
+    ReplicaSetView,
+};
 
 impl AdminClient {
     /// Creates or updates a ManagedClusterSet, ManagedClusterSetBinding, Placement,

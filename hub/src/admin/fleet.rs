@@ -1,5 +1,6 @@
 //! Admin API for cluster sets, bindings, placements, add-on scores and ManifestWorkReplicaSets:
-//! the views the CLI shows and the server side of their requests (pure, like [`super::server`]).
+//! the server side of their requests (pure, like [`super::server`]), building the views
+//! `ocm_edge_schemas::admin::fleet_views` defines.
 //!
 //! # JSON shapes
 //! ```json
@@ -12,88 +13,18 @@
 use chrono::{DateTime, Utc};
 use ocm_edge_schemas::api::cluster::SelectorType;
 use ocm_edge_schemas::api::object::OcmObject;
-use ocm_edge_schemas::api::placement::Placement;
-use ocm_edge_schemas::api::replicaset::ManifestWorkReplicaSet;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::messages::{AdminErrorKind, AdminPayload, AdminResponse, WriteOutcome};
+use super::messages::{
+    AdminErrorKind, AdminPayload, AdminResponse, ClusterSetView, DecisionView, ObjectApplied,
+    ObjectDeleted, PlacementView, ReplicaSetView,
+};
 use crate::core::objects::{
-    ApplyOutcome, DEFAULT_NAMESPACE, ObjectError, ObjectKey, ObjectKind, PlacementRecord,
-    ReplicaSetRecord, RolloutRow, StoredObject,
+    DEFAULT_NAMESPACE, ObjectError, ObjectKey, ObjectKind, PlacementRecord, ReplicaSetRecord,
+    StoredObject,
 };
 use crate::core::{Change, HubCore};
-use crate::placement::{Explanation, clusterset, decision};
-
-/// What an ApplyObject did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ObjectApplied {
-    pub kind: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub namespace: String,
-    pub name: String,
-    pub outcome: WriteOutcome,
-}
-
-/// A ManagedClusterSet with its members and where it is bound.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ClusterSetView {
-    pub name: String,
-    /// `ExclusiveClusterSetLabel` or `LabelSelector`.
-    pub selector_type: String,
-    /// Accepted clusters the set selects, sorted.
-    pub clusters: Vec<String>,
-    /// Namespaces with a ManagedClusterSetBinding to the set.
-    pub bound_namespaces: Vec<String>,
-}
-
-/// One decided cluster.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DecisionView {
-    pub cluster: String,
-    pub group_index: i32,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub group_name: String,
-    /// The PlacementDecision object holding it.
-    pub decision: String,
-}
-
-/// A Placement, its decisions and why each cluster was or was not selected.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PlacementView {
-    pub placement: Placement,
-    pub decisions: Vec<DecisionView>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub explanation: Option<Explanation>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub requeue_at: Option<DateTime<Utc>>,
-}
-
-/// A ManifestWorkReplicaSet with its status and rollout table.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ReplicaSetView {
-    pub set: ManifestWorkReplicaSet,
-    pub clusters: Vec<RolloutRow>,
-    #[serde(default)]
-    pub deleting: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub requeue_at: Option<DateTime<Utc>>,
-}
-
-/// The object a DeleteObject removed (or started removing).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ObjectDeleted {
-    pub kind: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub namespace: String,
-    pub name: String,
-}
+use crate::placement::{clusterset, decision};
 
 type Planned = Result<(Change, AdminPayload), AdminResponse>;
 
@@ -127,11 +58,7 @@ pub fn apply_object(core: &HubCore, object: Value, now: DateTime<Utc>) -> Planne
             kind: key.kind.to_string(),
             namespace: key.namespace,
             name: key.name,
-            outcome: match outcome {
-                ApplyOutcome::Created => WriteOutcome::Created,
-                ApplyOutcome::Configured => WriteOutcome::Updated,
-                ApplyOutcome::Unchanged => WriteOutcome::Unchanged,
-            },
+            outcome,
         }),
     ))
 }

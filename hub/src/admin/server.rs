@@ -12,17 +12,20 @@ use ocm_edge_schemas::api::work::{Manifest, ManifestWorkSpec, ManifestsTemplate}
 use super::fleet;
 use super::messages::{
     AdminErrorKind, AdminPayload, AdminRequest, AdminResponse, ClusterState, ClusterView, HubStats,
-    ManifestSummary, WorkView, WorkWritten, WriteOutcome,
+    ManifestSummary, WorkView, WorkWritten,
 };
 use crate::core::{
-    Acceptance, Change, ClusterRecord, HubCore, Record, RegistrationError, WorkError, WorkInput,
-    WorkKey, WorkRecord, WriteOutcome as CoreOutcome,
+    Change, ClusterRecord, HubCore, Record, RegistrationError, WorkError, WorkInput, WorkKey,
+    WorkRecord,
 };
 
-/// Parses a request payload.
+/// Parses a request payload. A command this hub does not know parses as
+/// [`AdminRequest::Unknown`], which [`handle_request`] answers with
+/// [`AdminErrorKind::Unsupported`].
 ///
 /// # Errors
-/// An [`AdminErrorKind::Invalid`] response saying why.
+/// An [`AdminErrorKind::Invalid`] response saying why (bad JSON, no `command`, a known command
+/// with missing or wrong fields).
 pub fn parse_request(payload: &[u8]) -> Result<AdminRequest, AdminResponse> {
     serde_json::from_slice(payload).map_err(|e| {
         AdminResponse::error(
@@ -173,7 +176,20 @@ fn plan(
             namespace,
             name,
         } => fleet::delete_object(core, &kind, namespace, name, now)?,
+        AdminRequest::Unknown { command } => return Err(unsupported(&command)),
     })
+}
+
+/// The answer to a command from a client newer than this hub.
+fn unsupported(command: &str) -> AdminResponse {
+    AdminResponse::error(
+        AdminErrorKind::Unsupported,
+        format!(
+            "this hub does not support {command} (hub version {}); upgrade the hub or use a CLI \
+             of the same version",
+            env!("CARGO_PKG_VERSION")
+        ),
+    )
 }
 
 fn write(
@@ -190,11 +206,7 @@ fn write(
         .iter()
         .filter_map(|(key, outcome)| {
             find_work(&change, key).map(|w| WorkWritten {
-                outcome: match outcome {
-                    CoreOutcome::Created => WriteOutcome::Created,
-                    CoreOutcome::Updated => WriteOutcome::Updated,
-                    CoreOutcome::Unchanged => WriteOutcome::Unchanged,
-                },
+                outcome: *outcome,
                 work: work_view(w, false),
             })
         })
@@ -246,11 +258,7 @@ fn work_error(e: WorkError) -> AdminResponse {
 pub fn cluster_view(core: &HubCore, c: &ClusterRecord) -> ClusterView {
     ClusterView {
         name: c.name.clone(),
-        state: match c.acceptance {
-            Acceptance::Pending => ClusterState::Pending,
-            Acceptance::Accepted => ClusterState::Accepted,
-            Acceptance::Denied => ClusterState::Denied,
-        },
+        state: c.acceptance,
         available: find_condition(&c.conditions, MANAGED_CLUSTER_CONDITION_AVAILABLE).cloned(),
         labels: c.labels.clone(),
         claims: c.claims.clone(),
@@ -303,8 +311,8 @@ pub fn stats(core: &HubCore) -> HubStats {
     };
     for c in core.clusters() {
         match c.acceptance {
-            Acceptance::Pending => s.clusters_pending += 1,
-            Acceptance::Accepted => {
+            ClusterState::Pending => s.clusters_pending += 1,
+            ClusterState::Accepted => {
                 s.clusters_accepted += 1;
                 if find_condition(&c.conditions, MANAGED_CLUSTER_CONDITION_AVAILABLE)
                     .is_some_and(|a| a.is_true())
@@ -312,7 +320,7 @@ pub fn stats(core: &HubCore) -> HubStats {
                     s.clusters_available += 1;
                 }
             }
-            Acceptance::Denied => s.clusters_denied += 1,
+            ClusterState::Denied => s.clusters_denied += 1,
         }
     }
     s.works = core.works().count() as u64;
@@ -322,6 +330,7 @@ pub fn stats(core: &HubCore) -> HubStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::admin::messages::WriteOutcome;
     use crate::core::testkit::*;
     use serde_json::json;
 
@@ -474,7 +483,38 @@ mod tests {
 
     #[test]
     fn an_unreadable_request_is_an_invalid_error() {
-        let err = parse_request(br#"{"command":"dropTables"}"#).unwrap_err();
-        assert_eq!(error_kind(&err), Some(AdminErrorKind::Invalid));
+        for bad in [
+            &b"not json"[..],
+            br#"{"name":"edge-1"}"#,
+            br#"{"command":"getWork","cluster":"edge-1"}"#,
+        ] {
+            let err = parse_request(bad).unwrap_err();
+            assert_eq!(
+                error_kind(&err),
+                Some(AdminErrorKind::Invalid),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
+
+    #[test]
+    fn a_command_from_a_newer_cli_is_answered_unsupported_with_the_hub_version() {
+        let core = accepted_core(&["a"]);
+        let request = parse_request(br#"{"command":"drainCluster","name":"a"}"#).unwrap();
+        let (change, response) = handle_request(&core, request, t(10));
+        assert!(change.is_empty());
+        let AdminResponse::Error { kind, message } = response else {
+            panic!("expected an error, got {response:?}")
+        };
+        assert_eq!(kind, AdminErrorKind::Unsupported);
+        assert_eq!(
+            message,
+            format!(
+                "this hub does not support drainCluster (hub version {}); upgrade the hub or \
+                 use a CLI of the same version",
+                env!("CARGO_PKG_VERSION")
+            )
+        );
     }
 }

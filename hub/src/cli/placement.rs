@@ -8,7 +8,7 @@ use ocm_edge_schemas::api::placement::PLACEMENT_SATISFIED;
 
 use super::output::{OutputFormat, conditions_table, new_table, print, to_document};
 use super::{CliError, GlobalArgs};
-use crate::admin::fleet::{ClusterSetView, PlacementView};
+use crate::admin::messages::{ClusterSetView, PlacementView};
 use crate::placement::Explanation;
 
 /// Cluster set commands.

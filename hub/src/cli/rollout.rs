@@ -6,7 +6,7 @@ use clap::Subcommand;
 
 use super::output::{OutputFormat, conditions_table, new_table, print, to_document};
 use super::{CliError, GlobalArgs};
-use crate::admin::fleet::ReplicaSetView;
+use crate::admin::messages::ReplicaSetView;
 
 /// Rollout commands.
 #[derive(Debug, Subcommand)]

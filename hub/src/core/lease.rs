@@ -14,7 +14,7 @@ use chrono::{DateTime, Utc};
 use ocm_edge_schemas::api::cluster::ManagedClusterStatus;
 use ocm_edge_schemas::api::lease::Lease;
 
-use super::{Acceptance, Change, ClusterRecord, HubCore, Presence, Record, counter, time};
+use super::{Change, ClusterRecord, ClusterState, HubCore, Presence, Record, counter, time};
 use crate::availability::{ClusterAvailability, Signal};
 
 impl HubCore {
@@ -38,7 +38,7 @@ impl HubCore {
     /// Feeds `signal` to an accepted cluster's availability; the record is stored, and the hub's
     /// view published when the condition or a taint changed.
     fn observe(&self, mut record: ClusterRecord, signal: Signal, now: DateTime<Utc>) -> Change {
-        if record.acceptance != Acceptance::Accepted {
+        if record.acceptance != ClusterState::Accepted {
             return Change {
                 records: vec![Record::Cluster(Box::new(record))],
                 outbound: vec![],
@@ -151,7 +151,7 @@ impl HubCore {
         let mut change = Change::default();
         let mut next: Option<DateTime<Utc>> = None;
         for record in self.clusters() {
-            if record.acceptance != Acceptance::Accepted {
+            if record.acceptance != ClusterState::Accepted {
                 continue;
             }
             let Some(deadline) = record

@@ -24,8 +24,11 @@ pub mod resync;
 pub mod scheduling;
 pub mod works;
 
+/// A cluster's registration state is kept as the admin API shows it (same names on the wire and
+/// in the store).
+pub use ocm_edge_schemas::admin::ClusterState;
 pub use registration::{RegistrationError, hub_view};
-pub use works::{WorkError, WorkInput, WriteOutcome, resource_id};
+pub use works::{WorkError, WorkInput, resource_id};
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -43,22 +46,11 @@ use serde::{Deserialize, Serialize};
 use crate::availability::{AvailabilityConfig, ClusterAvailability};
 use objects::{ObjectKey, Objects, StoredObject};
 
-/// Registration state of a cluster.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Acceptance {
-    /// Asked to join; waiting for an operator.
-    Pending,
-    /// Accepted by an operator: events are processed and works delivered.
-    Accepted,
-    /// Denied by an operator: events are ignored.
-    Denied,
-}
-
 /// Everything the hub keeps about one cluster.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClusterRecord {
     pub name: String,
-    pub acceptance: Acceptance,
+    pub acceptance: ClusterState,
     pub labels: BTreeMap<String, String>,
     pub claims: Vec<ManagedClusterClaim>,
     pub lease_duration_seconds: i32,
@@ -359,7 +351,7 @@ impl HubCore {
     /// clusters stored by a hub without availability tracking start being tracked now.
     pub fn set_grace_start(&mut self, now: DateTime<Utc>) {
         for c in self.clusters.values_mut() {
-            if c.acceptance != Acceptance::Accepted {
+            if c.acceptance != ClusterState::Accepted {
                 continue;
             }
             match &mut c.availability {
@@ -477,7 +469,7 @@ impl HubCore {
     fn is_accepted(&self, cluster: &str) -> bool {
         self.clusters
             .get(cluster)
-            .is_some_and(|c| c.acceptance == Acceptance::Accepted)
+            .is_some_and(|c| c.acceptance == ClusterState::Accepted)
     }
 
     /// Handles one agent event. Events from clusters that are not accepted are ignored and

@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
+use ocm_edge_schemas::admin::{RolloutRow, WriteOutcome};
 use ocm_edge_schemas::api::cluster::{ManagedClusterSet, ManagedClusterSetBinding};
 use ocm_edge_schemas::api::meta::ObjectMeta;
 use ocm_edge_schemas::api::object::OcmObject;
@@ -125,25 +126,6 @@ pub struct PlacementRecord {
     pub requeue_at: Option<DateTime<Utc>>,
 }
 
-/// One selected cluster of a ManifestWorkReplicaSet, as `ocm-edge rollout status` shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RolloutRow {
-    pub cluster: String,
-    pub placement: String,
-    pub group_index: i32,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub group_name: String,
-    /// ToApply, Progressing, Succeeded, Failed, TimeOut.
-    pub status: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub since: Option<DateTime<Utc>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub recheck_at: Option<DateTime<Utc>>,
-    pub current_template: bool,
-    pub reachable: bool,
-}
-
 /// A ManifestWorkReplicaSet with its rollout state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReplicaSetRecord {
@@ -248,14 +230,6 @@ pub enum ObjectError {
     NotFound(ObjectKey),
     #[error("{kind} objects are written by the hub, not applied: {why}")]
     HubOwned { kind: ObjectKind, why: &'static str },
-}
-
-/// What an apply did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ApplyOutcome {
-    Created,
-    Configured,
-    Unchanged,
 }
 
 /// The objects, by key.
@@ -378,7 +352,7 @@ impl HubCore {
         &self,
         mut object: StoredObject,
         now: DateTime<Utc>,
-    ) -> Result<(Change, ObjectKey, ApplyOutcome), ObjectError> {
+    ) -> Result<(Change, ObjectKey, WriteOutcome), ObjectError> {
         let kind = object.kind();
         if kind == ObjectKind::PlacementDecision {
             return Err(ObjectError::HubOwned {
@@ -444,14 +418,14 @@ impl HubCore {
             }
         }
         let outcome = match existing {
-            None => ApplyOutcome::Created,
-            Some(old) if *old == merged => ApplyOutcome::Unchanged,
+            None => WriteOutcome::Created,
+            Some(old) if *old == merged => WriteOutcome::Unchanged,
             Some(_) => {
                 merged.metadata_mut().generation += 1;
-                ApplyOutcome::Configured
+                WriteOutcome::Updated
             }
         };
-        let change = if outcome == ApplyOutcome::Unchanged {
+        let change = if outcome == WriteOutcome::Unchanged {
             Change::default()
         } else {
             Change {

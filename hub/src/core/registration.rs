@@ -14,7 +14,7 @@ use ocm_edge_schemas::api::meta::{
     Condition, ConditionStatus, ObjectMeta, remove_condition, set_condition,
 };
 
-use super::{Acceptance, Change, ClusterRecord, HubCore, Outbound, Record, counter, time};
+use super::{Change, ClusterRecord, ClusterState, HubCore, Outbound, Record, counter, time};
 
 /// Lease period assumed when a join request does not say (OCM's default).
 pub const DEFAULT_LEASE_DURATION_SECONDS: i32 = 60;
@@ -57,7 +57,7 @@ impl HubCore {
             .cloned()
             .unwrap_or_else(|| ClusterRecord {
                 name: cluster.to_owned(),
-                acceptance: Acceptance::Pending,
+                acceptance: ClusterState::Pending,
                 labels: Default::default(),
                 claims: vec![],
                 lease_duration_seconds: lease,
@@ -85,8 +85,8 @@ impl HubCore {
             .cluster(cluster)
             .cloned()
             .ok_or_else(|| RegistrationError::UnknownCluster(cluster.to_owned()))?;
-        let was_accepted = record.acceptance == Acceptance::Accepted;
-        record.acceptance = Acceptance::Accepted;
+        let was_accepted = record.acceptance == ClusterState::Accepted;
+        record.acceptance = ClusterState::Accepted;
         let at = time(now);
         set_condition(
             &mut record.conditions,
@@ -134,7 +134,7 @@ impl HubCore {
             .cluster(cluster)
             .cloned()
             .ok_or_else(|| RegistrationError::UnknownCluster(cluster.to_owned()))?;
-        record.acceptance = Acceptance::Denied;
+        record.acceptance = ClusterState::Denied;
         let at = time(now);
         set_condition(
             &mut record.conditions,
@@ -174,7 +174,7 @@ impl HubCore {
             records: vec![],
             outbound: self
                 .clusters()
-                .filter(|c| c.acceptance != Acceptance::Pending)
+                .filter(|c| c.acceptance != ClusterState::Pending)
                 .map(|c| Outbound::HubView(Box::new(hub_view(c))))
                 .collect(),
         }
@@ -191,7 +191,7 @@ pub fn hub_view(record: &ClusterRecord) -> ManagedCluster {
             ..ObjectMeta::default()
         },
         spec: ocm_edge_schemas::api::cluster::ManagedClusterSpec {
-            hub_accepts_client: record.acceptance == Acceptance::Accepted,
+            hub_accepts_client: record.acceptance == ClusterState::Accepted,
             lease_duration_seconds: record.lease_duration_seconds,
             taints: record.taints.clone(),
             ..Default::default()
@@ -221,7 +221,7 @@ mod tests {
         core.apply(&change.records);
         assert_eq!(
             core.cluster("edge-1").unwrap().acceptance,
-            Acceptance::Pending
+            ClusterState::Pending
         );
         let views = hub_views(&change);
         assert_eq!(views.len(), 1);
@@ -247,7 +247,7 @@ mod tests {
         ));
         assert_eq!(
             core.cluster("edge-1").unwrap().acceptance,
-            Acceptance::Accepted
+            ClusterState::Accepted
         );
     }
 

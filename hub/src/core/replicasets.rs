@@ -8,12 +8,13 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
+use ocm_edge_schemas::admin::RolloutRow;
 use ocm_edge_schemas::api::meta::ConditionStatus;
 use ocm_edge_schemas::api::placement::LABEL_PLACEMENT;
 use ocm_edge_schemas::api::replicaset::{LABEL_MANIFEST_WORK_REPLICA_SET, LABEL_PLACEMENT_NAME};
 
-use super::objects::{ObjectKey, ObjectKind, ReplicaSetRecord, RolloutRow, StoredObject};
-use super::{Acceptance, Change, HubCore, Record, WorkInput, WorkKey, WorkRecord};
+use super::objects::{ObjectKey, ObjectKind, ReplicaSetRecord, StoredObject};
+use super::{Change, ClusterState, HubCore, Record, WorkInput, WorkKey, WorkRecord};
 use crate::rollout::{ClusterDecision, ClusterWork, TemplateState, plan_replica_set};
 
 /// The value of the `manifestworkreplicaset` label on a set's works: `<namespace>.<name>`.
@@ -135,7 +136,7 @@ impl HubCore {
         for (cluster, placement) in &plan.to_apply {
             let accepted = self
                 .cluster(cluster)
-                .is_some_and(|c| c.acceptance == Acceptance::Accepted);
+                .is_some_and(|c| c.acceptance == ClusterState::Accepted);
             let wk = WorkKey::new(cluster.clone(), r.set.metadata.name.clone());
             let foreign = self.work(&wk).is_some() && !owned.contains_key(cluster);
             if !accepted || foreign {
@@ -253,10 +254,10 @@ fn template_labels(r: &ReplicaSetRecord) -> BTreeMap<String, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::objects::ApplyOutcome;
     use super::super::testkit::*;
     use super::*;
     use crate::core::{AgentInput, WorkStatusReport};
+    use ocm_edge_schemas::admin::WriteOutcome;
     use ocm_edge_schemas::api::cluster::ManagedCluster;
     use ocm_edge_schemas::api::object::OcmObject;
     use ocm_edge_schemas::api::work::ManifestWorkStatus;
@@ -300,7 +301,7 @@ mod tests {
         core
     }
 
-    fn apply(core: &mut HubCore, v: Value) -> ApplyOutcome {
+    fn apply(core: &mut HubCore, v: Value) -> WriteOutcome {
         let stored = StoredObject::from_applied(OcmObject::from_value(v).unwrap())
             .unwrap_or_else(|other| panic!("unexpected {}", other.kind()));
         let (change, _, outcome) = core.apply_object(stored, t(1)).unwrap();
@@ -476,8 +477,8 @@ mod tests {
     fn applying_the_same_object_twice_is_unchanged_and_decisions_cannot_be_applied() {
         let mut core = fleet();
         let p = placement("web", json!({"numberOfClusters": 1}));
-        assert_eq!(apply(&mut core, p.clone()), ApplyOutcome::Created);
-        assert_eq!(apply(&mut core, p), ApplyOutcome::Unchanged);
+        assert_eq!(apply(&mut core, p.clone()), WriteOutcome::Created);
+        assert_eq!(apply(&mut core, p), WriteOutcome::Unchanged);
         let decision = OcmObject::from_value(json!({
             "apiVersion": "cluster.open-cluster-management.io/v1beta1",
             "kind": "PlacementDecision", "metadata": {"name": "x", "namespace": "default"}}))

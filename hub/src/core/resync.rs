@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use ocm_edge_schemas::wire::event_type::Action;
 use ocm_edge_schemas::wire::resync::{ResourceVersionList, StatusHash, StatusHashList};
 
-use super::{Acceptance, Change, HubCore, Outbound, Record, SpecMessage};
+use super::{Change, ClusterState, HubCore, Outbound, Record, SpecMessage};
 
 impl HubCore {
     /// Answers a `spec.resync_request` from an accepted cluster.
@@ -111,7 +111,7 @@ impl HubCore {
             records: vec![],
             outbound: self
                 .clusters()
-                .filter(|c| c.acceptance == Acceptance::Accepted)
+                .filter(|c| c.acceptance == ClusterState::Accepted)
                 .flat_map(|c| self.status_resync_requests(&c.name))
                 .collect(),
         }

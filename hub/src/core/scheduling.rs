@@ -10,14 +10,14 @@ use ocm_edge_schemas::api::cluster::ManagedCluster;
 use ocm_edge_schemas::api::placement::PlacementDecision;
 
 use super::objects::{ObjectKey, ObjectKind, PlacementRecord, StoredObject};
-use super::{Acceptance, Change, HubCore, Record, hub_view};
+use super::{Change, ClusterState, HubCore, Record, hub_view};
 use crate::placement::{SchedulingInput, schedule, should_schedule};
 
 impl HubCore {
     /// The accepted clusters as ManagedClusters (what placements choose from).
     pub fn managed_clusters(&self) -> Vec<ManagedCluster> {
         self.clusters()
-            .filter(|c| c.acceptance == Acceptance::Accepted)
+            .filter(|c| c.acceptance == ClusterState::Accepted)
             .map(hub_view)
             .collect()
     }

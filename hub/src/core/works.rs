@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
+use ocm_edge_schemas::admin::WriteOutcome;
 use ocm_edge_schemas::api::meta::is_condition_true;
 use ocm_edge_schemas::api::work::{ManifestBundle, ManifestWorkSpec, WORK_DELETED};
 use ocm_edge_schemas::validate;
@@ -17,8 +18,8 @@ use ocm_edge_schemas::wire::status_hash::status_hash;
 use uuid::Uuid;
 
 use super::{
-    Acceptance, Change, HubCore, Outbound, Record, SpecMessage, WorkKey, WorkMetadata, WorkRecord,
-    WorkStatusReport, counter, time,
+    Change, ClusterState, HubCore, Outbound, Record, SpecMessage, WorkKey, WorkMetadata,
+    WorkRecord, WorkStatusReport, counter, time,
 };
 
 /// Name (DNS) of the UUID v5 namespace of work resource ids.
@@ -51,14 +52,6 @@ pub enum WorkError {
     Invalid(String),
 }
 
-/// What a write did to one work.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WriteOutcome {
-    Created,
-    Updated,
-    Unchanged,
-}
-
 /// The desired state of a work, as an operator gives it.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct WorkInput {
@@ -85,7 +78,7 @@ impl HubCore {
         for cluster in clusters {
             match self.cluster(cluster) {
                 None => return Err(WorkError::UnknownCluster(cluster.clone())),
-                Some(c) if c.acceptance != Acceptance::Accepted => {
+                Some(c) if c.acceptance != ClusterState::Accepted => {
                     return Err(WorkError::NotAccepted(cluster.clone()));
                 }
                 Some(_) => {}

@@ -13,7 +13,8 @@
 //!   [`plugins::balance`], [`plugins::steady`], [`plugins::resource`], [`plugins::addon`] and
 //!   ocm-edge's [`plugins::spread`]; weights in [`plugins::prioritizers`].
 //! - [`decision`]: decision groups and PlacementDecision objects (100 clusters each).
-//! - [`explain`]: the per-cluster explanation `ocm-edge placement get NAME` prints.
+//! - [`explain`]: the per-cluster explanation `ocm-edge placement get NAME` prints (the admin
+//!   API carries it, so its types live in `ocm_edge_schemas::admin::explanation`).
 //! - [`testkit`]: builders for placement objects (tests, demos).
 //!
 //! # Shell contract
@@ -24,7 +25,6 @@
 
 pub mod clusterset;
 pub mod decision;
-pub mod explain;
 pub mod plugins;
 pub mod testkit;
 
@@ -40,6 +40,7 @@ use ocm_edge_schemas::api::placement::{
 use serde::{Deserialize, Serialize};
 
 pub use explain::{ClusterExplanation, Explanation, GroupRef, Outcome, ScoreTerm};
+pub use ocm_edge_schemas::admin::explanation as explain;
 pub use plugins::{Prioritizer, WeightedPrioritizer};
 
 use plugins::tainttoleration::TaintVerdict;

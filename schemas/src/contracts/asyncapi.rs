@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::catalog::{Catalog, ChannelSpec, Direction, Envelope, MessageSpec, Need, OperationSpec};
 use super::{ContractError, JSON_DIR, REGENERATE_SCHEMAS, SCHEMA_FORMAT, sorted};
+use crate::admin::{ADMIN_API_VERSION, ADMIN_API_VERSION_PROPERTY};
 use crate::wire::extensions as ext;
 use crate::wire::mqtt::{APPLICATION_JSON, CE_PREFIX, LEGACY_CONTENT_TYPE_PROPERTY};
 
@@ -16,10 +17,6 @@ use crate::wire::mqtt::{APPLICATION_JSON, CE_PREFIX, LEGACY_CONTENT_TYPE_PROPERT
 pub const ASYNCAPI_VERSION: &str = "3.0.0";
 /// Version of the MQTT bindings used.
 pub const MQTT_BINDING_VERSION: &str = "0.2.0";
-/// MQTT 5 user property naming the admin API version (the hub crate checks it matches its own).
-pub const ADMIN_VERSION_PROPERTY: &str = "ocm-edge-admin";
-/// Admin API version (the hub crate checks it matches its own).
-pub const ADMIN_VERSION: &str = "v1";
 /// Header standing for the MQTT 5 Response Topic property of an admin request.
 pub const RESPONSE_TOPIC_HEADER: &str = "responseTopic";
 /// Header standing for the MQTT 5 Correlation Data property of admin requests and responses.
@@ -103,8 +100,8 @@ fn admin_headers(request: bool) -> Value {
         required.push(RESPONSE_TOPIC_HEADER);
     }
     properties.insert(
-        ADMIN_VERSION_PROPERTY.into(),
-        json!({"const": ADMIN_VERSION, "description": "User property: the admin API version."}),
+        ADMIN_API_VERSION_PROPERTY.into(),
+        json!({"const": ADMIN_API_VERSION, "description": "User property: the admin API version."}),
     );
     json!({
         "type": "object",

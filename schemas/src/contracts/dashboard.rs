@@ -3,7 +3,7 @@
 //! `works.applied` or `conditions.Available` without knowing OCM's condition lists.
 //!
 //! These types are the contract; the hub's `dashboard` module builds the same JSON, and the hub's
-//! `contracts_admin` test checks its output against the schemas generated from these types.
+//! `contracts_dashboard` test checks its output against the schemas generated from these types.
 //! Fields may be added; none is removed or renamed without a new topic.
 
 use std::collections::BTreeMap;

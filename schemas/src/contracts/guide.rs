@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::catalog::{Actor, Catalog, Direction, Envelope, Need};
-use super::{ASYNCAPI_FILE, JSON_DIR, REGENERATE_ADMIN, REGENERATE_SCHEMAS};
+use super::{ASYNCAPI_FILE, JSON_DIR, REGENERATE_SCHEMAS};
 
 const INTRO: &str = "\
 # ocm-edge contracts
@@ -130,7 +130,7 @@ pub fn guide(catalog: &Catalog) -> String {
         "\n## Keeping these files in sync\n\n\
          `cargo test -p ocm-edge-schemas --test contracts_in_sync` fails when a checked-in file differs\n\
          from what the code generates. After changing a type, a topic or an event type, regenerate:\n\n\
-         ```sh\n{REGENERATE_SCHEMAS}\n{REGENERATE_ADMIN}   # admin API (types in the hub crate)\n```\n\n\
+         ```sh\n{REGENERATE_SCHEMAS}\n```\n\n\
          and review the diff of `{ASYNCAPI_FILE}` and `{JSON_DIR}/` like any other API change.\n"
     );
     out

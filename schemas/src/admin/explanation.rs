@@ -1,5 +1,6 @@
-//! Why each cluster was or was not selected: what OCM lacks and `ocm-edge placement get NAME`
-//! prints. Serializable so the admin API can carry it to the CLI.
+//! Why each cluster was or was not selected by a placement: what OCM lacks and
+//! `ocm-edge placement get NAME` prints. The hub's scheduler writes it and the admin API carries
+//! it to the CLI as is.
 
 use std::fmt;
 

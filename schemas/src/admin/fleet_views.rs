@@ -1,0 +1,102 @@
+//! Views of cluster sets, placements and ManifestWorkReplicaSets in admin answers, and what
+//! `applyObject` and `deleteObject` did.
+//!
+//! In the JSON Schema these are open objects (see [`super::AdminPayload`]); the Rust types are the
+//! contract.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::WriteOutcome;
+use super::explanation::Explanation;
+use crate::api::placement::Placement;
+use crate::api::replicaset::ManifestWorkReplicaSet;
+
+/// What an ApplyObject did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectApplied {
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    pub name: String,
+    pub outcome: WriteOutcome,
+}
+
+/// A ManagedClusterSet with its members and where it is bound.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterSetView {
+    pub name: String,
+    /// `ExclusiveClusterSetLabel` or `LabelSelector`.
+    pub selector_type: String,
+    /// Accepted clusters the set selects, sorted.
+    pub clusters: Vec<String>,
+    /// Namespaces with a ManagedClusterSetBinding to the set.
+    pub bound_namespaces: Vec<String>,
+}
+
+/// One decided cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionView {
+    pub cluster: String,
+    pub group_index: i32,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub group_name: String,
+    /// The PlacementDecision object holding it.
+    pub decision: String,
+}
+
+/// A Placement, its decisions and why each cluster was or was not selected.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlacementView {
+    pub placement: Placement,
+    pub decisions: Vec<DecisionView>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<Explanation>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requeue_at: Option<DateTime<Utc>>,
+}
+
+/// A ManifestWorkReplicaSet with its status and rollout table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplicaSetView {
+    pub set: ManifestWorkReplicaSet,
+    pub clusters: Vec<RolloutRow>,
+    #[serde(default)]
+    pub deleting: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requeue_at: Option<DateTime<Utc>>,
+}
+
+/// The object a DeleteObject removed (or started removing).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectDeleted {
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    pub name: String,
+}
+
+/// One selected cluster of a ManifestWorkReplicaSet, as `ocm-edge rollout status` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RolloutRow {
+    pub cluster: String,
+    pub placement: String,
+    pub group_index: i32,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub group_name: String,
+    /// ToApply, Progressing, Succeeded, Failed, TimeOut.
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recheck_at: Option<DateTime<Utc>>,
+    pub current_template: bool,
+    pub reachable: bool,
+}

@@ -1,0 +1,72 @@
+//! The admin API: the contract between the `ocm-edge` CLI (or any other client) and the hub.
+//!
+//! - [`request`]: [`AdminRequest`], one command, with an explicit variant for a command this build
+//!   does not know.
+//! - [`response`]: [`AdminResponse`], [`AdminPayload`] and [`AdminErrorKind`].
+//! - [`views`]: what the answers show about clusters, works and the hub ([`ClusterView`],
+//!   [`WorkView`], [`HubStats`], ...).
+//! - [`fleet_views`]: views of cluster sets, placements and ManifestWorkReplicaSets.
+//! - [`explanation`]: why a placement selected each cluster or not.
+//!
+//! The JSON Schemas `schemas/json/admin-{request,response}.schema.json` are generated from these
+//! types by [`crate::contracts`], like every other contract.
+//!
+//! # Transport
+//! MQTT 5 request/response through the broker: the CLI publishes one [`AdminRequest`] as compact
+//! JSON (QoS 1, not retained) on `ocm-edge/<source>/admin/requests`, with the MQTT 5 *Response Topic*
+//! `ocm-edge/<source>/admin/responses/<client-id>` and *Correlation Data* set. The hub answers each
+//! request with exactly one [`AdminResponse`] on that response topic, copying the correlation data.
+//! When no answer comes within half a second the client sends the same request again (same
+//! correlation data, backing off to every 4 s) until its timeout: a hub that is (re)starting has
+//! not subscribed yet and the broker keeps nothing for it. Every command is therefore safe to
+//! receive twice (reads, accept/deny, overwrite and delete are idempotent; a repeated create
+//! fails with AlreadyExists), and the client takes the first answer and drops the others.
+//! A request the hub cannot parse is answered with [`AdminErrorKind::Invalid`] (when it carries a
+//! response topic); a command it does not know (from a newer client) with
+//! [`AdminErrorKind::Unsupported`]; a request without a response topic is logged, counted and
+//! dropped.
+//!
+//! # JSON shapes
+//! ```json
+//! {"command":"listClusters"}
+//! {"command":"acceptCluster","name":"edge-1"}
+//! {"command":"createWork","name":"web","clusters":["edge-1"],"manifests":[{...}],"overwrite":false}
+//! {"command":"applyManifestWork","work":{"apiVersion":"work.open-cluster-management.io/v1",...}}
+//! {"command":"getWork","cluster":"edge-1","name":"web"}
+//! {"command":"applyObject","object":{"apiVersion":"cluster.open-cluster-management.io/v1beta1","kind":"Placement",...}}
+//! {"command":"getPlacement","namespace":"default","name":"web"}
+//! {"command":"deleteObject","kind":"Placement","namespace":"default","name":"web"}
+//!
+//! {"ok":{"clusters":[{"name":"edge-1","state":"Pending",...}]}}
+//! {"error":{"kind":"NotFound","message":"cluster \"edge-9\" is not known to the hub"}}
+//! ```
+//!
+//! # Semantics the server guarantees
+//! - A request that fails changes nothing (a `createWork` for clusters `a,b` where `b` is unknown
+//!   stores no work on `a` either).
+//! - Error messages are shown to the operator as they are: say what is wrong and how to fix it.
+
+pub mod explanation;
+pub mod fleet_views;
+pub mod request;
+pub mod response;
+pub mod views;
+
+pub use fleet_views::{
+    ClusterSetView, DecisionView, ObjectApplied, ObjectDeleted, PlacementView, ReplicaSetView,
+    RolloutRow,
+};
+pub use request::AdminRequest;
+pub use response::{AdminErrorKind, AdminPayload, AdminResponse};
+pub use views::{
+    ClusterState, ClusterView, HubStats, ManifestSummary, WorkView, WorkWritten, WriteOutcome,
+};
+
+/// Largest admin payload (request or response) either side must accept: a work may carry
+/// 500 KiB of manifests, and JSON escaping plus views add to that.
+pub const MAX_ADMIN_PAYLOAD_BYTES: usize = 2 * 1024 * 1024;
+
+/// MQTT 5 user property naming the admin API version on requests and responses.
+pub const ADMIN_API_VERSION_PROPERTY: &str = "ocm-edge-admin";
+/// Current admin API version (value of [`ADMIN_API_VERSION_PROPERTY`]).
+pub const ADMIN_API_VERSION: &str = "v1";

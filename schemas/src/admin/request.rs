@@ -1,0 +1,359 @@
+//! [`AdminRequest`]: one command from a client to the hub, tagged by `command`.
+
+use serde::de::Error as _;
+use serde::ser::SerializeMap as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+
+#[cfg(doc)]
+use crate::admin::{AdminErrorKind, AdminPayload};
+use crate::api::work::{DeleteOption, ManifestConfigOption, ManifestWork};
+
+/// One command from the CLI to the hub.
+///
+/// A hub answers a command it does not know (sent by a newer client) with the error kind
+/// `Unsupported`.
+//
+// `Serialize` and `Deserialize` are written by hand around the derived ones (`remote = "Self"`
+// turns the derives into inherent functions) so that a command this build does not know decodes
+// as `AdminRequest::Unknown` with its name instead of failing: a newer CLI talking to an older
+// hub gets an answer saying what to upgrade, not "cannot read this request".
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(
+    remote = "Self",
+    tag = "command",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+// `remote = "Self"` would otherwise name the schema "Self".
+#[schemars(rename = "AdminRequest")]
+pub enum AdminRequest {
+    /// Every cluster the hub knows (pending, accepted and denied). Answer: [`AdminPayload::Clusters`].
+    ListClusters,
+    /// One cluster. Answer: [`AdminPayload::Cluster`]; [`AdminErrorKind::NotFound`] when unknown.
+    GetCluster {
+        /// Cluster name.
+        name: String,
+    },
+    /// Accepts a cluster that asked to join (idempotent; also re-accepts a denied cluster).
+    /// Answer: [`AdminPayload::Cluster`] with the new state; NotFound when it never asked to join.
+    AcceptCluster {
+        /// Cluster name.
+        name: String,
+    },
+    /// Denies a cluster (idempotent; also revokes an accepted one: its works stay stored but its
+    /// events are ignored). Answer: [`AdminPayload::Cluster`]; NotFound when unknown.
+    DenyCluster {
+        /// Cluster name.
+        name: String,
+    },
+    /// Creates the work `name` on every cluster in `clusters`, with the same manifests.
+    ///
+    /// All or nothing: every cluster must be known and accepted (NotFound / NotAccepted), the work
+    /// must pass `ocm_edge_schemas::validate` (Invalid), and without `overwrite` no cluster may
+    /// already hold a work of that name (AlreadyExists). With `overwrite` an existing work's spec
+    /// is replaced (resourceversion +1 when it changed). Answer: [`AdminPayload::Written`], one
+    /// entry per cluster in the order given.
+    CreateWork {
+        /// Work name (a valid Kubernetes name, also valid in MQTT topics).
+        name: String,
+        /// Target clusters; at least one, no duplicates.
+        clusters: Vec<String>,
+        /// Kubernetes objects as JSON, in apply order.
+        manifests: Vec<Value>,
+        /// How resources are deleted when the work is deleted (Foreground when absent).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        delete_option: Option<DeleteOption>,
+        /// Per-resource options (update strategy, feedback rules, ...).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        manifest_configs: Vec<ManifestConfigOption>,
+        /// Replace an existing work of that name instead of failing with AlreadyExists.
+        #[serde(default)]
+        overwrite: bool,
+    },
+    /// Creates or updates one work from an OCM ManifestWork as written for OCM
+    /// (`apiVersion: work.open-cluster-management.io/v1`, `kind: ManifestWork`, `metadata.namespace`
+    /// = cluster). Like `kubectl apply`: creates when absent, replaces the spec when present.
+    /// The hub keeps name, namespace, labels and annotations of `metadata` and ignores the status.
+    /// Answer: [`AdminPayload::Written`] with one entry.
+    ApplyManifestWork {
+        /// The work.
+        work: Box<ManifestWork>,
+    },
+    /// Works, all of them or those of one cluster. Answer: [`AdminPayload::Works`] sorted by
+    /// (cluster, name); views without `spec`. NotFound when `cluster` is given and unknown.
+    ListWorks {
+        /// Only this cluster's works.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cluster: Option<String>,
+    },
+    /// One work with its spec. Answer: [`AdminPayload::Work`]; NotFound when absent.
+    GetWork {
+        /// Cluster (the work's namespace).
+        cluster: String,
+        /// Work name.
+        name: String,
+    },
+    /// Starts deleting a work: the hub marks it deleting, sends the delete to the agent and
+    /// forgets the work once the agent reports `Deleted`. Idempotent while deleting.
+    /// Answer: [`AdminPayload::Work`] (with `deleting: true`); NotFound when absent.
+    DeleteWork {
+        /// Cluster (the work's namespace).
+        cluster: String,
+        /// Work name.
+        name: String,
+    },
+    /// Hub counters. Answer: [`AdminPayload::Stats`].
+    Stats,
+    /// Creates or updates (like `kubectl apply`) a ManagedClusterSet, ManagedClusterSetBinding,
+    /// Placement, AddOnPlacementScore or ManifestWorkReplicaSet written as for OCM; namespaced
+    /// kinds without a namespace go to `default`. The hub keeps the status it owns.
+    /// Answer: [`AdminPayload::Applied`]; Invalid for another kind or a bad name.
+    ApplyObject {
+        /// The object (JSON of OCM's YAML).
+        object: Value,
+    },
+    /// Every cluster set with its members. Answer: [`AdminPayload::ClusterSets`].
+    ListClusterSets,
+    /// One cluster set. Answer: [`AdminPayload::ClusterSet`]; NotFound.
+    GetClusterSet {
+        /// Set name.
+        name: String,
+    },
+    /// Placements (all namespaces when `namespace` is absent). Answer: [`AdminPayload::Placements`].
+    ListPlacements {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        namespace: Option<String>,
+    },
+    /// One placement with its decisions and explanation. Answer: [`AdminPayload::Placement`].
+    GetPlacement {
+        /// `default` when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        namespace: Option<String>,
+        name: String,
+    },
+    /// ManifestWorkReplicaSets. Answer: [`AdminPayload::ReplicaSets`].
+    ListReplicaSets {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        namespace: Option<String>,
+    },
+    /// One ManifestWorkReplicaSet with its rollout table. Answer: [`AdminPayload::ReplicaSet`].
+    GetReplicaSet {
+        /// `default` when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        namespace: Option<String>,
+        name: String,
+    },
+    /// Deletes a cluster set, binding, placement (with its decisions), score or replica set (its
+    /// works are deleted first). Answer: [`AdminPayload::Deleted`]; NotFound.
+    DeleteObject {
+        /// Kind, as OCM names it or short (`placement`, `clusterset`, `manifestworkreplicaset`).
+        kind: String,
+        /// `default` for namespaced kinds when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        namespace: Option<String>,
+        name: String,
+    },
+    /// A command this build does not know, as a newer client may send it; the hub answers it with
+    /// [`AdminErrorKind::Unsupported`]. Only decoded, never a valid request: the JSON Schema
+    /// leaves it out, and it encodes back as `{"command": <command>}`.
+    #[serde(skip)]
+    Unknown {
+        /// The `command` as received.
+        command: String,
+    },
+}
+
+impl AdminRequest {
+    /// Every command this build knows, as it appears in JSON; a request naming another one decodes
+    /// as [`AdminRequest::Unknown`].
+    pub const COMMANDS: [&'static str; 18] = [
+        "listClusters",
+        "getCluster",
+        "acceptCluster",
+        "denyCluster",
+        "createWork",
+        "applyManifestWork",
+        "listWorks",
+        "getWork",
+        "deleteWork",
+        "stats",
+        "applyObject",
+        "listClusterSets",
+        "getClusterSet",
+        "listPlacements",
+        "getPlacement",
+        "listReplicaSets",
+        "getReplicaSet",
+        "deleteObject",
+    ];
+
+    /// The command name as it appears in JSON (`listClusters`, ...), for logs and errors.
+    /// [`AdminRequest::Unknown`] has no name known in advance: it gives `"unknown"`, and its
+    /// `command` field holds the name received.
+    pub fn command(&self) -> &'static str {
+        match self {
+            AdminRequest::ListClusters => "listClusters",
+            AdminRequest::GetCluster { .. } => "getCluster",
+            AdminRequest::AcceptCluster { .. } => "acceptCluster",
+            AdminRequest::DenyCluster { .. } => "denyCluster",
+            AdminRequest::CreateWork { .. } => "createWork",
+            AdminRequest::ApplyManifestWork { .. } => "applyManifestWork",
+            AdminRequest::ListWorks { .. } => "listWorks",
+            AdminRequest::GetWork { .. } => "getWork",
+            AdminRequest::DeleteWork { .. } => "deleteWork",
+            AdminRequest::Stats => "stats",
+            AdminRequest::ApplyObject { .. } => "applyObject",
+            AdminRequest::ListClusterSets => "listClusterSets",
+            AdminRequest::GetClusterSet { .. } => "getClusterSet",
+            AdminRequest::ListPlacements { .. } => "listPlacements",
+            AdminRequest::GetPlacement { .. } => "getPlacement",
+            AdminRequest::ListReplicaSets { .. } => "listReplicaSets",
+            AdminRequest::GetReplicaSet { .. } => "getReplicaSet",
+            AdminRequest::DeleteObject { .. } => "deleteObject",
+            AdminRequest::Unknown { .. } => "unknown",
+        }
+    }
+}
+
+impl Serialize for AdminRequest {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            AdminRequest::Unknown { command } => {
+                let mut map = serializer.serialize_map(Some(1))?;
+                map.serialize_entry("command", command)?;
+                map.end()
+            }
+            // The inherent function derived with `remote = "Self"`.
+            known => AdminRequest::serialize(known, serializer),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for AdminRequest {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        // The derived decoder buffers the whole request to find the tag anyway; buffering it as a
+        // Value first lets us read the tag ourselves.
+        let value = Value::deserialize(deserializer)?;
+        if let Some(command) = value.get("command").and_then(Value::as_str)
+            && !Self::COMMANDS.contains(&command)
+        {
+            return Ok(AdminRequest::Unknown {
+                command: command.to_owned(),
+            });
+        }
+        // A known command with bad fields, or no `command` at all, stays an error.
+        AdminRequest::deserialize(value).map_err(D::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn requests_are_tagged_by_command_with_camel_case_fields() {
+        let req = AdminRequest::CreateWork {
+            name: "web".into(),
+            clusters: vec!["edge-1".into()],
+            manifests: vec![
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "demo"}}),
+            ],
+            delete_option: None,
+            manifest_configs: vec![],
+            overwrite: true,
+        };
+        let v = serde_json::to_value(&req).unwrap();
+        assert_eq!(v["command"], "createWork");
+        assert_eq!(v["overwrite"], true);
+        assert!(v.get("deleteOption").is_none());
+        let back: AdminRequest = serde_json::from_value(v).unwrap();
+        assert_eq!(back, req);
+
+        let list: AdminRequest = serde_json::from_str(r#"{"command":"listWorks"}"#).unwrap();
+        assert_eq!(list, AdminRequest::ListWorks { cluster: None });
+        let get: AdminRequest =
+            serde_json::from_str(r#"{"command":"getWork","cluster":"c","name":"w"}"#).unwrap();
+        assert_eq!(get.command(), "getWork");
+    }
+
+    #[test]
+    fn an_unknown_command_decodes_as_unknown_with_its_name() {
+        let r: AdminRequest =
+            serde_json::from_str(r#"{"command":"drainCluster","name":"edge-1","force":true}"#)
+                .unwrap();
+        assert_eq!(
+            r,
+            AdminRequest::Unknown {
+                command: "drainCluster".into()
+            }
+        );
+        assert_eq!(
+            serde_json::to_string(&r).unwrap(),
+            r#"{"command":"drainCluster"}"#
+        );
+    }
+
+    #[test]
+    fn a_known_command_with_missing_fields_or_no_command_does_not_decode() {
+        for bad in [
+            r#"{"command":"getWork","cluster":"edge-1"}"#,
+            r#"{"command":"acceptCluster","name":7}"#,
+            r#"{"name":"edge-1"}"#,
+            r#"{"command":42}"#,
+            r#"{"command":"listClusters""#,
+        ] {
+            let err = serde_json::from_str::<AdminRequest>(bad);
+            assert!(err.is_err(), "{bad} decoded as {err:?}");
+        }
+        let err = serde_json::from_str::<AdminRequest>(r#"{"command":"getWork","cluster":"c"}"#)
+            .unwrap_err();
+        assert!(err.to_string().contains("missing field `name`"), "{err}");
+    }
+
+    #[test]
+    fn every_command_name_round_trips_and_is_listed() {
+        let samples = [
+            json!({"command": "listClusters"}),
+            json!({"command": "getCluster", "name": "c"}),
+            json!({"command": "acceptCluster", "name": "c"}),
+            json!({"command": "denyCluster", "name": "c"}),
+            json!({"command": "createWork", "name": "w", "clusters": ["c"], "manifests": []}),
+            json!({"command": "applyManifestWork", "work": {"metadata": {"name": "w", "namespace": "c"},
+                   "spec": {"workload": {"manifests": []}}}}),
+            json!({"command": "listWorks"}),
+            json!({"command": "getWork", "cluster": "c", "name": "w"}),
+            json!({"command": "deleteWork", "cluster": "c", "name": "w"}),
+            json!({"command": "stats"}),
+            json!({"command": "applyObject", "object": {}}),
+            json!({"command": "listClusterSets"}),
+            json!({"command": "getClusterSet", "name": "s"}),
+            json!({"command": "listPlacements"}),
+            json!({"command": "getPlacement", "name": "p"}),
+            json!({"command": "listReplicaSets"}),
+            json!({"command": "getReplicaSet", "name": "r"}),
+            json!({"command": "deleteObject", "kind": "Placement", "name": "p"}),
+        ];
+        assert_eq!(samples.len(), AdminRequest::COMMANDS.len());
+        for (sample, name) in samples.iter().zip(AdminRequest::COMMANDS) {
+            let r: AdminRequest = serde_json::from_value(sample.clone()).unwrap();
+            assert_eq!(r.command(), name);
+            assert_eq!(serde_json::to_value(&r).unwrap()["command"], name);
+        }
+    }
+    #[test]
+    fn the_schema_lists_exactly_the_known_commands() {
+        let schema = crate::contracts::schema_of::<AdminRequest>();
+        let mut in_schema: Vec<&str> = schema["oneOf"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["properties"]["command"]["const"].as_str().unwrap())
+            .collect();
+        in_schema.sort_unstable();
+        let mut known = AdminRequest::COMMANDS.to_vec();
+        known.sort_unstable();
+        assert_eq!(in_schema, known);
+    }
+}

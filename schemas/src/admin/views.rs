@@ -1,0 +1,201 @@
+//! What admin answers show about clusters, works and the hub itself.
+//!
+//! [`ClusterState`] and [`WriteOutcome`] are also what the hub's core keeps and returns: the admin
+//! API shows them as they are.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::api::cluster::{ManagedClusterClaim, Taint};
+use crate::api::meta::{Condition, Time};
+use crate::api::work::{ManifestCondition, ManifestWorkSpec};
+
+/// Registration state of a cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+pub enum ClusterState {
+    /// Asked to join; waiting for an operator.
+    Pending,
+    /// Accepted: its events are processed and works are sent to it.
+    Accepted,
+    /// Denied: its events are ignored.
+    Denied,
+}
+
+impl std::fmt::Display for ClusterState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ClusterState::Pending => "Pending",
+            ClusterState::Accepted => "Accepted",
+            ClusterState::Denied => "Denied",
+        })
+    }
+}
+
+/// What the CLI shows about one cluster.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterView {
+    /// Cluster name.
+    pub name: String,
+    /// Registration state.
+    pub state: ClusterState,
+    /// The `ManagedClusterConditionAvailable` condition (absent before the first lease).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub available: Option<Condition>,
+    /// Labels the agent asked to join with.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// Claims the agent reports (product, platform, kube version, ...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub claims: Vec<ManagedClusterClaim>,
+    /// When the hub last received a lease renewal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_lease: Option<Time>,
+    /// The agent's lease period in seconds.
+    #[serde(default)]
+    pub lease_duration_seconds: i32,
+    /// Kubernetes version the agent reports, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubernetes_version: Option<String>,
+    /// Every condition of the ManagedCluster (HubAcceptedManagedCluster, ManagedClusterJoined, ...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    /// Taints on the cluster.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub taints: Vec<Taint>,
+    /// How many works the hub holds for the cluster.
+    #[serde(default)]
+    pub works: u32,
+}
+
+/// Identity of one manifest of a work's spec, for listings before any status arrives.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ManifestSummary {
+    /// Index in the spec.
+    pub ordinal: i32,
+    /// `apiVersion` of the manifest.
+    pub api_version: String,
+    /// `kind` of the manifest.
+    pub kind: String,
+    /// `metadata.name`.
+    pub name: String,
+    /// `metadata.namespace` (empty for cluster-scoped objects).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+}
+
+/// What the CLI shows about one work on one cluster.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkView {
+    /// Cluster (the work's namespace).
+    pub cluster: String,
+    /// Work name.
+    pub name: String,
+    /// The CloudEvents `resourceid` (UUID v5, see CONTRACTS "Work identity").
+    pub resource_id: String,
+    /// The CloudEvents `resourceversion`: 1 at creation, +1 per spec change.
+    pub version: i64,
+    /// Deletion requested; waiting for the agent's `Deleted` status.
+    #[serde(default)]
+    pub deleting: bool,
+    /// When the work was created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created: Option<Time>,
+    /// Labels of the work.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// The manifests of the spec, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub manifests: Vec<ManifestSummary>,
+    /// Work conditions from the agent's latest status (Applied, Available, ...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    /// Per-manifest status from the agent (conditions and status feedback).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resource_status: Vec<ManifestCondition>,
+    /// When the hub accepted the latest status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_updated: Option<Time>,
+    /// The full spec; set by GetWork only (lists stay small).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<ManifestWorkSpec>,
+}
+
+/// What a CreateWork or ApplyManifestWork did to one work.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkWritten {
+    /// Created, updated or left as it was.
+    pub outcome: WriteOutcome,
+    /// The work after the write.
+    pub work: WorkView,
+}
+
+/// What a write did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+pub enum WriteOutcome {
+    /// The work did not exist; version 1.
+    Created,
+    /// The spec changed; version bumped and the new spec sent.
+    Updated,
+    /// The spec was identical; nothing sent.
+    Unchanged,
+}
+
+impl std::fmt::Display for WriteOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            WriteOutcome::Created => "created",
+            WriteOutcome::Updated => "updated",
+            WriteOutcome::Unchanged => "unchanged",
+        })
+    }
+}
+
+/// Hub counters for `ocm-edge stats` and tests.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HubStats {
+    /// Clusters by state.
+    pub clusters_pending: u64,
+    /// Clusters by state.
+    pub clusters_accepted: u64,
+    /// Clusters by state.
+    pub clusters_denied: u64,
+    /// Accepted clusters whose Available condition is True.
+    pub clusters_available: u64,
+    /// Works stored (including those being deleted).
+    pub works: u64,
+    /// Other counters by name (events received, ignored from unaccepted clusters, malformed,
+    /// stale statuses dropped, ...); names are the hub's and may grow.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub counters: BTreeMap<String, u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The hub stores ClusterState in its cluster records: the names must not change.
+    #[test]
+    fn states_and_outcomes_are_written_as_their_variant_names() {
+        let states = [
+            ClusterState::Pending,
+            ClusterState::Accepted,
+            ClusterState::Denied,
+        ];
+        for s in states {
+            let json = serde_json::to_string(&s).unwrap();
+            assert_eq!(json, format!("\"{s}\""));
+            assert_eq!(serde_json::from_str::<ClusterState>(&json).unwrap(), s);
+        }
+        assert_eq!(
+            serde_json::to_string(&WriteOutcome::Unchanged).unwrap(),
+            r#""Unchanged""#
+        );
+        assert_eq!(WriteOutcome::Unchanged.to_string(), "unchanged");
+    }
+}
