@@ -26,7 +26,8 @@ use serde_json::{Value, json};
 use thiserror::Error;
 use tokio::time::Instant;
 
-use crate::admin::client::{AdminClient, AdminError, NewWork};
+use crate::admin::client::{AdminClient, AdminError};
+use crate::admin::messages::CreateWork;
 use crate::admin::messages::{ClusterState, ClusterView, WorkView};
 use crate::cli::output::{clusters_table, works_table};
 use crate::cli::work::well_known_feedback;
@@ -597,9 +598,9 @@ pub fn sample_manifests(replicas: i64) -> Vec<Value> {
 }
 
 /// The sample work, with well-known status feedback as `work create --feedback` asks for it.
-fn sample_work(clusters: Vec<String>, replicas: i64, overwrite: bool) -> NewWork {
+fn sample_work(clusters: Vec<String>, replicas: i64, overwrite: bool) -> CreateWork {
     let manifests = sample_manifests(replicas);
-    NewWork {
+    CreateWork {
         name: DEMO_WORK.to_owned(),
         clusters,
         manifest_configs: well_known_feedback(&manifests),

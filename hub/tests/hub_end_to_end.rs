@@ -5,8 +5,8 @@ mod common;
 
 use cloudevents::AttributesReader;
 use common::{RawAgent, TestHub, eventually};
-use ocm_edge_hub::admin::client::NewWork;
 use ocm_edge_hub::admin::messages::ClusterState;
+use ocm_edge_hub::admin::messages::CreateWork;
 use ocm_edge_schemas::wire::MqttMessage;
 use ocm_edge_schemas::wire::event_type::Action;
 use ocm_edge_schemas::wire::extensions as ext;
@@ -14,8 +14,8 @@ use ocm_edge_schemas::wire::topic;
 use ocm_edge_schemas::wire::works::WorkEvent;
 use serde_json::json;
 
-fn deployment_work(name: &str, clusters: &[&str], replicas: i64) -> NewWork {
-    NewWork {
+fn deployment_work(name: &str, clusters: &[&str], replicas: i64) -> CreateWork {
+    CreateWork {
         name: name.into(),
         clusters: clusters.iter().map(|c| (*c).to_owned()).collect(),
         manifests: vec![json!({
@@ -23,7 +23,7 @@ fn deployment_work(name: &str, clusters: &[&str], replicas: i64) -> NewWork {
             "metadata": {"name": "web", "namespace": "default"},
             "spec": {"replicas": replicas}
         })],
-        ..NewWork::default()
+        ..CreateWork::default()
     }
 }
 
@@ -480,7 +480,7 @@ async fn a_work_close_to_the_500_kib_limit_travels_from_the_cli_through_the_hub_
     join_and_accept(&hub, &mut agent).await;
     let admin = hub.admin().await;
     let blob = "x".repeat(480 * 1024);
-    let work = NewWork {
+    let work = CreateWork {
         name: "big".into(),
         clusters: vec!["edge-1".into()],
         manifests: vec![json!({
@@ -488,7 +488,7 @@ async fn a_work_close_to_the_500_kib_limit_travels_from_the_cli_through_the_hub_
             "metadata": {"name": "big", "namespace": "default"},
             "data": {"blob": blob}
         })],
-        ..NewWork::default()
+        ..CreateWork::default()
     };
     admin.create_work(work.clone()).await.unwrap();
     let WorkEvent::Spec(spec) = agent

@@ -4,7 +4,7 @@
 //! The hub's own `contracts_admin` test checks the answers its server really builds.
 
 use ocm_edge_schemas::admin::{
-    AdminErrorKind, AdminPayload, AdminRequest, AdminResponse, HubStats,
+    AdminErrorKind, AdminPayload, AdminRequest, AdminResponse, CreateWork, HubStats,
 };
 use ocm_edge_schemas::contracts::{self, asyncapi, schema_files};
 use ocm_edge_schemas::wire::topic;
@@ -49,7 +49,7 @@ fn every_request_the_cli_sends_validates_against_the_request_schema() {
         AdminRequest::DenyCluster {
             name: "edge-1".into(),
         },
-        AdminRequest::CreateWork {
+        AdminRequest::CreateWork(CreateWork {
             name: "web".into(),
             clusters: vec!["edge-1".into(), "edge-2".into()],
             manifests: vec![
@@ -58,7 +58,7 @@ fn every_request_the_cli_sends_validates_against_the_request_schema() {
             delete_option: None,
             manifest_configs: vec![],
             overwrite: true,
-        },
+        }),
         AdminRequest::ListWorks { cluster: None },
         AdminRequest::ListWorks {
             cluster: Some("edge-1".into()),

@@ -17,7 +17,8 @@ use std::time::Duration;
 use ocm_edge_agent::{
     AgentConfig, AgentCounters, AgentHandle, ApplierConfig, SimControl, start_agent,
 };
-use ocm_edge_hub::admin::client::{AdminClient, NewWork};
+use ocm_edge_hub::admin::client::AdminClient;
+use ocm_edge_hub::admin::messages::CreateWork;
 use ocm_edge_hub::admin::messages::{ClusterState, ClusterView, HubStats, WorkView, WorkWritten};
 use ocm_edge_hub::{BrokerConfig, HubConfig, HubHandle, start_hub};
 use serde_json::Value;
@@ -368,11 +369,11 @@ impl Fleet {
         clusters: &[&str],
         manifests: Vec<Value>,
     ) -> Vec<WorkWritten> {
-        self.write_work(NewWork {
+        self.write_work(CreateWork {
             name: name.into(),
             clusters: clusters.iter().map(|c| c.to_string()).collect(),
             manifests,
-            ..NewWork::default()
+            ..CreateWork::default()
         })
         .await
     }
@@ -381,7 +382,7 @@ impl Fleet {
     ///
     /// # Panics
     /// When the hub refuses it.
-    pub async fn write_work(&self, work: NewWork) -> Vec<WorkWritten> {
+    pub async fn write_work(&self, work: CreateWork) -> Vec<WorkWritten> {
         let name = work.name.clone();
         self.admin()
             .await

@@ -1,12 +1,12 @@
 //! Operator mistakes through the admin API: refused clearly, nothing stored, the fleet unharmed.
 
-use ocm_edge_hub::admin::client::NewWork;
 use ocm_edge_hub::admin::messages::AdminErrorKind;
+use ocm_edge_hub::admin::messages::CreateWork;
 use ocm_edge_tests::fleet::Fleet;
 use ocm_edge_tests::manifests::{config_map, namespace};
 use serde_json::json;
 
-async fn refused(fleet: &Fleet, work: NewWork) -> (AdminErrorKind, String) {
+async fn refused(fleet: &Fleet, work: CreateWork) -> (AdminErrorKind, String) {
     let err = fleet
         .admin()
         .await
@@ -19,12 +19,12 @@ async fn refused(fleet: &Fleet, work: NewWork) -> (AdminErrorKind, String) {
     )
 }
 
-fn work(name: &str, clusters: &[&str], manifests: Vec<serde_json::Value>) -> NewWork {
-    NewWork {
+fn work(name: &str, clusters: &[&str], manifests: Vec<serde_json::Value>) -> CreateWork {
+    CreateWork {
         name: name.into(),
         clusters: clusters.iter().map(|c| c.to_string()).collect(),
         manifests,
-        ..NewWork::default()
+        ..CreateWork::default()
     }
 }
 

@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use ocm_edge_hub::admin::client::NewWork;
+use ocm_edge_hub::admin::messages::CreateWork;
 use ocm_edge_schemas::wire::MqttMessage;
 use ocm_edge_tests::fleet::{Fleet, FleetOptions};
 use ocm_edge_tests::manifests::{deployment, namespace};
@@ -228,12 +228,12 @@ async fn ocm_edge_agents_confined_by_the_mosquitto_acl_join_run_works_and_stay_a
         .subscribe(&format!("sources/{SOURCE}/consumers/+/sourceevents"))
         .await
         .unwrap();
-    let update = |cluster: &str, image: &str| NewWork {
+    let update = |cluster: &str, image: &str| CreateWork {
         name: "web".into(),
         clusters: vec![cluster.into()],
         manifests: vec![namespace("web"), deployment("web", "web", 1, image)],
         overwrite: true,
-        ..NewWork::default()
+        ..CreateWork::default()
     };
     fleet.write_work(update("cluster-b", "nginx:1.28")).await;
     fleet.write_work(update("cluster-a", "nginx:1.28")).await;

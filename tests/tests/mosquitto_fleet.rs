@@ -1,7 +1,7 @@
 //! The whole loop through a real Mosquitto 2 instead of the embedded broker.
 
-use ocm_edge_hub::admin::client::NewWork;
 use ocm_edge_hub::admin::messages::AdminErrorKind;
+use ocm_edge_hub::admin::messages::CreateWork;
 use ocm_edge_tests::fleet::{Fleet, FleetOptions, WAIT};
 use ocm_edge_tests::manifests::{
     deployment, feedback_integer, namespace, well_known_status_feedback,
@@ -23,7 +23,7 @@ async fn mosquitto_carries_a_hub_and_two_agents_from_join_to_delete() {
     fleet.accept_all(&["edge-1", "edge-2"]).await;
 
     fleet
-        .write_work(NewWork {
+        .write_work(CreateWork {
             name: "web".into(),
             clusters: vec!["edge-1".into(), "edge-2".into()],
             manifests: vec![namespace("web"), deployment("web", "web", 2, "nginx:1.27")],
@@ -33,7 +33,7 @@ async fn mosquitto_carries_a_hub_and_two_agents_from_join_to_delete() {
                 "web",
                 "web",
             )],
-            ..NewWork::default()
+            ..CreateWork::default()
         })
         .await;
     for c in ["edge-1", "edge-2"] {

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use ocm_edge_hub::admin::client::NewWork;
+use ocm_edge_hub::admin::messages::CreateWork;
 use ocm_edge_tests::broker::TestBroker;
 use ocm_edge_tests::fleet::{Fleet, FleetOptions, has_false_condition, has_true_condition};
 use ocm_edge_tests::manifests::{deployment, namespace};
@@ -105,12 +105,12 @@ async fn an_agent_killed_with_sigkill_catches_up_with_a_work_updated_while_it_wa
 
     agent.kill9().await;
     let written = fleet
-        .write_work(NewWork {
+        .write_work(CreateWork {
             name: "web".into(),
             clusters: vec!["c1".into()],
             manifests: web("nginx:1.28"),
             overwrite: true,
-            ..NewWork::default()
+            ..CreateWork::default()
         })
         .await;
     assert_eq!(written[0].work.version, 2);

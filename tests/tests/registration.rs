@@ -1,7 +1,7 @@
 //! Registration: an agent asks to join, an operator accepts or denies it.
 
 use ocm_edge_agent::Registration;
-use ocm_edge_hub::admin::client::NewWork;
+use ocm_edge_hub::admin::messages::CreateWork;
 use ocm_edge_hub::admin::messages::{AdminErrorKind, ClusterState};
 use ocm_edge_tests::fleet::{Fleet, WAIT};
 use ocm_edge_tests::forge::{applied_status, status_update};
@@ -28,11 +28,11 @@ async fn a_cluster_that_asks_to_join_is_pending_until_an_operator_accepts_it() {
     let refused = fleet
         .admin()
         .await
-        .create_work(NewWork {
+        .create_work(CreateWork {
             name: "web".into(),
             clusters: vec!["edge-1".into()],
             manifests: vec![namespace("web")],
-            ..NewWork::default()
+            ..CreateWork::default()
         })
         .await
         .unwrap_err();
@@ -116,11 +116,11 @@ async fn a_denied_cluster_gets_no_works_and_its_events_are_ignored_and_counted()
     let err = fleet
         .admin()
         .await
-        .create_work(NewWork {
+        .create_work(CreateWork {
             name: "web".into(),
             clusters: vec!["edge-1".into(), "edge-2".into()],
             manifests: vec![namespace("web")],
-            ..NewWork::default()
+            ..CreateWork::default()
         })
         .await
         .unwrap_err();

@@ -1,6 +1,6 @@
 //! Works end to end: deploy, update, status feedback, delete.
 
-use ocm_edge_hub::admin::client::NewWork;
+use ocm_edge_hub::admin::messages::CreateWork;
 use ocm_edge_hub::admin::messages::{AdminErrorKind, WriteOutcome};
 use ocm_edge_tests::fleet::{Fleet, WAIT};
 use ocm_edge_tests::manifests::{
@@ -86,12 +86,12 @@ async fn updating_a_work_bumps_its_resourceversion_and_the_cluster_runs_the_new_
     assert_eq!(v1.version, 1);
 
     let written = fleet
-        .write_work(NewWork {
+        .write_work(CreateWork {
             name: "web".into(),
             clusters: vec!["c1".into()],
             manifests: vec![namespace("web"), deployment("web", "web", 2, "nginx:1.28")],
             overwrite: true,
-            ..NewWork::default()
+            ..CreateWork::default()
         })
         .await;
     assert_eq!(written[0].outcome, WriteOutcome::Updated);
@@ -118,12 +118,12 @@ async fn updating_a_work_bumps_its_resourceversion_and_the_cluster_runs_the_new_
 
     // Writing the same spec again changes nothing.
     let again = fleet
-        .write_work(NewWork {
+        .write_work(CreateWork {
             name: "web".into(),
             clusters: vec!["c1".into()],
             manifests: vec![namespace("web"), deployment("web", "web", 2, "nginx:1.28")],
             overwrite: true,
-            ..NewWork::default()
+            ..CreateWork::default()
         })
         .await;
     assert_eq!(again[0].outcome, WriteOutcome::Unchanged);
@@ -135,7 +135,7 @@ async fn updating_a_work_bumps_its_resourceversion_and_the_cluster_runs_the_new_
 async fn status_feedback_reports_ready_replicas_of_a_deployment_at_the_hub() {
     let fleet = fleet_of(&["c1"]).await;
     fleet
-        .write_work(NewWork {
+        .write_work(CreateWork {
             name: "web".into(),
             clusters: vec!["c1".into()],
             manifests: vec![namespace("web"), deployment("web", "web", 3, "nginx:1.27")],
@@ -145,7 +145,7 @@ async fn status_feedback_reports_ready_replicas_of_a_deployment_at_the_hub() {
                 "web",
                 "web",
             )],
-            ..NewWork::default()
+            ..CreateWork::default()
         })
         .await;
     // Ordinal 1 is the Deployment; the simulated cluster makes it ready after its ready delay.
@@ -288,12 +288,12 @@ async fn an_update_that_drops_a_manifest_removes_it_from_the_cluster() {
         .await
         .unwrap();
     fleet
-        .write_work(NewWork {
+        .write_work(CreateWork {
             name: "web".into(),
             clusters: vec!["c1".into()],
             manifests: vec![namespace("web"), deployment("web", "web", 1, "nginx:1.27")],
             overwrite: true,
-            ..NewWork::default()
+            ..CreateWork::default()
         })
         .await;
     fleet
@@ -330,14 +330,14 @@ async fn an_update_that_drops_a_manifest_removes_it_from_the_cluster() {
 async fn deleting_a_work_with_the_orphan_policy_leaves_its_resources_on_the_cluster() {
     let fleet = fleet_of(&["c1"]).await;
     fleet
-        .write_work(NewWork {
+        .write_work(CreateWork {
             name: "keep".into(),
             clusters: vec!["c1".into()],
             manifests: vec![config_map("default", "kept", json!({"k": "v"}))],
             delete_option: Some(
                 serde_json::from_value(json!({"propagationPolicy": "Orphan"})).unwrap(),
             ),
-            ..NewWork::default()
+            ..CreateWork::default()
         })
         .await;
     fleet

@@ -9,15 +9,14 @@
 use std::time::Duration;
 
 use ocm_edge_mqtt::{BrokerUrl, Credentials, RequestError, Requester, SessionConfig, TlsFiles};
-use ocm_edge_schemas::api::work::{DeleteOption, ManifestConfigOption, ManifestWork};
+use ocm_edge_schemas::api::work::ManifestWork;
 use ocm_edge_schemas::wire::{MqttMessage, topic};
-use serde_json::Value;
 
 use super::client_error::unexpected;
 pub use super::client_error::{AdminError, Result};
 use super::messages::{
     ADMIN_API_VERSION, ADMIN_API_VERSION_PROPERTY, AdminPayload, AdminRequest, AdminResponse,
-    ClusterView, HubStats, MAX_ADMIN_PAYLOAD_BYTES, WorkView, WorkWritten,
+    ClusterView, CreateWork, HubStats, MAX_ADMIN_PAYLOAD_BYTES, WorkView, WorkWritten,
 };
 
 /// How long a call waits for the hub by default.
@@ -247,16 +246,8 @@ impl AdminClient {
     ///
     /// # Errors
     /// NotFound / NotAccepted / AlreadyExists / Invalid from the hub; nothing is stored then.
-    pub async fn create_work(&self, work: NewWork) -> Result<Vec<WorkWritten>> {
-        let req = AdminRequest::CreateWork {
-            name: work.name,
-            clusters: work.clusters,
-            manifests: work.manifests,
-            delete_option: work.delete_option,
-            manifest_configs: work.manifest_configs,
-            overwrite: work.overwrite,
-        };
-        match self.request(&req).await? {
+    pub async fn create_work(&self, work: CreateWork) -> Result<Vec<WorkWritten>> {
+        match self.request(&AdminRequest::CreateWork(work)).await? {
             AdminPayload::Written(w) => Ok(w),
             other => Err(unexpected("createWork", &other)),
         }
@@ -337,23 +328,6 @@ impl AdminClient {
     pub async fn disconnect(self) {
         self.requester.disconnect().await;
     }
-}
-
-/// The arguments of [`AdminClient::create_work`].
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct NewWork {
-    /// Work name.
-    pub name: String,
-    /// Target clusters.
-    pub clusters: Vec<String>,
-    /// Kubernetes objects, in apply order.
-    pub manifests: Vec<Value>,
-    /// Deletion options.
-    pub delete_option: Option<DeleteOption>,
-    /// Per-resource options.
-    pub manifest_configs: Vec<ManifestConfigOption>,
-    /// Replace an existing work of that name.
-    pub overwrite: bool,
 }
 
 #[cfg(test)]

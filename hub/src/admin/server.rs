@@ -11,8 +11,8 @@ use ocm_edge_schemas::api::work::{Manifest, ManifestWorkSpec, ManifestsTemplate}
 
 use super::fleet;
 use super::messages::{
-    AdminErrorKind, AdminPayload, AdminRequest, AdminResponse, ClusterState, ClusterView, HubStats,
-    ManifestSummary, WorkView, WorkWritten,
+    AdminErrorKind, AdminPayload, AdminRequest, AdminResponse, ClusterState, ClusterView,
+    CreateWork, HubStats, ManifestSummary, WorkView, WorkWritten,
 };
 use crate::core::{
     Change, ClusterRecord, HubCore, Record, RegistrationError, WorkError, WorkInput, WorkKey,
@@ -74,14 +74,14 @@ fn plan(
             let change = core.deny(&name, now).map_err(registration_error)?;
             cluster_answer(core, change, &name)
         }
-        AdminRequest::CreateWork {
+        AdminRequest::CreateWork(CreateWork {
             name,
             clusters,
             manifests,
             delete_option,
             manifest_configs,
             overwrite,
-        } => {
+        }) => {
             let input = WorkInput {
                 name,
                 labels: Default::default(),
@@ -335,7 +335,7 @@ mod tests {
     use serde_json::json;
 
     fn create(name: &str, clusters: &[&str], overwrite: bool) -> AdminRequest {
-        AdminRequest::CreateWork {
+        AdminRequest::CreateWork(CreateWork {
             name: name.into(),
             clusters: clusters.iter().map(|c| (*c).to_owned()).collect(),
             manifests: vec![json!({"apiVersion": "v1", "kind": "ConfigMap",
@@ -343,7 +343,7 @@ mod tests {
             delete_option: None,
             manifest_configs: vec![],
             overwrite,
-        }
+        })
     }
 
     fn run(core: &mut HubCore, req: AdminRequest) -> AdminResponse {

@@ -14,8 +14,9 @@ use serde_json::Value;
 use super::manifests::{InputError, check_manifests, read_objects};
 use super::output::{OutputFormat, print, to_document, work_detail, works_table};
 use super::{CliError, GlobalArgs};
-use crate::admin::client::{AdminError, NewWork};
+use crate::admin::client::AdminError;
 use crate::admin::messages::AdminErrorKind;
+use crate::admin::messages::CreateWork;
 
 /// Work commands.
 #[derive(Debug, Subcommand)]
@@ -226,7 +227,7 @@ fn new_work(
     file: &std::path::Path,
     clusters: Vec<String>,
     overwrite: bool,
-) -> Result<NewWork, CliError> {
+) -> Result<CreateWork, CliError> {
     validate_work_name(&name).map_err(InputError::InvalidName)?;
     let mut seen = std::collections::BTreeSet::new();
     for cluster in &clusters {
@@ -239,12 +240,12 @@ fn new_work(
     }
     let loaded = read_objects(file)?;
     let manifests = check_manifests(file, &loaded)?;
-    Ok(NewWork {
+    Ok(CreateWork {
         name,
         clusters,
         manifests,
         overwrite,
-        ..NewWork::default()
+        ..CreateWork::default()
     })
 }
 

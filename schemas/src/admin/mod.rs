@@ -56,7 +56,7 @@ pub use fleet_views::{
     ClusterSetView, DecisionView, ObjectApplied, ObjectDeleted, PlacementView, ReplicaSetView,
     RolloutRow,
 };
-pub use request::AdminRequest;
+pub use request::{AdminRequest, CreateWork};
 pub use response::{AdminErrorKind, AdminPayload, AdminResponse};
 pub use views::{
     ClusterState, ClusterView, HubStats, ManifestSummary, WorkView, WorkWritten, WriteOutcome,

@@ -54,23 +54,7 @@ pub enum AdminRequest {
     /// already hold a work of that name (AlreadyExists). With `overwrite` an existing work's spec
     /// is replaced (resourceversion +1 when it changed). Answer: [`AdminPayload::Written`], one
     /// entry per cluster in the order given.
-    CreateWork {
-        /// Work name (a valid Kubernetes name, also valid in MQTT topics).
-        name: String,
-        /// Target clusters; at least one, no duplicates.
-        clusters: Vec<String>,
-        /// Kubernetes objects as JSON, in apply order.
-        manifests: Vec<Value>,
-        /// How resources are deleted when the work is deleted (Foreground when absent).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        delete_option: Option<DeleteOption>,
-        /// Per-resource options (update strategy, feedback rules, ...).
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        manifest_configs: Vec<ManifestConfigOption>,
-        /// Replace an existing work of that name instead of failing with AlreadyExists.
-        #[serde(default)]
-        overwrite: bool,
-    },
+    CreateWork(CreateWork),
     /// Creates or updates one work from an OCM ManifestWork as written for OCM
     /// (`apiVersion: work.open-cluster-management.io/v1`, `kind: ManifestWork`, `metadata.namespace`
     /// = cluster). Like `kubectl apply`: creates when absent, replaces the spec when present.
@@ -164,6 +148,28 @@ pub enum AdminRequest {
     },
 }
 
+/// The arguments of [`AdminRequest::CreateWork`] (a struct so that the CLI builds the request
+/// itself, not a copy of it).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateWork {
+    /// Work name (a valid Kubernetes name, also valid in MQTT topics).
+    pub name: String,
+    /// Target clusters; at least one, no duplicates.
+    pub clusters: Vec<String>,
+    /// Kubernetes objects as JSON, in apply order.
+    pub manifests: Vec<Value>,
+    /// How resources are deleted when the work is deleted (Foreground when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delete_option: Option<DeleteOption>,
+    /// Per-resource options (update strategy, feedback rules, ...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub manifest_configs: Vec<ManifestConfigOption>,
+    /// Replace an existing work of that name instead of failing with AlreadyExists.
+    #[serde(default)]
+    pub overwrite: bool,
+}
+
 impl AdminRequest {
     /// Every command this build knows, as it appears in JSON; a request naming another one decodes
     /// as [`AdminRequest::Unknown`].
@@ -197,7 +203,7 @@ impl AdminRequest {
             AdminRequest::GetCluster { .. } => "getCluster",
             AdminRequest::AcceptCluster { .. } => "acceptCluster",
             AdminRequest::DenyCluster { .. } => "denyCluster",
-            AdminRequest::CreateWork { .. } => "createWork",
+            AdminRequest::CreateWork(_) => "createWork",
             AdminRequest::ApplyManifestWork { .. } => "applyManifestWork",
             AdminRequest::ListWorks { .. } => "listWorks",
             AdminRequest::GetWork { .. } => "getWork",
@@ -254,7 +260,7 @@ mod tests {
 
     #[test]
     fn requests_are_tagged_by_command_with_camel_case_fields() {
-        let req = AdminRequest::CreateWork {
+        let req = AdminRequest::CreateWork(CreateWork {
             name: "web".into(),
             clusters: vec!["edge-1".into()],
             manifests: vec![
@@ -263,7 +269,7 @@ mod tests {
             delete_option: None,
             manifest_configs: vec![],
             overwrite: true,
-        };
+        });
         let v = serde_json::to_value(&req).unwrap();
         assert_eq!(v["command"], "createWork");
         assert_eq!(v["overwrite"], true);

@@ -16,8 +16,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use futures::StreamExt;
-use ocm_edge_hub::admin::client::{AdminClient, NewWork};
+use ocm_edge_hub::admin::client::AdminClient;
 use ocm_edge_hub::admin::messages::ClusterState;
+use ocm_edge_hub::admin::messages::CreateWork;
 use ocm_edge_hub::{BrokerConfig, HubConfig, start_hub};
 use ocm_edge_mqtt::{BrokerUrl, Session, SessionConfig, SessionEvent};
 use ocm_edge_schemas::api::meta::is_condition_true;
@@ -326,7 +327,7 @@ pub async fn run(opts: &BenchOptions, dir: &Path) -> anyhow::Result<Report> {
     let cpu0 = procfs::cpu_time("self");
     let t0 = Instant::now();
     admin
-        .create_work(NewWork {
+        .create_work(CreateWork {
             name: "bench".into(),
             clusters: (0..n).map(cluster_name).collect(),
             manifests: vec![crate::manifests::deployment(
@@ -335,7 +336,7 @@ pub async fn run(opts: &BenchOptions, dir: &Path) -> anyhow::Result<Report> {
                 1,
                 "nginx:1.27",
             )],
-            ..NewWork::default()
+            ..CreateWork::default()
         })
         .await?;
     poll_until("N statuses accepted by the hub", opts, || async {
