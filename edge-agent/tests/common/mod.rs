@@ -56,10 +56,10 @@ impl FakeHub {
         let (tx, rx) = mpsc::unbounded_channel();
         tokio::spawn(async move {
             while let Some(event) = events.recv().await {
-                if let SessionEvent::Message(p) = event {
-                    if tx.send(p.message).is_err() {
-                        return;
-                    }
+                if let SessionEvent::Message(p) = event
+                    && tx.send(p.message).is_err()
+                {
+                    return;
                 }
             }
         });
