@@ -5,11 +5,11 @@ use ocm_edge_schemas::api::cluster::ManagedCluster;
 use ocm_edge_schemas::api::lease::Lease;
 use ocm_edge_schemas::api::meta::{Condition, ConditionStatus};
 use ocm_edge_schemas::api::work::{Manifest, ManifestWorkStatus};
+use ocm_edge_schemas::wire::works::SpecEvent;
 use serde_json::json;
 
 use super::{
-    AgentInput, Change, CoreConfig, HubCore, Outbound, Presence, SpecMessage, WorkInput,
-    WorkStatusReport,
+    AgentInput, Change, CoreConfig, HubCore, Outbound, Presence, WorkInput, WorkStatusReport,
 };
 
 pub fn cfg() -> CoreConfig {
@@ -142,7 +142,7 @@ pub fn hub_views(change: &Change) -> Vec<ManagedCluster> {
         .collect()
 }
 
-pub fn specs(change: &Change) -> Vec<SpecMessage> {
+pub fn specs(change: &Change) -> Vec<SpecEvent> {
     change
         .outbound
         .iter()

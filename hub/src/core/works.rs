@@ -8,17 +8,19 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use ocm_edge_schemas::api::meta::is_condition_true;
+use ocm_edge_schemas::api::meta::{ObjectMeta, is_condition_true};
 use ocm_edge_schemas::api::work::{ManifestBundle, ManifestWorkSpec, WORK_DELETED};
 use ocm_edge_schemas::validate;
 use ocm_edge_schemas::wire::event_type::Action;
+use ocm_edge_schemas::wire::resync::ResourceVersion;
 use ocm_edge_schemas::wire::sequence::is_newer;
 use ocm_edge_schemas::wire::status_hash::status_hash;
+use ocm_edge_schemas::wire::works::{EMPTY_LOG_TRACING, Header, SpecEvent};
 use uuid::Uuid;
 
 use super::{
-    Acceptance, Change, HubCore, Outbound, Record, SpecMessage, WorkKey, WorkMetadata, WorkRecord,
-    WorkStatusReport, counter, time,
+    Acceptance, Change, HubCore, Outbound, Record, WorkKey, WorkRecord, WorkStatusReport, counter,
+    time,
 };
 
 /// Name (DNS) of the UUID v5 namespace of work resource ids.
@@ -60,6 +62,7 @@ pub enum WriteOutcome {
 }
 
 /// The desired state of a work, as an operator gives it.
+// Not a ManifestWork: it has no namespace, as one input is written to several clusters.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct WorkInput {
     pub name: String,
@@ -136,9 +139,9 @@ impl HubCore {
                 }
             };
             if outcome != WriteOutcome::Unchanged {
-                change
-                    .outbound
-                    .push(Outbound::Spec(Box::new(self.spec_message(&record, None))));
+                change.outbound.push(Outbound::Spec(Box::new(
+                    self.spec_event(&record, None, now),
+                )));
             }
             change.records.push(Record::Work(Box::new(record)));
             outcomes.push((key, outcome));
@@ -168,7 +171,9 @@ impl HubCore {
             record.deleting = Some(time(now));
         }
         Ok(Change {
-            outbound: vec![Outbound::Spec(Box::new(self.spec_message(&record, None)))],
+            outbound: vec![Outbound::Spec(Box::new(
+                self.spec_event(&record, None, now),
+            ))],
             records: vec![Record::Work(Box::new(record))],
         })
     }
@@ -225,33 +230,63 @@ impl HubCore {
     }
 
     /// The spec event for `work` as it is now: a delete when it is being deleted, otherwise a
-    /// create (version 1) or update. `action` overrides the action (resync responses).
-    pub fn spec_message(&self, work: &WorkRecord, action: Option<Action>) -> SpecMessage {
+    /// create (version 1) or update. `action` overrides the action (resync responses). `now` is
+    /// the event's `time`.
+    pub fn spec_event(
+        &self,
+        work: &WorkRecord,
+        action: Option<Action>,
+        now: DateTime<Utc>,
+    ) -> SpecEvent {
         let deleting = work.deleting.map(|t| t.as_datetime());
         let default_action = match (deleting, work.resource_version) {
             (Some(_), _) => Action::DeleteRequest,
             (None, 1) => Action::CreateRequest,
             (None, _) => Action::UpdateRequest,
         };
-        SpecMessage {
+        SpecEvent {
+            header: Header::new(&self.config().source_id, now),
+            action: action.unwrap_or(default_action),
             cluster: work.key.cluster.clone(),
             resource_id: work.resource_id.clone(),
             resource_version: work.resource_version,
-            action: action.unwrap_or(default_action),
-            metadata: Some(WorkMetadata {
+            metadata: Some(ObjectMeta {
                 name: work.key.name.clone(),
                 namespace: work.key.cluster.clone(),
                 uid: work.resource_id.clone(),
                 generation: work.resource_version,
-                creation_timestamp: work.created,
+                creation_timestamp: Some(work.created),
                 labels: work.labels.clone(),
                 annotations: work.annotations.clone(),
+                ..ObjectMeta::default()
             }),
+            deletion_timestamp: deleting,
             bundle: match deleting {
                 Some(_) => None,
                 None => Some(ManifestBundle::from(&work.spec)),
             },
-            deletion_timestamp: deleting,
+            log_tracing: Some(EMPTY_LOG_TRACING.to_owned()),
+        }
+    }
+
+    /// A bare delete (no metadata, no bundle) for a bundle `cluster`'s agent holds and the hub
+    /// no longer has.
+    pub fn bare_delete(
+        &self,
+        cluster: &str,
+        held: &ResourceVersion,
+        now: DateTime<Utc>,
+    ) -> SpecEvent {
+        SpecEvent {
+            header: Header::new(&self.config().source_id, now),
+            action: Action::ResyncResponse,
+            cluster: cluster.to_owned(),
+            resource_id: held.resource_id.clone(),
+            resource_version: held.resource_version,
+            metadata: None,
+            deletion_timestamp: Some(now),
+            bundle: None,
+            log_tracing: Some(EMPTY_LOG_TRACING.to_owned()),
         }
     }
 }
