@@ -7,7 +7,6 @@
 
 use chrono::{DateTime, Utc};
 use cloudevents::{AttributesReader, Event};
-use ocm_edge_schemas::api::work::ManifestWorkStatus;
 use ocm_edge_schemas::wire::MqttMessage;
 use ocm_edge_schemas::wire::cluster_events::{
     AddOnPlacementScoreEvent, ClusterEnvelope, ClusterEvent, PresenceState,
@@ -17,7 +16,7 @@ use ocm_edge_schemas::wire::extensions as ext;
 use ocm_edge_schemas::wire::topic::{self, Topic};
 use ocm_edge_schemas::wire::works::{Header, StatusResyncRequest, WorkEvent};
 
-use crate::core::{AgentInput, Outbound, Presence, WorkStatusReport};
+use crate::core::{AgentInput, Outbound, Presence};
 
 /// Why an agent message was dropped. Not retryable: the sender must fix it.
 #[derive(Debug, thiserror::Error)]
@@ -100,13 +99,11 @@ pub fn decode_agent_event(cluster: &str, event: &Event) -> Result<Option<AgentIn
     let cluster = cluster.to_owned();
     if ty.data_type == MANIFEST_BUNDLES {
         return Ok(match WorkEvent::from_event(event)? {
-            WorkEvent::Status(s) => Some(AgentInput::WorkStatus(Box::new(WorkStatusReport {
-                cluster,
-                resource_id: s.resource_id,
-                resource_version: s.resource_version,
-                sequence_id: Some(s.sequence_id).filter(|s| !s.is_empty()),
-                status: ManifestWorkStatus::from(s.status),
-            }))),
+            WorkEvent::Status(mut s) => {
+                // Equal to the topic's (checked above); the topic is what a broker enforces.
+                s.cluster = cluster;
+                Some(AgentInput::WorkStatus(Box::new(s)))
+            }
             WorkEvent::SpecResyncRequest(r) => Some(AgentInput::SpecResyncRequest {
                 cluster,
                 versions: r.versions,

@@ -37,7 +37,7 @@ use ocm_edge_schemas::api::lease::Lease;
 use ocm_edge_schemas::api::meta::{Condition, Time};
 use ocm_edge_schemas::api::work::{ManifestWorkSpec, ManifestWorkStatus};
 use ocm_edge_schemas::wire::resync::{ResourceVersionList, StatusHashList};
-use ocm_edge_schemas::wire::works::SpecEvent;
+use ocm_edge_schemas::wire::works::{SpecEvent, StatusEvent};
 use serde::{Deserialize, Serialize};
 
 use crate::availability::{AvailabilityConfig, ClusterAvailability};
@@ -213,16 +213,6 @@ impl Change {
     }
 }
 
-/// A status event from an agent, decoded.
-#[derive(Debug, Clone, PartialEq)]
-pub struct WorkStatusReport {
-    pub cluster: String,
-    pub resource_id: String,
-    pub resource_version: i64,
-    pub sequence_id: Option<String>,
-    pub status: ManifestWorkStatus,
-}
-
 /// Something an agent said, decoded from its CloudEvent.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AgentInput {
@@ -240,8 +230,9 @@ pub enum AgentInput {
     LeaseRenewal { cluster: String, lease: Box<Lease> },
     /// `presences.status.update_request` (birth, or the will).
     Presence { cluster: String, presence: Presence },
-    /// `manifestbundles.status.update_request` or `status.resync_response`.
-    WorkStatus(Box<WorkStatusReport>),
+    /// `manifestbundles.status.update_request` or `status.resync_response`; its `cluster` is the
+    /// topic's.
+    WorkStatus(Box<StatusEvent>),
     /// `addonplacementscores.status.update_request`: a score for placements.
     AddOnScore {
         cluster: String,
@@ -469,7 +460,7 @@ impl HubCore {
             AgentInput::LeaseRenewal { cluster, lease } => {
                 self.lease_renewal(&cluster, &lease, now)
             }
-            AgentInput::WorkStatus(report) => self.work_status(*report, now),
+            AgentInput::WorkStatus(event) => self.work_status(*event, now),
             AgentInput::SpecResyncRequest { cluster, versions } => {
                 self.spec_resync(&cluster, &versions, now)
             }

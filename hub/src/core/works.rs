@@ -9,19 +9,18 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use ocm_edge_schemas::api::meta::{ObjectMeta, is_condition_true};
-use ocm_edge_schemas::api::work::{ManifestBundle, ManifestWorkSpec, WORK_DELETED};
+use ocm_edge_schemas::api::work::{
+    ManifestBundle, ManifestWorkSpec, ManifestWorkStatus, WORK_DELETED,
+};
 use ocm_edge_schemas::validate;
 use ocm_edge_schemas::wire::event_type::Action;
 use ocm_edge_schemas::wire::resync::ResourceVersion;
 use ocm_edge_schemas::wire::sequence::is_newer;
 use ocm_edge_schemas::wire::status_hash::status_hash;
-use ocm_edge_schemas::wire::works::{EMPTY_LOG_TRACING, Header, SpecEvent};
+use ocm_edge_schemas::wire::works::{EMPTY_LOG_TRACING, Header, SpecEvent, StatusEvent};
 use uuid::Uuid;
 
-use super::{
-    Acceptance, Change, HubCore, Outbound, Record, WorkKey, WorkRecord, WorkStatusReport, counter,
-    time,
-};
+use super::{Acceptance, Change, HubCore, Outbound, Record, WorkKey, WorkRecord, counter, time};
 
 /// Name (DNS) of the UUID v5 namespace of work resource ids.
 pub const RESOURCE_ID_NAMESPACE_NAME: &str = "ocm-edge.open-cluster-management.io";
@@ -181,7 +180,7 @@ impl HubCore {
     /// A status event from an accepted cluster. Accepted only when it is for the current
     /// resourceversion, its hash changed, and its sequenceid is newer; a `Deleted` status for a
     /// work being deleted completes the deletion handshake.
-    pub(crate) fn work_status(&self, report: WorkStatusReport, now: DateTime<Utc>) -> Change {
+    pub(crate) fn work_status(&self, report: StatusEvent, now: DateTime<Utc>) -> Change {
         let Some(work) = self.work_by_resource_id(&report.resource_id) else {
             return self.count(counter::UNKNOWN_WORK);
         };
@@ -194,7 +193,11 @@ impl HubCore {
             );
             return self.count(counter::UNKNOWN_WORK);
         }
-        if is_condition_true(&report.status.conditions, WORK_DELETED) {
+        // The hub keeps the API shape; the payload's optional `manifestBundle` has no place in it.
+        let status = ManifestWorkStatus::from(report.status);
+        // An agent that sends no sequenceid (empty) is not checked for order.
+        let sequence_id = Some(report.sequence_id).filter(|s| !s.is_empty());
+        if is_condition_true(&status.conditions, WORK_DELETED) {
             if work.deleting.is_some() {
                 return Change {
                     records: vec![Record::ForgetWork(work.key.clone())],
@@ -208,20 +211,20 @@ impl HubCore {
         if report.resource_version != work.resource_version {
             return self.count(counter::STALE_STATUS);
         }
-        let hash = status_hash(&report.status);
+        let hash = status_hash(&status);
         if work.status_hash.as_deref() == Some(hash.as_str()) {
             return self.count(counter::UNCHANGED_STATUS);
         }
-        if let (Some(new), Some(old)) = (&report.sequence_id, &work.last_sequence_id)
+        if let (Some(new), Some(old)) = (&sequence_id, &work.last_sequence_id)
             && !is_newer(new, old)
         {
             return self.count(counter::STALE_STATUS);
         }
         let mut record = work.clone();
-        record.status = Some(report.status);
+        record.status = Some(status);
         record.status_hash = Some(hash);
-        if report.sequence_id.is_some() {
-            record.last_sequence_id = report.sequence_id;
+        if sequence_id.is_some() {
+            record.last_sequence_id = sequence_id;
         }
         record.status_updated = Some(time(now));
         let mut change = self.count(counter::STATUS_ACCEPTED);
