@@ -7,16 +7,18 @@ use cloudevents::Event;
 use ocm_edge_schemas::api::cluster::ManagedCluster;
 use ocm_edge_schemas::api::lease::Lease;
 use ocm_edge_schemas::api::meta::{MicroTime, ObjectMeta};
-use ocm_edge_schemas::api::work::{ManifestBundle, ManifestBundleStatus, ManifestWorkStatus};
+use ocm_edge_schemas::api::work::ManifestBundleStatus;
 use ocm_edge_schemas::wire::cluster_events::{
     ClusterEnvelope, ClusterEvent, Presence, PresenceState,
 };
 use ocm_edge_schemas::wire::event_type::Action;
 use ocm_edge_schemas::wire::resync::{ResourceVersion, ResourceVersionList, StatusHashList};
 use ocm_edge_schemas::wire::works::{
-    EMPTY_LOG_TRACING, Header, SpecResyncRequest, StatusEvent, WorkEvent, WorkEventError,
+    EMPTY_LOG_TRACING, Header, SpecEvent, SpecResyncRequest, StatusEvent, WorkEvent, WorkEventError,
 };
 use ocm_edge_schemas::wire::{MqttMessage, decode};
+
+use crate::core::outbox::StatusRecord;
 
 /// Why an inbound message was dropped.
 #[derive(Debug, thiserror::Error)]
@@ -29,25 +31,10 @@ pub enum EventError {
     OtherCluster(String),
 }
 
-/// A spec event for one bundle.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SpecEvent {
-    /// ce-source (the hub's source id); echoed as `originalsource`.
-    pub source: String,
-    pub resource_id: String,
-    pub resource_version: i64,
-    /// The `metadata` extension (ObjectMeta JSON), "" when absent.
-    pub metadata_json: String,
-    pub generation: i64,
-    /// Set on deletes.
-    pub deletion: Option<DateTime<Utc>>,
-    /// Absent on bare deletes.
-    pub bundle: Option<ManifestBundle>,
-}
-
 /// What the hub sent.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Inbound {
+    /// A spec event, as the wire module reads it.
     Spec(Box<SpecEvent>),
     StatusResync(StatusHashList),
     HubView(Box<ManagedCluster>),
@@ -82,25 +69,7 @@ pub fn parse_inbound(msg: &MqttMessage, cluster: &str) -> Result<Inbound, EventE
     Ok(match WorkEvent::from_event(&event)? {
         WorkEvent::Spec(spec) => {
             check(&spec.cluster)?;
-            let generation = spec
-                .metadata
-                .as_ref()
-                .map(|m| m.generation)
-                .filter(|g| *g > 0)
-                .unwrap_or(spec.resource_version);
-            Inbound::Spec(Box::new(SpecEvent {
-                source: spec.header.source,
-                resource_id: spec.resource_id,
-                resource_version: spec.resource_version,
-                metadata_json: spec
-                    .metadata
-                    .as_ref()
-                    .and_then(|m| serde_json::to_string(m).ok())
-                    .unwrap_or_default(),
-                generation,
-                deletion: spec.deletion_timestamp,
-                bundle: spec.bundle,
-            }))
+            Inbound::Spec(Box::new(spec))
         }
         // A status resync may come on the source broadcast topic, addressed to every cluster.
         WorkEvent::StatusResyncRequest(req) => Inbound::StatusResync(req.hashes),
@@ -130,17 +99,16 @@ impl AgentIdentity {
         }
     }
 
-    /// `status.update_request` for one bundle: originalsource = the spec's source (maestro
-    /// rejects others), resourceversion of the spec it reflects, snowflake sequenceid, statushash.
-    #[allow(clippy::too_many_arguments)]
+    /// `status.update_request` for one bundle from its outbox record: originalsource = the spec's
+    /// source (maestro rejects others), resourceversion of the spec it reflects, the spec's
+    /// metadata echoed, snowflake sequenceid, statushash.
+    ///
+    /// # Errors
+    /// [`WorkEventError::Build`] when the event cannot be built (a resourceversion outside int32).
     pub fn status_event(
         &self,
         resource_id: &str,
-        resource_version: i64,
-        source: &str,
-        metadata_json: &str,
-        status: &ManifestWorkStatus,
-        hash: &str,
+        record: &StatusRecord,
         sequence_id: String,
         now: DateTime<Utc>,
     ) -> Result<Event, WorkEventError> {
@@ -149,13 +117,13 @@ impl AgentIdentity {
             action: Action::UpdateRequest,
             cluster: self.cluster.clone(),
             resource_id: resource_id.to_owned(),
-            resource_version,
-            original_source: source.to_owned(),
+            resource_version: record.envelope.resource_version,
+            original_source: record.envelope.source.clone(),
             sequence_id,
-            status_hash: Some(hash.to_owned()),
-            metadata: serde_json::from_str::<ObjectMeta>(metadata_json).ok(),
+            status_hash: Some(record.hash.clone()),
+            metadata: record.envelope.metadata.clone(),
             log_tracing: Some(EMPTY_LOG_TRACING.to_owned()),
-            status: ManifestBundleStatus::from(status),
+            status: ManifestBundleStatus::from(&record.status),
         }
         .to_event()
     }
@@ -227,5 +195,78 @@ impl AgentIdentity {
             connection_seq,
         };
         ClusterEvent::Presence(self.envelope(presence, now)).to_event()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::outbox::Envelope;
+    use ocm_edge_schemas::api::work::ManifestWorkStatus;
+    use ocm_edge_schemas::wire::extensions as ext;
+    use ocm_edge_schemas::wire::topic;
+
+    /// A maestro spec's `metadata` extension, as Go writes it.
+    const MAESTRO_METADATA: &str = r#"{"name":"e44ec579-9646-549a-b679-db8d19d6da37","namespace":"edge-1","uid":"55c61e54-a3f6-563d-9fec-b1fe297bdfdb","generation":4,"creationTimestamp":"2025-12-16T06:00:17Z","labels":{"maestro.resource.type":"2d18a7dc"},"annotations":{"cloudevents.open-cluster-management.io/datatype":"io.open-cluster-management.works.v1alpha1.manifestbundles"},"finalizers":["cluster.open-cluster-management.io/manifest-work-cleanup"]}"#;
+
+    fn spec_message(metadata: Option<&str>) -> MqttMessage {
+        let now = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+        let mut event = SpecEvent {
+            header: Header::new("maestro", now),
+            action: Action::CreateRequest,
+            cluster: "edge-1".into(),
+            resource_id: "r1".into(),
+            resource_version: 2,
+            metadata: None,
+            deletion_timestamp: None,
+            bundle: Some(Default::default()),
+            log_tracing: None,
+        }
+        .to_event()
+        .unwrap();
+        if let Some(raw) = metadata {
+            event.set_extension(ext::METADATA, raw.to_owned());
+        }
+        ocm_edge_schemas::wire::encode(&event, topic::source_events("maestro", "edge-1").unwrap())
+            .unwrap()
+    }
+
+    #[test]
+    fn a_status_echoes_the_specs_metadata_extension_byte_for_byte() {
+        let Inbound::Spec(spec) =
+            parse_inbound(&spec_message(Some(MAESTRO_METADATA)), "edge-1").unwrap()
+        else {
+            panic!("not a spec")
+        };
+        assert_eq!(spec.generation(), 4, "metadata.generation wins");
+        let id = AgentIdentity {
+            cluster: "edge-1".into(),
+            agent_id: "edge-1-work-agent".into(),
+        };
+        let record = StatusRecord {
+            envelope: Envelope {
+                resource_version: spec.resource_version,
+                source: spec.header.source.clone(),
+                metadata: spec.metadata.clone(),
+            },
+            status: ManifestWorkStatus::default(),
+            hash: "h".into(),
+            pending: true,
+            confirmed: false,
+            deleted: false,
+        };
+        let now = DateTime::from_timestamp(1_800_000_001, 0).unwrap();
+        let status = id.status_event("r1", &record, "1".into(), now).unwrap();
+        assert_eq!(ext::metadata_json(&status).unwrap(), MAESTRO_METADATA);
+        assert_eq!(ext::original_source(&status).unwrap(), "maestro");
+    }
+
+    #[test]
+    fn a_spec_without_metadata_gets_a_status_without_it_and_its_version_as_generation() {
+        let Inbound::Spec(spec) = parse_inbound(&spec_message(None), "edge-1").unwrap() else {
+            panic!("not a spec")
+        };
+        assert_eq!(spec.metadata, None);
+        assert_eq!(spec.generation(), 2);
     }
 }

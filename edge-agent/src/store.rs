@@ -13,6 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use ocm_edge_schemas::api::cluster::ManagedCluster;
+use ocm_edge_schemas::api::meta::ObjectMeta;
 use ocm_edge_schemas::api::work::ManifestBundle;
 use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
 use serde::de::DeserializeOwned;
@@ -66,15 +67,20 @@ from_redb!(
 /// Result alias of this module.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
-/// A bundle the agent holds.
+/// A bundle the agent holds: the parts of a spec event it needs after a restart, plus the
+/// `deleting` flag (a stored record with its own bookkeeping, not the wire message).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DesiredBundle {
     pub resource_id: String,
     pub resource_version: i64,
     /// ce-source of the spec event; copied into `originalsource` of status events.
     pub source: String,
-    /// The `metadata` extension as received (ObjectMeta JSON), echoed on status events.
-    pub metadata_json: String,
+    /// The `metadata` extension as received, echoed on status events.
+    #[serde(
+        rename = "metadata_json",
+        with = "crate::core::outbox::metadata_as_json_text"
+    )]
+    pub metadata: Option<ObjectMeta>,
     /// metadata.generation, or the resource version when the hub sends none.
     pub generation: i64,
     pub bundle: ManifestBundle,

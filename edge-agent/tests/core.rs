@@ -477,7 +477,7 @@ fn env(v: i64) -> Envelope {
     Envelope {
         resource_version: v,
         source: "ocm-edge".into(),
-        metadata_json: String::new(),
+        metadata: None,
     }
 }
 

@@ -8,6 +8,7 @@ use std::time::Duration;
 use common::*;
 use ocm_edge_agent::store::{DesiredBundle, Store};
 use ocm_edge_agent::{AgentConfig, ApplierConfig, start_agent};
+use ocm_edge_schemas::api::meta::ObjectMeta;
 use ocm_edge_schemas::api::work::{Manifest, ManifestBundle};
 use serde_json::json;
 
@@ -30,7 +31,7 @@ fn web_bundle() -> DesiredBundle {
         resource_id: "6b3a1d7e-0000-5000-8000-000000000001".into(),
         resource_version: 1,
         source: "ocm-edge".into(),
-        metadata_json: r#"{"name":"web","namespace":"edge-offline"}"#.into(),
+        metadata: Some(ObjectMeta::namespaced("edge-offline", "web")),
         generation: 1,
         bundle: ManifestBundle {
             manifests: vec![

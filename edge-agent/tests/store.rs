@@ -4,6 +4,7 @@ use ocm_edge_agent::core::outbox::{Envelope, StatusRecord};
 use ocm_edge_agent::core::resource::ResourceRef;
 use ocm_edge_agent::store::{DesiredBundle, Store};
 use ocm_edge_schemas::api::cluster::ManagedCluster;
+use ocm_edge_schemas::api::meta::ObjectMeta;
 use ocm_edge_schemas::api::work::{Manifest, ManifestBundle, ManifestWorkStatus};
 use serde_json::json;
 
@@ -12,7 +13,7 @@ fn desired(id: &str, version: i64) -> DesiredBundle {
         resource_id: id.into(),
         resource_version: version,
         source: "maestro".into(),
-        metadata_json: r#"{"name":"w"}"#.into(),
+        metadata: Some(ObjectMeta::named("w")),
         generation: version,
         bundle: ManifestBundle {
             manifests: vec![Manifest(
@@ -40,7 +41,7 @@ fn bundles_inventory_outbox_and_registration_survive_reopening_the_file() {
             envelope: Envelope {
                 resource_version: 2,
                 source: "maestro".into(),
-                metadata_json: String::new(),
+                metadata: None,
             },
             status: ManifestWorkStatus::default(),
             hash: "h".into(),
@@ -97,4 +98,31 @@ fn a_second_agent_on_the_same_data_dir_is_refused() {
     let _first = Store::open(dir.path()).unwrap();
     let err = Store::open(dir.path()).unwrap_err();
     assert!(err.to_string().contains("redb"), "{err}");
+}
+
+#[test]
+fn held_bundles_and_outbox_records_keep_the_metadata_as_json_text_as_earlier_agents_stored_it() {
+    // The form agents already deployed wrote: the spec's `metadata` extension as a JSON string.
+    let stored = json!({
+        "resource_id": "r1", "resource_version": 1, "source": "maestro",
+        "metadata_json": r#"{"name":"w","namespace":"edge-1","generation":1}"#,
+        "generation": 1, "bundle": {"manifests": []}, "deleting": false
+    });
+    let bundle: DesiredBundle = serde_json::from_value(stored.clone()).unwrap();
+    let meta = bundle.metadata.as_ref().unwrap();
+    assert_eq!((meta.name.as_str(), meta.generation), ("w", 1));
+    assert_eq!(serde_json::to_value(&bundle).unwrap(), stored);
+
+    let bare: Envelope =
+        serde_json::from_value(json!({"resource_version": 2, "source": "s", "metadata_json": ""}))
+            .unwrap();
+    assert_eq!(bare.metadata, None);
+    assert_eq!(serde_json::to_value(&bare).unwrap()["metadata_json"], "");
+
+    let garbled = json!({"resource_version": 2, "source": "s", "metadata_json": "{not json"});
+    let err = serde_json::from_value::<Envelope>(garbled).unwrap_err();
+    assert!(
+        err.to_string().contains("metadata is not ObjectMeta JSON"),
+        "{err}"
+    );
 }

@@ -7,8 +7,6 @@
 
 use chrono::{DateTime, Utc};
 use cloudevents::{AttributesReader, Event};
-use ocm_edge_schemas::api::meta::ObjectMeta;
-use ocm_edge_schemas::api::work::ManifestWorkStatus;
 use ocm_edge_schemas::wire::MqttMessage;
 use ocm_edge_schemas::wire::cluster_events::{
     AddOnPlacementScoreEvent, ClusterEnvelope, ClusterEvent, PresenceState,
@@ -16,9 +14,9 @@ use ocm_edge_schemas::wire::cluster_events::{
 use ocm_edge_schemas::wire::event_type::{EventType, MANIFEST_BUNDLES};
 use ocm_edge_schemas::wire::extensions as ext;
 use ocm_edge_schemas::wire::topic::{self, Topic};
-use ocm_edge_schemas::wire::works::{Header, SpecEvent, StatusResyncRequest, WorkEvent};
+use ocm_edge_schemas::wire::works::{Header, StatusResyncRequest, WorkEvent};
 
-use crate::core::{AgentInput, Outbound, Presence, SpecMessage, WorkMetadata, WorkStatusReport};
+use crate::core::{AgentInput, Outbound, Presence};
 
 /// Why an agent message was dropped. Not retryable: the sender must fix it.
 #[derive(Debug, thiserror::Error)]
@@ -101,13 +99,11 @@ pub fn decode_agent_event(cluster: &str, event: &Event) -> Result<Option<AgentIn
     let cluster = cluster.to_owned();
     if ty.data_type == MANIFEST_BUNDLES {
         return Ok(match WorkEvent::from_event(event)? {
-            WorkEvent::Status(s) => Some(AgentInput::WorkStatus(Box::new(WorkStatusReport {
-                cluster,
-                resource_id: s.resource_id,
-                resource_version: s.resource_version,
-                sequence_id: Some(s.sequence_id).filter(|s| !s.is_empty()),
-                status: ManifestWorkStatus::from(s.status),
-            }))),
+            WorkEvent::Status(mut s) => {
+                // Equal to the topic's (checked above); the topic is what a broker enforces.
+                s.cluster = cluster;
+                Some(AgentInput::WorkStatus(Box::new(s)))
+            }
             WorkEvent::SpecResyncRequest(r) => Some(AgentInput::SpecResyncRequest {
                 cluster,
                 versions: r.versions,
@@ -174,11 +170,10 @@ pub fn encode_outbound(
             .map_err(|e| build(&e))?;
             (cluster, event)
         }
+        // The core stamped the spec event's header when it decided to send it.
         Outbound::Spec(spec) => (
             spec.cluster.clone(),
-            spec_event(source_id, spec, now)
-                .to_event()
-                .map_err(|e| build(&e))?,
+            spec.to_event().map_err(|e| build(&e))?,
         ),
         Outbound::StatusResyncRequest { cluster, hashes } => (
             cluster.clone(),
@@ -195,43 +190,17 @@ pub fn encode_outbound(
     ocm_edge_schemas::wire::encode(&event, topic).map_err(|e| build(&e))
 }
 
-/// The wire form of a core spec message.
-pub fn spec_event(source_id: &str, spec: &SpecMessage, now: DateTime<Utc>) -> SpecEvent {
-    SpecEvent {
-        header: Header::new(source_id, now),
-        action: spec.action,
-        cluster: spec.cluster.clone(),
-        resource_id: spec.resource_id.clone(),
-        resource_version: spec.resource_version,
-        metadata: spec.metadata.as_ref().map(object_meta),
-        deletion_timestamp: spec.deletion_timestamp,
-        bundle: spec.bundle.clone(),
-        log_tracing: Some(ocm_edge_schemas::wire::works::EMPTY_LOG_TRACING.to_owned()),
-    }
-}
-
-fn object_meta(m: &WorkMetadata) -> ObjectMeta {
-    ObjectMeta {
-        name: m.name.clone(),
-        namespace: m.namespace.clone(),
-        uid: m.uid.clone(),
-        generation: m.generation,
-        creation_timestamp: Some(m.creation_timestamp),
-        labels: m.labels.clone(),
-        annotations: m.annotations.clone(),
-        ..ObjectMeta::default()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::core::testkit::{t, work_input};
     use cloudevents::AttributesWriter;
+    use ocm_edge_schemas::api::meta::ObjectMeta;
     use ocm_edge_schemas::api::work::ManifestBundle;
     use ocm_edge_schemas::wire::event_type::Action;
     use ocm_edge_schemas::wire::mqtt::APPLICATION_JSON;
     use ocm_edge_schemas::wire::resync::StatusHashList;
+    use ocm_edge_schemas::wire::works::SpecEvent;
 
     /// Builds events for ocm-edge's own data types with the work events' header.
     trait HeaderExt {
@@ -361,22 +330,23 @@ mod tests {
     #[test]
     fn spec_messages_encode_to_the_clusters_sourceevents_and_decode_as_work_events() {
         let bundle = ManifestBundle::from(&work_input("web", 1).spec);
-        let spec = SpecMessage {
+        let spec = SpecEvent {
+            header: Header::new("ocm-edge", t(1)),
+            action: Action::UpdateRequest,
             cluster: "edge-1".into(),
             resource_id: "id-1".into(),
             resource_version: 3,
-            action: Action::UpdateRequest,
-            metadata: Some(WorkMetadata {
+            metadata: Some(ObjectMeta {
                 name: "web".into(),
                 namespace: "edge-1".into(),
                 uid: "id-1".into(),
                 generation: 3,
-                creation_timestamp: crate::core::time(t(0)),
-                labels: Default::default(),
-                annotations: Default::default(),
+                creation_timestamp: Some(crate::core::time(t(0))),
+                ..ObjectMeta::default()
             }),
-            bundle: Some(bundle.clone()),
             deletion_timestamp: None,
+            bundle: Some(bundle.clone()),
+            log_tracing: Some(ocm_edge_schemas::wire::works::EMPTY_LOG_TRACING.to_owned()),
         };
         let msg = encode_outbound("ocm-edge", &Outbound::Spec(Box::new(spec)), t(1)).unwrap();
         assert_eq!(msg.topic, "sources/ocm-edge/consumers/edge-1/sourceevents");

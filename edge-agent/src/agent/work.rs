@@ -4,6 +4,7 @@
 use chrono::{DateTime, Utc};
 use ocm_edge_schemas::api::meta::Time;
 use ocm_edge_schemas::wire::resync::ResourceVersion;
+use ocm_edge_schemas::wire::works::SpecEvent;
 
 use super::Agent;
 use crate::applier::{Applier, ApplyError};
@@ -12,7 +13,6 @@ use crate::core::outbox::Envelope;
 use crate::core::plan::{ApplyStrategy, RemoveAction, plan_apply, plan_delete, same_object};
 use crate::core::resource::ResourceRef;
 use crate::core::status::{ManifestOutcome, StatusContext, deleted_status, work_status};
-use crate::events::SpecEvent;
 use crate::store::DesiredBundle;
 
 impl Agent {
@@ -27,20 +27,21 @@ impl Agent {
         let decision = decide_spec(
             held.as_ref().map(|h| h.resource_version),
             spec.resource_version,
-            spec.deletion.is_some(),
+            spec.is_delete(),
         );
         tracing::debug!(resource_id = %spec.resource_id, version = spec.resource_version, ?decision, "spec event");
         match decision {
             SpecDecision::Apply | SpecDecision::Reapply => {
+                let generation = spec.generation();
                 let Some(bundle) = spec.bundle else {
                     return;
                 };
                 let desired = DesiredBundle {
                     resource_id: spec.resource_id,
                     resource_version: spec.resource_version,
-                    source: spec.source,
-                    metadata_json: spec.metadata_json,
-                    generation: spec.generation,
+                    source: spec.header.source,
+                    metadata: spec.metadata,
+                    generation,
                     bundle,
                     deleting: false,
                 };
@@ -66,12 +67,12 @@ impl Agent {
             }
             SpecDecision::DeleteUnknown => {
                 // Deleted earlier (or never held): say so again, the hub may have missed it.
+                let status = deleted_status(None, spec.generation(), Time::new(t));
                 let envelope = Envelope {
                     resource_version: spec.resource_version,
-                    source: spec.source,
-                    metadata_json: spec.metadata_json,
+                    source: spec.header.source,
+                    metadata: spec.metadata,
                 };
-                let status = deleted_status(None, spec.generation, Time::new(t));
                 self.outbox
                     .record(&spec.resource_id, envelope, status, true);
                 self.flush_outbox(t);
@@ -209,7 +210,7 @@ impl Agent {
         let envelope = Envelope {
             resource_version: desired.resource_version,
             source: desired.source.clone(),
-            metadata_json: desired.metadata_json.clone(),
+            metadata: desired.metadata.clone(),
         };
         self.outbox
             .record(&desired.resource_id, envelope, status, false);
@@ -272,7 +273,7 @@ impl Agent {
         let envelope = Envelope {
             resource_version: desired.resource_version,
             source: desired.source.clone(),
-            metadata_json: desired.metadata_json.clone(),
+            metadata: desired.metadata.clone(),
         };
         self.outbox
             .record(&desired.resource_id, envelope, status, true);
@@ -288,16 +289,7 @@ impl Agent {
         if self.publisher.is_some() {
             for (rid, record) in self.outbox.pending() {
                 let seq = self.sequence.next_string(t.timestamp_millis());
-                let event = self.id.status_event(
-                    &rid,
-                    record.envelope.resource_version,
-                    &record.envelope.source,
-                    &record.envelope.metadata_json,
-                    &record.status,
-                    &record.hash,
-                    seq,
-                    t,
-                );
+                let event = self.id.status_event(&rid, &record, seq, t);
                 match event {
                     Ok(ev) => {
                         if !self.send(&ev) {

@@ -7,20 +7,57 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use ocm_edge_schemas::api::meta::ObjectMeta;
 use ocm_edge_schemas::api::work::ManifestWorkStatus;
 use ocm_edge_schemas::wire::resync::StatusHash;
 use ocm_edge_schemas::wire::status_hash::status_hash;
 use serde::{Deserialize, Serialize};
 
 /// What a status event carries besides the status: taken from the spec it reflects.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Envelope {
     /// The spec version this status reflects.
     pub resource_version: i64,
     /// The spec's ce-source (sent back as `originalsource`).
     pub source: String,
     /// The spec's `metadata` extension, echoed.
-    pub metadata_json: String,
+    #[serde(rename = "metadata_json", with = "metadata_as_json_text")]
+    pub metadata: Option<ObjectMeta>,
+}
+
+/// A spec's `metadata` as the agent's store has always kept it: its JSON text, `""` when the spec
+/// had none. Records written by agents already deployed read back unchanged; text that is not an
+/// ObjectMeta is an error (the store reports the record as corrupt), never a silent `None`.
+pub mod metadata_as_json_text {
+    use ocm_edge_schemas::api::meta::ObjectMeta;
+    use serde::de::Error as _;
+    use serde::ser::Error as _;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    /// Writes `None` as `""`, an ObjectMeta as its compact JSON.
+    ///
+    /// # Errors
+    /// When the ObjectMeta cannot be serialized.
+    pub fn serialize<S: Serializer>(meta: &Option<ObjectMeta>, s: S) -> Result<S::Ok, S::Error> {
+        match meta {
+            None => s.serialize_str(""),
+            Some(m) => s.serialize_str(&serde_json::to_string(m).map_err(S::Error::custom)?),
+        }
+    }
+
+    /// Reads `""` as `None`, anything else as ObjectMeta JSON.
+    ///
+    /// # Errors
+    /// When the text is neither empty nor an ObjectMeta.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ObjectMeta>, D::Error> {
+        let text = String::deserialize(d)?;
+        if text.is_empty() {
+            return Ok(None);
+        }
+        serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| D::Error::custom(format!("metadata is not ObjectMeta JSON: {e}")))
+    }
 }
 
 /// The latest status of one bundle.

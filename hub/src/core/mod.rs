@@ -38,9 +38,9 @@ use ocm_edge_schemas::api::cluster::{
 };
 use ocm_edge_schemas::api::lease::Lease;
 use ocm_edge_schemas::api::meta::{Condition, Time};
-use ocm_edge_schemas::api::work::{ManifestBundle, ManifestWorkSpec, ManifestWorkStatus};
-use ocm_edge_schemas::wire::event_type::Action;
+use ocm_edge_schemas::api::work::{ManifestWorkSpec, ManifestWorkStatus};
 use ocm_edge_schemas::wire::resync::{ResourceVersionList, StatusHashList};
+use ocm_edge_schemas::wire::works::{SpecEvent, StatusEvent};
 use serde::{Deserialize, Serialize};
 
 use crate::availability::{AvailabilityConfig, ClusterAvailability};
@@ -102,6 +102,8 @@ impl std::fmt::Display for WorkKey {
 }
 
 /// Everything the hub keeps about one work.
+// Not a ManifestWork: a stored record with the hub's bookkeeping (resourceid, status hash, last
+// sequenceid, deletion handshake); `spec_event` turns it into the wire message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorkRecord {
     pub key: WorkKey,
@@ -171,43 +173,13 @@ pub enum Record {
     ForgetObject(ObjectKey),
 }
 
-/// A spec event for one work (create, update, delete, resync response).
-#[derive(Debug, Clone, PartialEq)]
-pub struct SpecMessage {
-    pub cluster: String,
-    pub resource_id: String,
-    pub resource_version: i64,
-    /// `spec.create_request`, `update_request`, `delete_request` or `resync_response`.
-    pub action: Action,
-    /// The `metadata` extension; `None` for a bare delete of a work the hub no longer has.
-    pub metadata: Option<WorkMetadata>,
-    /// `None` for deletes.
-    pub bundle: Option<ManifestBundle>,
-    pub deletion_timestamp: Option<DateTime<Utc>>,
-}
-
-/// The `metadata` extension of spec events (an ObjectMeta subset).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct WorkMetadata {
-    pub name: String,
-    pub namespace: String,
-    pub uid: String,
-    pub generation: i64,
-    pub creation_timestamp: Time,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub labels: BTreeMap<String, String>,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub annotations: BTreeMap<String, String>,
-}
-
 /// A message to publish.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outbound {
     /// The hub's view of a cluster (`managedclusters.spec.update_request` on its sourceevents).
     HubView(Box<ManagedCluster>),
-    /// A work spec event on the cluster's sourceevents.
-    Spec(Box<SpecMessage>),
+    /// A work spec event on the cluster's sourceevents, as it goes on the wire.
+    Spec(Box<SpecEvent>),
     /// A `status.resync_request` with the hashes the hub holds for that cluster.
     StatusResyncRequest {
         cluster: String,
@@ -233,16 +205,6 @@ impl Change {
     }
 }
 
-/// A status event from an agent, decoded.
-#[derive(Debug, Clone, PartialEq)]
-pub struct WorkStatusReport {
-    pub cluster: String,
-    pub resource_id: String,
-    pub resource_version: i64,
-    pub sequence_id: Option<String>,
-    pub status: ManifestWorkStatus,
-}
-
 /// Something an agent said, decoded from its CloudEvent.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AgentInput {
@@ -260,8 +222,9 @@ pub enum AgentInput {
     LeaseRenewal { cluster: String, lease: Box<Lease> },
     /// `presences.status.update_request` (birth, or the will).
     Presence { cluster: String, presence: Presence },
-    /// `manifestbundles.status.update_request` or `status.resync_response`.
-    WorkStatus(Box<WorkStatusReport>),
+    /// `manifestbundles.status.update_request` or `status.resync_response`; its `cluster` is the
+    /// topic's.
+    WorkStatus(Box<StatusEvent>),
     /// `addonplacementscores.status.update_request`: a score for placements.
     AddOnScore {
         cluster: String,
@@ -489,7 +452,7 @@ impl HubCore {
             AgentInput::LeaseRenewal { cluster, lease } => {
                 self.lease_renewal(&cluster, &lease, now)
             }
-            AgentInput::WorkStatus(report) => self.work_status(*report, now),
+            AgentInput::WorkStatus(event) => self.work_status(*event, now),
             AgentInput::SpecResyncRequest { cluster, versions } => {
                 self.spec_resync(&cluster, &versions, now)
             }

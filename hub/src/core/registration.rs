@@ -118,7 +118,7 @@ impl HubCore {
             for work in self.works_of(cluster) {
                 change
                     .outbound
-                    .push(Outbound::Spec(Box::new(self.spec_message(work, None))));
+                    .push(Outbound::Spec(Box::new(self.spec_event(work, None, now))));
             }
         }
         Ok(change)

@@ -256,7 +256,7 @@ fn template_labels(r: &ReplicaSetRecord) -> BTreeMap<String, String> {
 mod tests {
     use super::super::testkit::*;
     use super::*;
-    use crate::core::{AgentInput, WorkStatusReport};
+    use crate::core::AgentInput;
     use ocm_edge_schemas::admin::WriteOutcome;
     use ocm_edge_schemas::api::cluster::ManagedCluster;
     use ocm_edge_schemas::api::object::OcmObject;
@@ -440,13 +440,14 @@ mod tests {
         }
         step(
             &mut core,
-            AgentInput::WorkStatus(Box::new(WorkStatusReport {
-                cluster: "edge-1".into(),
-                resource_id: work.resource_id.clone(),
-                resource_version: work.resource_version,
-                sequence_id: None,
+            // No sequenceid: the order is not checked.
+            status_input(
+                "edge-1",
+                &work.resource_id,
+                work.resource_version,
+                "",
                 status,
-            })),
+            ),
             4,
         );
         core.reconcile_fleet(t(4));

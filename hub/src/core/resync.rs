@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use ocm_edge_schemas::wire::event_type::Action;
 use ocm_edge_schemas::wire::resync::{ResourceVersionList, StatusHash, StatusHashList};
 
-use super::{Change, ClusterState, HubCore, Outbound, Record, SpecMessage};
+use super::{Change, ClusterState, HubCore, Outbound, Record, WorkRecord};
 
 impl HubCore {
     /// Answers a `spec.resync_request` from an accepted cluster.
@@ -27,6 +27,13 @@ impl HubCore {
             .iter()
             .map(|v| (v.resource_id.as_str(), v.resource_version))
             .collect();
+        let resync_response = |work: &WorkRecord| {
+            Outbound::Spec(Box::new(self.spec_event(
+                work,
+                Some(Action::ResyncResponse),
+                now,
+            )))
+        };
         let mut change = Change::default();
         let mut ours = HashSet::new();
         for work in self.works_of(cluster) {
@@ -35,9 +42,7 @@ impl HubCore {
             match (work.deleting, agent_version) {
                 // Being deleted and the agent no longer holds it: nothing left to confirm.
                 (Some(_), None) => change.records.push(Record::ForgetWork(work.key.clone())),
-                (Some(_), Some(_)) => change.outbound.push(Outbound::Spec(Box::new(
-                    self.spec_message(work, Some(Action::ResyncResponse)),
-                ))),
+                (Some(_), Some(_)) => change.outbound.push(resync_response(work)),
                 (None, Some(v)) if v == work.resource_version => {}
                 (None, Some(v)) if v > work.resource_version => {
                     // The agent holds a newer version of this resourceid than the hub: the work
@@ -46,28 +51,18 @@ impl HubCore {
                     if v < i64::from(i32::MAX) {
                         let mut bumped = work.clone();
                         bumped.resource_version = v + 1;
-                        change.outbound.push(Outbound::Spec(Box::new(
-                            self.spec_message(&bumped, Some(Action::ResyncResponse)),
-                        )));
+                        change.outbound.push(resync_response(&bumped));
                         change.records.push(Record::Work(Box::new(bumped)));
                     }
                 }
-                (None, _) => change.outbound.push(Outbound::Spec(Box::new(
-                    self.spec_message(work, Some(Action::ResyncResponse)),
-                ))),
+                (None, _) => change.outbound.push(resync_response(work)),
             }
         }
         for v in &held.resource_versions {
             if !ours.contains(v.resource_id.as_str()) {
-                change.outbound.push(Outbound::Spec(Box::new(SpecMessage {
-                    cluster: cluster.to_owned(),
-                    resource_id: v.resource_id.clone(),
-                    resource_version: v.resource_version,
-                    action: Action::ResyncResponse,
-                    metadata: None,
-                    bundle: None,
-                    deletion_timestamp: Some(now),
-                })));
+                change
+                    .outbound
+                    .push(Outbound::Spec(Box::new(self.bare_delete(cluster, v, now))));
             }
         }
         change

@@ -5,12 +5,11 @@ use ocm_edge_schemas::api::cluster::ManagedCluster;
 use ocm_edge_schemas::api::lease::Lease;
 use ocm_edge_schemas::api::meta::{Condition, ConditionStatus};
 use ocm_edge_schemas::api::work::{Manifest, ManifestWorkStatus};
+use ocm_edge_schemas::wire::event_type::Action;
+use ocm_edge_schemas::wire::works::{Header, SpecEvent, StatusEvent};
 use serde_json::json;
 
-use super::{
-    AgentInput, Change, CoreConfig, HubCore, Outbound, Presence, SpecMessage, WorkInput,
-    WorkStatusReport,
-};
+use super::{AgentInput, Change, CoreConfig, HubCore, Outbound, Presence, WorkInput};
 
 pub fn cfg() -> CoreConfig {
     CoreConfig {
@@ -122,12 +121,18 @@ pub fn status_input(
     seq: &str,
     status: ManifestWorkStatus,
 ) -> AgentInput {
-    AgentInput::WorkStatus(Box::new(WorkStatusReport {
+    AgentInput::WorkStatus(Box::new(StatusEvent {
+        header: Header::new(format!("{cluster}-work-agent"), t(0)),
+        action: Action::UpdateRequest,
         cluster: cluster.into(),
         resource_id: id.into(),
         resource_version: version,
-        sequence_id: Some(seq.into()),
-        status,
+        original_source: cfg().source_id,
+        sequence_id: seq.into(),
+        status_hash: None,
+        metadata: None,
+        log_tracing: None,
+        status: status.into(),
     }))
 }
 
@@ -142,7 +147,7 @@ pub fn hub_views(change: &Change) -> Vec<ManagedCluster> {
         .collect()
 }
 
-pub fn specs(change: &Change) -> Vec<SpecMessage> {
+pub fn specs(change: &Change) -> Vec<SpecEvent> {
     change
         .outbound
         .iter()

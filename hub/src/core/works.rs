@@ -9,18 +9,19 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use ocm_edge_schemas::admin::WriteOutcome;
-use ocm_edge_schemas::api::meta::is_condition_true;
-use ocm_edge_schemas::api::work::{ManifestBundle, ManifestWorkSpec, WORK_DELETED};
+use ocm_edge_schemas::api::meta::{ObjectMeta, is_condition_true};
+use ocm_edge_schemas::api::work::{
+    ManifestBundle, ManifestWorkSpec, ManifestWorkStatus, WORK_DELETED,
+};
 use ocm_edge_schemas::validate;
 use ocm_edge_schemas::wire::event_type::Action;
+use ocm_edge_schemas::wire::resync::ResourceVersion;
 use ocm_edge_schemas::wire::sequence::is_newer;
 use ocm_edge_schemas::wire::status_hash::status_hash;
+use ocm_edge_schemas::wire::works::{EMPTY_LOG_TRACING, Header, SpecEvent, StatusEvent};
 use uuid::Uuid;
 
-use super::{
-    Change, ClusterState, HubCore, Outbound, Record, SpecMessage, WorkKey, WorkMetadata,
-    WorkRecord, WorkStatusReport, counter, time,
-};
+use super::{Change, ClusterState, HubCore, Outbound, Record, WorkKey, WorkRecord, counter, time};
 
 /// Name (DNS) of the UUID v5 namespace of work resource ids.
 pub const RESOURCE_ID_NAMESPACE_NAME: &str = "ocm-edge.open-cluster-management.io";
@@ -53,6 +54,7 @@ pub enum WorkError {
 }
 
 /// The desired state of a work, as an operator gives it.
+// Not a ManifestWork: it has no namespace, as one input is written to several clusters.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct WorkInput {
     pub name: String,
@@ -129,9 +131,9 @@ impl HubCore {
                 }
             };
             if outcome != WriteOutcome::Unchanged {
-                change
-                    .outbound
-                    .push(Outbound::Spec(Box::new(self.spec_message(&record, None))));
+                change.outbound.push(Outbound::Spec(Box::new(
+                    self.spec_event(&record, None, now),
+                )));
             }
             change.records.push(Record::Work(Box::new(record)));
             outcomes.push((key, outcome));
@@ -161,7 +163,9 @@ impl HubCore {
             record.deleting = Some(time(now));
         }
         Ok(Change {
-            outbound: vec![Outbound::Spec(Box::new(self.spec_message(&record, None)))],
+            outbound: vec![Outbound::Spec(Box::new(
+                self.spec_event(&record, None, now),
+            ))],
             records: vec![Record::Work(Box::new(record))],
         })
     }
@@ -169,7 +173,7 @@ impl HubCore {
     /// A status event from an accepted cluster. Accepted only when it is for the current
     /// resourceversion, its hash changed, and its sequenceid is newer; a `Deleted` status for a
     /// work being deleted completes the deletion handshake.
-    pub(crate) fn work_status(&self, report: WorkStatusReport, now: DateTime<Utc>) -> Change {
+    pub(crate) fn work_status(&self, report: StatusEvent, now: DateTime<Utc>) -> Change {
         let Some(work) = self.work_by_resource_id(&report.resource_id) else {
             return self.count(counter::UNKNOWN_WORK);
         };
@@ -182,7 +186,11 @@ impl HubCore {
             );
             return self.count(counter::UNKNOWN_WORK);
         }
-        if is_condition_true(&report.status.conditions, WORK_DELETED) {
+        // The hub keeps the API shape; the payload's optional `manifestBundle` has no place in it.
+        let status = ManifestWorkStatus::from(report.status);
+        // An agent that sends no sequenceid (empty) is not checked for order.
+        let sequence_id = Some(report.sequence_id).filter(|s| !s.is_empty());
+        if is_condition_true(&status.conditions, WORK_DELETED) {
             if work.deleting.is_some() {
                 return Change {
                     records: vec![Record::ForgetWork(work.key.clone())],
@@ -196,20 +204,20 @@ impl HubCore {
         if report.resource_version != work.resource_version {
             return self.count(counter::STALE_STATUS);
         }
-        let hash = status_hash(&report.status);
+        let hash = status_hash(&status);
         if work.status_hash.as_deref() == Some(hash.as_str()) {
             return self.count(counter::UNCHANGED_STATUS);
         }
-        if let (Some(new), Some(old)) = (&report.sequence_id, &work.last_sequence_id)
+        if let (Some(new), Some(old)) = (&sequence_id, &work.last_sequence_id)
             && !is_newer(new, old)
         {
             return self.count(counter::STALE_STATUS);
         }
         let mut record = work.clone();
-        record.status = Some(report.status);
+        record.status = Some(status);
         record.status_hash = Some(hash);
-        if report.sequence_id.is_some() {
-            record.last_sequence_id = report.sequence_id;
+        if sequence_id.is_some() {
+            record.last_sequence_id = sequence_id;
         }
         record.status_updated = Some(time(now));
         let mut change = self.count(counter::STATUS_ACCEPTED);
@@ -218,33 +226,63 @@ impl HubCore {
     }
 
     /// The spec event for `work` as it is now: a delete when it is being deleted, otherwise a
-    /// create (version 1) or update. `action` overrides the action (resync responses).
-    pub fn spec_message(&self, work: &WorkRecord, action: Option<Action>) -> SpecMessage {
+    /// create (version 1) or update. `action` overrides the action (resync responses). `now` is
+    /// the event's `time`.
+    pub fn spec_event(
+        &self,
+        work: &WorkRecord,
+        action: Option<Action>,
+        now: DateTime<Utc>,
+    ) -> SpecEvent {
         let deleting = work.deleting.map(|t| t.as_datetime());
         let default_action = match (deleting, work.resource_version) {
             (Some(_), _) => Action::DeleteRequest,
             (None, 1) => Action::CreateRequest,
             (None, _) => Action::UpdateRequest,
         };
-        SpecMessage {
+        SpecEvent {
+            header: Header::new(&self.config().source_id, now),
+            action: action.unwrap_or(default_action),
             cluster: work.key.cluster.clone(),
             resource_id: work.resource_id.clone(),
             resource_version: work.resource_version,
-            action: action.unwrap_or(default_action),
-            metadata: Some(WorkMetadata {
+            metadata: Some(ObjectMeta {
                 name: work.key.name.clone(),
                 namespace: work.key.cluster.clone(),
                 uid: work.resource_id.clone(),
                 generation: work.resource_version,
-                creation_timestamp: work.created,
+                creation_timestamp: Some(work.created),
                 labels: work.labels.clone(),
                 annotations: work.annotations.clone(),
+                ..ObjectMeta::default()
             }),
+            deletion_timestamp: deleting,
             bundle: match deleting {
                 Some(_) => None,
                 None => Some(ManifestBundle::from(&work.spec)),
             },
-            deletion_timestamp: deleting,
+            log_tracing: Some(EMPTY_LOG_TRACING.to_owned()),
+        }
+    }
+
+    /// A bare delete (no metadata, no bundle) for a bundle `cluster`'s agent holds and the hub
+    /// no longer has.
+    pub fn bare_delete(
+        &self,
+        cluster: &str,
+        held: &ResourceVersion,
+        now: DateTime<Utc>,
+    ) -> SpecEvent {
+        SpecEvent {
+            header: Header::new(&self.config().source_id, now),
+            action: Action::ResyncResponse,
+            cluster: cluster.to_owned(),
+            resource_id: held.resource_id.clone(),
+            resource_version: held.resource_version,
+            metadata: None,
+            deletion_timestamp: Some(now),
+            bundle: None,
+            log_tracing: Some(EMPTY_LOG_TRACING.to_owned()),
         }
     }
 }

@@ -123,6 +123,16 @@ impl SpecEvent {
         self.deletion_timestamp.is_some()
     }
 
+    /// The work's generation: `metadata.generation` when the source sets it, else the
+    /// resourceversion (a bare delete carries no metadata).
+    pub fn generation(&self) -> i64 {
+        self.metadata
+            .as_ref()
+            .map(|m| m.generation)
+            .filter(|g| *g > 0)
+            .unwrap_or(self.resource_version)
+    }
+
     /// The event, with `originalsource` empty as Go sources send it.
     ///
     /// # Errors
