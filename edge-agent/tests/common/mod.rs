@@ -139,9 +139,10 @@ pub struct LinkProxy {
 
 impl LinkProxy {
     pub async fn start(broker_url: &str) -> LinkProxy {
-        let target = broker_url.trim_start_matches("mqtt://").to_owned();
+        let broker = BrokerUrl::parse(broker_url).unwrap();
+        let target = format!("{}:{}", broker.host(), broker.port());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("mqtt://{}", listener.local_addr().unwrap());
+        let url = BrokerUrl::plain(listener.local_addr().unwrap()).to_string();
         let (cuts, cut_rx) = watch::channel(0u64);
         let blocked = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let is_blocked = blocked.clone();
