@@ -8,6 +8,10 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::{Parser, ValueEnum};
 use ocm_edge_agent::{AgentConfig, ApplierConfig, run_agent};
+use ocm_edge_mqtt::BrokerArgs;
+
+/// The broker when none is given: a hub's embedded broker on this machine.
+const DEFAULT_BROKER_URL: &str = "mqtt://127.0.0.1:1883";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum ApplierKind {
@@ -24,32 +28,9 @@ struct Cli {
     /// Managed cluster name ([a-z0-9-]+).
     #[arg(long, env = "OCM_EDGE_CLUSTER_NAME")]
     cluster_name: String,
-    /// MQTT broker, mqtt://host:port or mqtts://host:port.
-    #[arg(long, env = "OCM_EDGE_BROKER", default_value = "mqtt://127.0.0.1:1883")]
-    broker: String,
-    /// MQTT username (default: the cluster name, when a password is given).
-    #[arg(long, env = "OCM_EDGE_BROKER_USERNAME")]
-    broker_username: Option<String>,
-    /// MQTT password.
-    #[arg(long, env = "OCM_EDGE_BROKER_PASSWORD", hide_env_values = true)]
-    broker_password: Option<String>,
-    /// PEM CA of an mqtts:// broker (default: system roots).
-    #[arg(long, env = "OCM_EDGE_BROKER_CA_FILE")]
-    broker_ca_file: Option<PathBuf>,
-    /// PEM client certificate for mTLS.
-    #[arg(
-        long,
-        env = "OCM_EDGE_BROKER_CLIENT_CERT",
-        requires = "broker_client_key"
-    )]
-    broker_client_cert: Option<PathBuf>,
-    /// PEM client key for mTLS.
-    #[arg(
-        long,
-        env = "OCM_EDGE_BROKER_CLIENT_KEY",
-        requires = "broker_client_cert"
-    )]
-    broker_client_key: Option<PathBuf>,
+    /// The broker and how to reach it (URL, login, TLS files).
+    #[command(flatten)]
+    broker: BrokerArgs,
     /// Directory of the agent's redb file.
     #[arg(
         long,
@@ -112,13 +93,15 @@ async fn main() -> anyhow::Result<()> {
         )
         .init();
     let cli = Cli::parse();
-    let mut cfg = AgentConfig::new(&cli.cluster_name, &cli.broker, &cli.data_dir);
+    let mut cfg = AgentConfig::new(
+        &cli.cluster_name,
+        cli.broker.url_or(DEFAULT_BROKER_URL),
+        &cli.data_dir,
+    );
     cfg.source_id = cli.source_id.clone();
-    cfg.broker_username = cli.broker_username.clone();
-    cfg.broker_password = cli.broker_password.clone();
-    cfg.tls.ca_file = cli.broker_ca_file.clone();
-    cfg.tls.client_cert_file = cli.broker_client_cert.clone();
-    cfg.tls.client_key_file = cli.broker_client_key.clone();
+    cfg.broker_username = cli.broker.broker_username.clone();
+    cfg.broker_password = cli.broker.broker_password.clone();
+    cfg.tls = cli.broker.tls();
     cfg.applier = match cli.applier {
         ApplierKind::Sim => ApplierConfig::Sim {
             ready_delay: seconds("--sim-ready-delay", cli.sim_ready_delay)?,

@@ -376,6 +376,11 @@ impl HubLoop {
         now: chrono::DateTime<Utc>,
         batch: &mut Batch,
     ) -> Change {
+        if received.retain {
+            // A retained request would be replayed at every resubscribe: never act on one.
+            tracing::warn!("retained admin request dropped (requests must not be retained)");
+            return self.core.count(counter::ADMIN_DROPPED);
+        }
         let Some(topic) = received.response_topic else {
             tracing::warn!("admin request without a response topic dropped");
             return self.core.count(counter::ADMIN_DROPPED);

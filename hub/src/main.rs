@@ -33,7 +33,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 fn init_logging(command: &Command) {
     let default = match command {
         Command::Hub(_) => "info,rumqttd=off",
-        _ => "warn,rumqttd=off",
+        // A one-shot command reports a broker it cannot reach as its error; no retry log.
+        _ => "warn,rumqttd=off,ocm_edge_mqtt=error",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));

@@ -1,8 +1,8 @@
 //! Brokers for tests: the hub's embedded rumqttd (MQTT 5) on a free port that outlives hub
 //! restarts, and the free-port / listening helpers the Mosquitto runner shares.
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::time::{Duration, Instant};
+use std::net::{SocketAddr, TcpListener};
+use std::time::Duration;
 
 /// Largest MQTT packet the test brokers and probes accept (the embedded broker's limit).
 pub const MAX_PACKET_BYTES: usize = ocm_edge_mqtt::broker::MAX_PACKET_BYTES;
@@ -36,19 +36,10 @@ pub fn free_port() -> Result<u16, BrokerError> {
 /// # Errors
 /// [`BrokerError::NotListening`] after `timeout`.
 pub fn wait_listening(addr: SocketAddr, timeout: Duration) -> Result<(), BrokerError> {
-    let started = Instant::now();
-    loop {
-        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
-            return Ok(());
-        }
-        if started.elapsed() > timeout {
-            return Err(BrokerError::NotListening {
-                addr,
-                waited: timeout,
-            });
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    ocm_edge_mqtt::broker::wait_listening(addr, timeout).map_err(|_| BrokerError::NotListening {
+        addr,
+        waited: timeout,
+    })
 }
 
 /// The hub's embedded rumqttd 0.20 (`ocm_edge_mqtt::broker::start_embedded`) on a free port of

@@ -78,3 +78,22 @@ impl Spawned {
         assert!(status.success(), "{} exited with {status}", self.name);
     }
 }
+
+/// The child's side of [`Spawned`]: logs to stderr (`RUST_LOG`, default `warn`), so stdout
+/// carries only the `ready` line.
+pub fn init_child_logging() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+/// The child's side of [`Spawned::stop`]: resolves when the parent closes stdin.
+pub async fn wait_stdin_closed() {
+    use tokio::io::AsyncReadExt;
+    let mut stdin = tokio::io::stdin();
+    let mut buf = [0u8; 64];
+    while stdin.read(&mut buf).await.is_ok_and(|n| n > 0) {}
+}

@@ -46,11 +46,20 @@ fn tls(ca: &Path) -> TlsFiles {
     }
 }
 
-/// Runs a test binary against the broker with the wrong CA and returns the first stderr line that
-/// says the broker's certificate is not trusted.
-async fn untrusted_line(program: &str, args: &[&str]) -> String {
+/// Runs a test binary (with `args`) against the broker with the wrong CA and returns the first
+/// stderr line that says the broker's certificate is not trusted.
+async fn untrusted_line(program: &str, s: &Setup, args: &[&str]) -> String {
+    let data_dir = s
+        .dir
+        .path()
+        .join(format!("wrong-{}", uuid::Uuid::new_v4().simple()));
     let mut child = tokio::process::Command::new(program)
         .args(args)
+        .args(["--broker", &s.broker.url()])
+        .arg("--data-dir")
+        .arg(data_dir)
+        .arg("--broker-ca-file")
+        .arg(&s.wrong.ca_file)
         .env("RUST_LOG", "warn")
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
@@ -129,18 +138,7 @@ async fn the_hub_serves_an_agent_over_mqtts_and_names_an_untrusted_broker() {
     .await
     .unwrap();
 
-    let line = untrusted_line(
-        env!("CARGO_BIN_EXE_test-hub"),
-        &[
-            "--broker",
-            &url,
-            "--data-dir",
-            s.dir.path().join("hub-wrong").to_str().unwrap(),
-            "--broker-ca-file",
-            s.wrong.ca_file.to_str().unwrap(),
-        ],
-    )
-    .await;
+    let line = untrusted_line(env!("CARGO_BIN_EXE_test-hub"), &s, &[]).await;
     assert!(
         line.contains(&url),
         "the hub's error names the broker: {line}"
@@ -159,16 +157,8 @@ async fn an_agent_with_the_wrong_ca_says_the_broker_is_not_trusted() {
     let url = s.broker.url();
     let line = untrusted_line(
         env!("CARGO_BIN_EXE_test-agent"),
-        &[
-            "--cluster",
-            "edge-wrong",
-            "--broker",
-            &url,
-            "--data-dir",
-            s.dir.path().join("agent-wrong").to_str().unwrap(),
-            "--broker-ca-file",
-            s.wrong.ca_file.to_str().unwrap(),
-        ],
+        &s,
+        &["--cluster", "edge-wrong"],
     )
     .await;
     assert!(

@@ -174,6 +174,8 @@ pub async fn run_agent(
 /// [`AgentError`] for a bad configuration, an unusable data dir or applier.
 pub async fn start_agent(cfg: AgentConfig) -> Result<AgentHandle, AgentError> {
     cfg.validate()?;
+    // One rustls provider (ring) for the MQTT layer and kube-rs alike (DESIGN.md decision 10).
+    ocm_edge_mqtt::install_crypto_provider();
     // Read the certificates now, so a wrong path fails the start instead of every reconnect.
     if cfg.broker_url()?.is_tls() {
         cfg.tls.client_config().map_err(SessionError::from)?;

@@ -34,7 +34,7 @@ pub struct HubArgs {
 /// # Errors
 /// [`CliError::Usage`] for --listen together with --broker, or a zero grace multiplier.
 pub fn hub_config(global: &GlobalArgs, args: &HubArgs) -> Result<HubConfig, CliError> {
-    let broker = match (&global.broker, args.listen) {
+    let broker = match (&global.broker.broker, args.listen) {
         (Some(_), Some(_)) => {
             return Err(CliError::Usage(
                 "--listen (embedded broker) and --broker (external broker) cannot be used together: \
@@ -55,9 +55,9 @@ pub fn hub_config(global: &GlobalArgs, args: &HubArgs) -> Result<HubConfig, CliE
     cfg.broker = broker;
     cfg.source_id = global.source_id.clone();
     cfg.lease_grace_multiplier = args.lease_grace_multiplier;
-    cfg.broker_username = global.broker_username.clone();
-    cfg.broker_password = global.broker_password.clone();
-    cfg.broker_tls = global.broker_tls();
+    cfg.broker_username = global.broker.broker_username.clone();
+    cfg.broker_password = global.broker.broker_password.clone();
+    cfg.broker_tls = global.broker.tls();
     Ok(cfg)
 }
 

@@ -26,10 +26,9 @@ pub mod placement;
 pub mod rollout;
 pub mod work;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
-use ocm_edge_mqtt::TlsFiles;
+use ocm_edge_mqtt::BrokerArgs;
 
 use clap::{Args, Parser, Subcommand};
 use thiserror::Error;
@@ -59,10 +58,9 @@ pub struct Cli {
 /// Options shared by every command.
 #[derive(Debug, Clone, Args)]
 pub struct GlobalArgs {
-    /// MQTT broker the hub listens on (for `hub`: use this external broker instead of the
-    /// embedded one) [default: mqtt://127.0.0.1:1883].
-    #[arg(long, global = true, env = "OCM_EDGE_BROKER", value_name = "URL")]
-    pub broker: Option<String>,
+    /// The broker and how to reach it (URL, login, TLS files).
+    #[command(flatten)]
+    pub broker: BrokerArgs,
     /// Source id of the hub (the `S` in `sources/S/...` topics).
     #[arg(
         long,
@@ -75,64 +73,12 @@ pub struct GlobalArgs {
     /// How long to wait for the broker and the hub, e.g. `5s`, `500ms`, `1m`.
     #[arg(long, global = true, default_value = "5s", value_parser = parse_duration, value_name = "DURATION")]
     pub timeout: Duration,
-    /// MQTT username for a broker with authentication (`ocm-edge-operator` for commands,
-    /// `ocm-edge-hub` for `hub` with the Mosquitto ACL in broker-config/).
-    #[arg(
-        long,
-        global = true,
-        env = "OCM_EDGE_BROKER_USERNAME",
-        value_name = "USER"
-    )]
-    pub broker_username: Option<String>,
-    /// MQTT password going with --broker-username (prefer the environment variable: command
-    /// lines are visible to other users).
-    #[arg(
-        long,
-        global = true,
-        env = "OCM_EDGE_BROKER_PASSWORD",
-        hide_env_values = true,
-        value_name = "PASSWORD"
-    )]
-    pub broker_password: Option<String>,
-    /// PEM CA that signed an mqtts:// broker's certificate [default: the system's roots].
-    #[arg(
-        long,
-        global = true,
-        env = "OCM_EDGE_BROKER_CA_FILE",
-        value_name = "FILE"
-    )]
-    pub broker_ca_file: Option<PathBuf>,
-    /// PEM client certificate for a broker that wants mutual TLS (with --broker-client-key).
-    #[arg(
-        long,
-        global = true,
-        env = "OCM_EDGE_BROKER_CLIENT_CERT",
-        value_name = "FILE"
-    )]
-    pub broker_client_cert: Option<PathBuf>,
-    /// PEM private key of --broker-client-cert.
-    #[arg(
-        long,
-        global = true,
-        env = "OCM_EDGE_BROKER_CLIENT_KEY",
-        value_name = "FILE"
-    )]
-    pub broker_client_key: Option<PathBuf>,
 }
 
 impl GlobalArgs {
-    /// The TLS files for an mqtts:// broker.
-    pub fn broker_tls(&self) -> TlsFiles {
-        TlsFiles {
-            ca_file: self.broker_ca_file.clone(),
-            client_cert_file: self.broker_client_cert.clone(),
-            client_key_file: self.broker_client_key.clone(),
-        }
-    }
-
     /// The broker URL the CLI talks through.
     pub fn broker_url(&self) -> &str {
-        self.broker.as_deref().unwrap_or(DEFAULT_BROKER_URL)
+        self.broker.url_or(DEFAULT_BROKER_URL)
     }
 
     /// Connects the admin client.
@@ -142,9 +88,9 @@ impl GlobalArgs {
     pub async fn connect(&self) -> Result<AdminClient, CliError> {
         let options = ConnectOptions {
             timeout: self.timeout,
-            username: self.broker_username.clone(),
-            password: self.broker_password.clone(),
-            tls: self.broker_tls(),
+            username: self.broker.broker_username.clone(),
+            password: self.broker.broker_password.clone(),
+            tls: self.broker.tls(),
         };
         Ok(AdminClient::connect_with(self.broker_url(), &self.source_id, &options).await?)
     }

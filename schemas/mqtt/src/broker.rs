@@ -159,16 +159,29 @@ fn start_on(
     } else {
         addr
     };
+    wait_listening(connect_to, START_TIMEOUT).map_err(|_| BrokerError::NotListening {
+        addr,
+        waited: START_TIMEOUT,
+    })?;
+    tracing::info!(%addr, "embedded MQTT 5 broker listening");
+    Ok(EmbeddedBroker { addr })
+}
+
+/// Blocks until something accepts TCP connections on `addr` (a broker that has started), at
+/// most `timeout`.
+///
+/// # Errors
+/// [`BrokerError::NotListening`] after `timeout`.
+pub fn wait_listening(addr: SocketAddr, timeout: Duration) -> Result<(), BrokerError> {
     let started = Instant::now();
     loop {
-        if TcpStream::connect_timeout(&connect_to, Duration::from_millis(200)).is_ok() {
-            tracing::info!(%addr, "embedded MQTT 5 broker listening");
-            return Ok(EmbeddedBroker { addr });
+        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            return Ok(());
         }
-        if started.elapsed() > START_TIMEOUT {
+        if started.elapsed() > timeout {
             return Err(BrokerError::NotListening {
                 addr,
-                waited: START_TIMEOUT,
+                waited: timeout,
             });
         }
         // Polling a TCP port has no event to wait on; 10 ms keeps start-up fast.

@@ -2,6 +2,7 @@
 //! demo, benchmarks and tests reach the broker through it.
 //!
 //! Map:
+//! - [`args`]: [`BrokerArgs`], the broker flags (and `OCM_EDGE_*` variables) of every binary.
 //! - [`url`]: [`BrokerUrl`] (`mqtt://`, `mqtts://`, default ports, clear errors) and
 //!   [`Credentials`].
 //! - [`tls`]: rustls with the ring provider, installed once; system roots or a CA file, optional
@@ -19,6 +20,7 @@
 //! - [`shutdown`]: the process shutdown signal (Ctrl-C, SIGTERM).
 //! - `broker` (feature `embedded-broker`): the embedded broker the hub runs by default.
 
+pub mod args;
 #[cfg(feature = "embedded-broker")]
 pub mod broker;
 pub mod link;
@@ -29,6 +31,7 @@ pub mod shutdown;
 pub mod tls;
 pub mod url;
 
+pub use args::BrokerArgs;
 pub use link::LinkError;
 pub use publication::Publication;
 pub use request::{RequestError, Requester};

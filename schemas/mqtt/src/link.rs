@@ -52,14 +52,27 @@ pub enum LinkError {
         code: String,
     },
     /// No CONNACK in time. Retryable.
-    #[error("the MQTT broker at {url} did not answer within {secs} s")]
+    #[error(
+        "the MQTT broker at {url} did not answer within {secs} s (is it reachable from here? raise --timeout on a slow link)"
+    )]
     Timeout {
         /// The broker.
         url: String,
         /// The connect timeout.
         secs: u64,
     },
-    /// An established link ended, or a connection failed in another way. Retryable.
+    /// A connection attempt failed before the broker ever answered (name lookup, network,
+    /// TLS to a plain port). Retryable.
+    #[error(
+        "cannot reach the MQTT broker at {url}: {reason} (check the host and port in --broker, and whether the broker expects mqtts://)"
+    )]
+    Unreachable {
+        /// The broker.
+        url: String,
+        /// What happened.
+        reason: String,
+    },
+    /// An established link ended. Retryable.
     #[error("lost the connection to the MQTT broker at {url}: {reason}")]
     Lost {
         /// The broker.
@@ -70,11 +83,13 @@ pub enum LinkError {
 }
 
 impl LinkError {
-    /// Sorts a rumqttc error by cause.
+    /// Sorts a rumqttc error by cause; `ever_connected` tells a lost link from a broker that was
+    /// never reached.
     pub fn classify(
         url: &BrokerUrl,
         user: Option<&str>,
         timeout_secs: u64,
+        ever_connected: bool,
         e: &ConnectionError,
     ) -> Self {
         let url = url.to_string();
@@ -99,12 +114,20 @@ impl LinkError {
             },
             ConnectionError::Tls(tls) => match untrusted(tls) {
                 Some(reason) => LinkError::Untrusted { url, reason },
-                None => LinkError::Lost {
+                None if ever_connected => LinkError::Lost {
+                    url,
+                    reason: format!("TLS: {tls}"),
+                },
+                None => LinkError::Unreachable {
                     url,
                     reason: format!("TLS: {tls}"),
                 },
             },
-            other => LinkError::Lost {
+            other if ever_connected => LinkError::Lost {
+                url,
+                reason: other.to_string(),
+            },
+            other => LinkError::Unreachable {
                 url,
                 reason: other.to_string(),
             },
@@ -115,7 +138,10 @@ impl LinkError {
     pub fn is_retryable(&self) -> bool {
         matches!(
             self,
-            LinkError::Refused { .. } | LinkError::Timeout { .. } | LinkError::Lost { .. }
+            LinkError::Refused { .. }
+                | LinkError::Timeout { .. }
+                | LinkError::Unreachable { .. }
+                | LinkError::Lost { .. }
         )
     }
 }

@@ -114,6 +114,11 @@ impl Requester {
         let correlation = Bytes::from(uuid::Uuid::new_v4().as_bytes().to_vec());
         let (tx, mut rx) = oneshot::channel();
         lock(&self.pending).insert(correlation.clone(), tx);
+        // Removes the waiter however this call ends, also when the caller drops it midway.
+        let _waiting = Waiting {
+            pending: &self.pending,
+            correlation: correlation.clone(),
+        };
         let publication = Publication {
             message: request,
             retain: false,
@@ -139,7 +144,6 @@ impl Requester {
             }
         };
         let outcome = tokio::time::timeout(timeout, answer).await;
-        lock(&self.pending).remove(&correlation);
         outcome.unwrap_or_else(|_| {
             Err(RequestError::NoAnswer {
                 topic,
@@ -151,6 +155,18 @@ impl Requester {
     /// Disconnects politely (the broker drops the private subscription at once).
     pub async fn disconnect(self) {
         self.session.shutdown().await;
+    }
+}
+
+/// A request's entry in the pending map, removed on drop.
+struct Waiting<'a> {
+    pending: &'a Pending,
+    correlation: Bytes,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        lock(self.pending).remove(&self.correlation);
     }
 }
 

@@ -320,7 +320,6 @@ impl Session {
         let url = cfg.url.clone();
         let task = tokio::spawn(
             Driver {
-                client: client.clone(),
                 eventloop,
                 cfg: Arc::new(cfg),
                 will,
@@ -396,11 +395,14 @@ impl Session {
         &self.url
     }
 
-    /// Sends DISCONNECT after what is queued (no will is published), waits for it briefly, and
-    /// stops the task.
+    /// Sends DISCONNECT after what is queued (so an agent's last presence goes out first and no
+    /// will is published), waits for it briefly, and stops the task.
     pub async fn shutdown(mut self) {
+        // Queued behind every earlier publication: the loop is never cancelled mid-write.
+        let _ = self.publisher.client.try_disconnect();
+        // Wakes a loop that is waiting out a reconnect delay.
         let _ = self.stop.send(true);
-        if tokio::time::timeout(Duration::from_secs(1), &mut self.task)
+        if tokio::time::timeout(Duration::from_millis(1500), &mut self.task)
             .await
             .is_err()
         {
@@ -421,7 +423,6 @@ pub enum ConnectError {
 }
 
 struct Driver {
-    client: AsyncClient,
     eventloop: EventLoop,
     cfg: Arc<SessionConfig>,
     will: Option<WillFn>,
@@ -438,40 +439,38 @@ impl Driver {
     async fn run(mut self, mut stopped: watch::Receiver<bool>) {
         let mut attempt = 0u32;
         let mut attempts = 0u64;
-        let mut down_since: Option<Instant> = None;
-        let mut last_warned: Option<LinkError> = None;
+        let mut link = LinkState::default();
         loop {
             attempts += 1;
             let connection = self.prepare_attempt(attempts);
-            let mut connected = false;
-            let why = match self
-                .poll_connection(connection, &mut connected, &mut stopped, &mut down_since)
-                .await
-            {
-                Ended::Stop => {
-                    if connected {
-                        self.disconnect().await;
-                    }
-                    return;
-                }
+            let why = match self.poll_connection(connection, &mut link).await {
+                Ended::Stop => return,
                 Ended::Link(why) => why,
             };
-            if connected {
-                attempt = 0;
-                last_warned = None;
-                down_since = Some(Instant::now());
-                tracing::info!(%why, "link to the MQTT broker lost");
-            } else if !why.is_retryable() && last_warned.as_ref() != Some(&why) {
-                tracing::warn!(%why, "cannot connect to the MQTT broker; retrying");
-                last_warned = Some(why.clone());
-            } else {
-                tracing::debug!(%why, attempt, "MQTT connection attempt failed");
+            match link.connected_at.take() {
+                Some(since) => {
+                    // A link that dies at once (a client-id takeover, a broker that drops us
+                    // after CONNACK) keeps backing off instead of reconnecting in a tight loop.
+                    if since.elapsed() >= self.cfg.backoff.max {
+                        attempt = 0;
+                    }
+                    link.down_since = Some(Instant::now());
+                    link.warned = None;
+                    tracing::info!(%why, "link to the MQTT broker lost");
+                }
+                None if link.warned.as_ref() != Some(&why) => {
+                    // Never connected yet, or a new cause: say it once, not per attempt.
+                    tracing::warn!(%why, "cannot connect to the MQTT broker; retrying");
+                    link.warned = Some(why.clone());
+                }
+                None => tracing::debug!(%why, attempt, "MQTT connection attempt failed"),
             }
             if self
                 .events
                 .send(SessionEvent::Disconnected { why })
                 .is_err()
             {
+                tracing::debug!("the session's consumer is gone; stopping");
                 return;
             }
             let delay = self.cfg.backoff.delay(attempt, random_unit());
@@ -501,35 +500,40 @@ impl Driver {
         number
     }
 
-    async fn poll_connection(
-        &mut self,
-        connection: u64,
-        connected: &mut bool,
-        stopped: &mut watch::Receiver<bool>,
-        down_since: &mut Option<Instant>,
-    ) -> Ended {
+    /// Polls one connection until it fails or the session is shut down (the DISCONNECT that
+    /// [`Session::shutdown`] queued went out). Never cancelled mid-write.
+    async fn poll_connection(&mut self, connection: u64, link: &mut LinkState) -> Ended {
         loop {
-            let polled = tokio::select! {
-                _ = stopped.changed() => return Ended::Stop,
-                polled = self.eventloop.poll() => polled,
-            };
-            let event = match polled {
+            let event = match self.eventloop.poll().await {
                 Ok(Event::Incoming(Packet::ConnAck(ack))) => {
-                    *connected = true;
-                    match down_since.take() {
+                    link.connected_at = Some(Instant::now());
+                    match link.down_since.take() {
                         Some(since) => tracing::info!(
                             down = ?since.elapsed(),
                             "link to the MQTT broker is back"
                         ),
-                        None => {
-                            tracing::debug!(url = %self.cfg.url, "connected to the MQTT broker")
-                        }
+                        None => tracing::info!(url = %self.cfg.url, "connected to the MQTT broker"),
                     }
-                    self.subscribe();
-                    SessionEvent::Connected {
+                    let connected = SessionEvent::Connected {
                         session_present: ack.session_present,
                         connection,
+                    };
+                    if self.events.send(connected).is_err() {
+                        return Ended::Stop;
                     }
+                    link.own_subscribe = None;
+                    link.awaiting_own_subscribe = self.subscribe();
+                    if link.awaiting_own_subscribe {
+                        continue;
+                    }
+                    // Nothing to subscribe: ready as soon as connected.
+                    SessionEvent::Subscribed { refused: vec![] }
+                }
+                Ok(Event::Outgoing(Outgoing::Subscribe(pkid))) if link.awaiting_own_subscribe => {
+                    // The first SUBSCRIBE after a CONNACK is the session's own (sent first).
+                    link.own_subscribe = Some(pkid);
+                    link.awaiting_own_subscribe = false;
+                    continue;
                 }
                 Ok(Event::Incoming(Packet::SubAck(ack))) => {
                     if self.cfg.report_acks {
@@ -548,6 +552,9 @@ impl Driver {
                         {
                             return Ended::Stop;
                         }
+                    }
+                    if link.own_subscribe != Some(ack.pkid) {
+                        continue;
                     }
                     let refused = ack
                         .return_codes
@@ -574,10 +581,12 @@ impl Driver {
                 Err(e) => {
                     let user = self.cfg.credentials.as_ref().map(|c| c.username.as_str());
                     let secs = self.cfg.connect_timeout.as_secs().max(1);
-                    return Ended::Link(LinkError::classify(&self.cfg.url, user, secs, &e));
+                    let ever = link.connected_at.is_some() || link.down_since.is_some();
+                    return Ended::Link(LinkError::classify(&self.cfg.url, user, secs, ever, &e));
                 }
             };
             if self.events.send(event).is_err() {
+                tracing::debug!("the session's consumer is gone; stopping");
                 return Ended::Stop;
             }
         }
@@ -585,13 +594,10 @@ impl Driver {
 
     /// Puts the subscriptions first in line: publications queued while the link was down must
     /// not delay them (a hub that cannot hear its clusters is worse than one that answers late).
-    fn subscribe(&mut self) {
+    /// Returns false when there is nothing to subscribe.
+    fn subscribe(&mut self) -> bool {
         if self.cfg.subscriptions.is_empty() {
-            // Still report "subscribed" so consumers have one event that means "ready".
-            let _ = self
-                .events
-                .send(SessionEvent::Subscribed { refused: vec![] });
-            return;
+            return false;
         }
         let filters = self
             .cfg
@@ -602,24 +608,23 @@ impl Driver {
         self.eventloop
             .pending
             .push_front(Request::Subscribe(subscribe));
+        true
     }
+}
 
-    /// Sends DISCONNECT after what is queued (e.g. an agent's offline presence) and lets it
-    /// out, briefly.
-    async fn disconnect(&mut self) {
-        if self.client.try_disconnect().is_err() {
-            return;
-        }
-        let _ = tokio::time::timeout(Duration::from_millis(500), async {
-            loop {
-                match self.eventloop.poll().await {
-                    Ok(Event::Outgoing(Outgoing::Disconnect)) | Err(_) => break,
-                    Ok(_) => {}
-                }
-            }
-        })
-        .await;
-    }
+/// What the driver remembers about the link across attempts.
+#[derive(Default)]
+struct LinkState {
+    /// When the current connection got its CONNACK.
+    connected_at: Option<Instant>,
+    /// When the last established link was lost (until it is back).
+    down_since: Option<Instant>,
+    /// The failure last logged as a warning (logged again only when the cause changes).
+    warned: Option<LinkError>,
+    /// Whether the session's own SUBSCRIBE is queued but not yet sent.
+    awaiting_own_subscribe: bool,
+    /// Packet id of the session's own SUBSCRIBE on the current connection.
+    own_subscribe: Option<u16>,
 }
 
 #[cfg(test)]

@@ -11,9 +11,9 @@ use std::time::Duration;
 use ocm_edge_agent::{AgentConfig, ApplierConfig, start_agent};
 use ocm_edge_mqtt::{BrokerUrl, Session, SessionConfig, SessionEvent};
 use ocm_edge_schemas::wire::MqttMessage;
-use tokio::io::AsyncReadExt;
 
 use crate::broker::MAX_PACKET_BYTES;
+use crate::process::wait_stdin_closed;
 
 /// Source id of the ideal transport run (its own topics, so both runs pay for new topics).
 pub const IDEAL_SOURCE: &str = "bench-ideal";
@@ -80,16 +80,6 @@ pub async fn run_worker(
         }
     }
     Ok(())
-}
-
-async fn wait_stdin_closed() {
-    let mut stdin = tokio::io::stdin();
-    let mut buf = [0u8; 64];
-    while let Ok(n) = stdin.read(&mut buf).await {
-        if n == 0 {
-            break;
-        }
-    }
 }
 
 /// An ideal agent: subscribe, say ready, answer every message with one status-sized message.

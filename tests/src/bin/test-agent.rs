@@ -11,7 +11,7 @@ use std::time::Duration;
 use clap::Parser;
 use ocm_edge_agent::{AgentConfig, ApplierConfig, start_agent};
 use ocm_edge_tests::fleet::{RECONCILE_INTERVAL, SIM_READY_DELAY};
-use tokio::io::AsyncReadExt;
+use ocm_edge_tests::process::{init_child_logging, wait_stdin_closed};
 
 #[derive(Debug, Parser)]
 struct Args {
@@ -30,12 +30,7 @@ struct Args {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    init_child_logging();
     let args = Args::parse();
     let mut cfg = AgentConfig::new(args.cluster, args.broker, args.data_dir);
     cfg.source_id = args.source_id;
@@ -51,9 +46,7 @@ async fn main() -> anyhow::Result<()> {
     let agent = start_agent(cfg).await?;
     println!("ready");
     std::io::stdout().flush()?;
-    let mut stdin = tokio::io::stdin();
-    let mut buf = [0u8; 64];
-    while stdin.read(&mut buf).await.is_ok_and(|n| n > 0) {}
+    wait_stdin_closed().await;
     agent.shutdown().await?;
     Ok(())
 }

@@ -6,9 +6,9 @@
 
 use clap::Parser;
 use ocm_edge_hub::{BrokerConfig, HubConfig, start_hub};
+use ocm_edge_tests::process::{init_child_logging, wait_stdin_closed};
 use std::io::Write;
 use std::path::PathBuf;
-use tokio::io::AsyncReadExt;
 
 #[derive(Debug, Parser)]
 struct Args {
@@ -25,12 +25,7 @@ struct Args {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    init_child_logging();
     let args = Args::parse();
     let mut cfg = HubConfig::new(args.data_dir);
     cfg.broker = BrokerConfig::External { url: args.broker };
@@ -39,9 +34,7 @@ async fn main() -> anyhow::Result<()> {
     let hub = start_hub(cfg).await?;
     println!("ready {}", hub.broker_url());
     std::io::stdout().flush()?;
-    let mut stdin = tokio::io::stdin();
-    let mut buf = [0u8; 64];
-    while stdin.read(&mut buf).await.is_ok_and(|n| n > 0) {}
+    wait_stdin_closed().await;
     hub.shutdown().await?;
     Ok(())
 }
