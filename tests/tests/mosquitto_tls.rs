@@ -46,6 +46,16 @@ fn tls(ca: &Path) -> TlsFiles {
     }
 }
 
+/// The CLI's admin client on `url`, trusting `ca` (the system's roots when `None`).
+async fn admin(url: &str, ca: Option<&Path>) -> Result<AdminClient, AdminError> {
+    let options = ConnectOptions {
+        timeout: WAIT,
+        tls: ca.map(tls).unwrap_or_default(),
+        ..ConnectOptions::default()
+    };
+    AdminClient::connect_with(url, "ocm-edge", &options).await
+}
+
 /// Runs a test binary (with `args`) against the broker with the wrong CA and returns the first
 /// stderr line that says the broker's certificate is not trusted.
 async fn untrusted_line(program: &str, s: &Setup, args: &[&str]) -> String {
@@ -111,17 +121,7 @@ async fn the_hub_serves_an_agent_over_mqtts_and_names_an_untrusted_broker() {
     agent_cfg.tls = tls(&s.right.ca_file);
     let agent = start_agent(agent_cfg).await.unwrap();
 
-    let admin = AdminClient::connect_with(
-        &url,
-        "ocm-edge",
-        &ConnectOptions {
-            timeout: WAIT,
-            tls: tls(&s.right.ca_file),
-            ..ConnectOptions::default()
-        },
-    )
-    .await
-    .unwrap();
+    let admin = admin(&url, Some(&s.right.ca_file)).await.unwrap();
     // The agent's join request crossed TLS to the hub, and the CLI's request and answer too.
     wait_until(
         "the agent's join request reaches the hub over TLS",
@@ -179,17 +179,7 @@ async fn the_cli_with_the_wrong_ca_fails_naming_the_broker_and_the_untrusted_cer
         return;
     };
     let url = s.broker.url();
-    let e = AdminClient::connect_with(
-        &url,
-        "ocm-edge",
-        &ConnectOptions {
-            timeout: WAIT,
-            tls: tls(&s.wrong.ca_file),
-            ..ConnectOptions::default()
-        },
-    )
-    .await
-    .unwrap_err();
+    let e = admin(&url, Some(&s.wrong.ca_file)).await.unwrap_err();
     assert!(
         matches!(e, AdminError::Link(LinkError::Untrusted { .. })) && !e.is_retryable(),
         "{e}"
@@ -201,15 +191,6 @@ async fn the_cli_with_the_wrong_ca_fails_naming_the_broker_and_the_untrusted_cer
     );
 
     // Without any CA file the system's roots are used, and they do not know the test CA either.
-    let e = AdminClient::connect_with(
-        &url,
-        "ocm-edge",
-        &ConnectOptions {
-            timeout: WAIT,
-            ..ConnectOptions::default()
-        },
-    )
-    .await
-    .unwrap_err();
+    let e = admin(&url, None).await.unwrap_err();
     assert!(e.to_string().contains("not trusted"), "{e}");
 }
