@@ -3,23 +3,16 @@
 //! requests, sent as the JSON a client writes, goes through `parse_request` and `handle_request`
 //! on a core, and every request and answer is validated.
 
-use std::path::PathBuf;
+mod common;
+
+use common::schema_validator as validator;
 
 use chrono::{DateTime, Utc};
 use ocm_edge_hub::admin::messages::{AdminErrorKind, AdminResponse};
 use ocm_edge_hub::admin::server::{handle_request, parse_request};
 use ocm_edge_hub::core::{ClusterRecord, CoreConfig, Counters, HubCore};
-use ocm_edge_schemas::contracts::{JSON_DIR, schema_files};
+use ocm_edge_schemas::contracts::schema_files;
 use serde_json::{Value, json};
-
-fn validator(file: &str) -> jsonschema::Validator {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../schemas")
-        .join(JSON_DIR)
-        .join(file);
-    let schema: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    jsonschema::validator_for(&schema).expect("admin schema compiles")
-}
 
 fn errors(v: &jsonschema::Validator, doc: &Value) -> Vec<String> {
     v.iter_errors(doc)

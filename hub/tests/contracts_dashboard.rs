@@ -1,6 +1,9 @@
 //! The hub's retained dashboard payloads are what `schemas/json/dashboard-*.schema.json` publish:
 //! each view the hub builds validates against its schema and reads back as the schemas crate's type.
 
+mod common;
+
+use common::schema_validator as validator;
 use std::path::PathBuf;
 
 use ocm_edge_hub::core::{ClusterRecord, CoreConfig, Counters, HubCore, Record, WorkRecord};
@@ -8,15 +11,6 @@ use ocm_edge_hub::dashboard;
 use ocm_edge_schemas::contracts::dashboard::{DashboardCluster, DashboardSummary, DashboardWork};
 use ocm_edge_schemas::contracts::{JSON_DIR, schema_files};
 use serde_json::{Value, json};
-
-fn validator(file: &str) -> jsonschema::Validator {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../schemas")
-        .join(JSON_DIR)
-        .join(file);
-    let schema: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    jsonschema::validator_for(&schema).unwrap()
-}
 
 /// Validates `payload` and checks that every field the hub writes is documented in the schema, so a
 /// field added to the hub's views fails here until the schemas crate's dashboard types have it.

@@ -1,6 +1,9 @@
 //! The JSON Schemas generated from the API types accept the OCM documents the types accept,
 //! so the published schemas describe what ocm-edge really reads.
 
+mod contracts_kit;
+
+use contracts_kit::vector_data;
 use std::path::PathBuf;
 
 use ocm_edge_schemas::api::cluster::{
@@ -35,14 +38,6 @@ fn fixture(name: &str) -> Vec<Value> {
         .join("tests/fixtures/yaml")
         .join(name);
     from_yaml_documents(&std::fs::read_to_string(path).unwrap(), name).unwrap()
-}
-
-fn vector_data(name: &str) -> Value {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/vectors/maestro")
-        .join(name);
-    let event: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    event["data"].clone()
 }
 
 #[test]

@@ -3,6 +3,9 @@
 //! `contracts_in_sync`) accept what clients and hubs send and refuse what they must not.
 //! The hub's own `contracts_admin` test checks the answers its server really builds.
 
+mod contracts_kit;
+
+use contracts_kit::errors;
 use ocm_edge_schemas::admin::{
     AdminErrorKind, AdminPayload, AdminRequest, AdminResponse, CreateWork, HubStats,
 };
@@ -17,12 +20,6 @@ fn validator(file: &str) -> jsonschema::Validator {
         .unwrap();
     let schema: Value = serde_json::from_str(&file.contents).unwrap();
     jsonschema::validator_for(&schema).expect("admin schema compiles")
-}
-
-fn errors(v: &jsonschema::Validator, doc: &Value) -> Vec<String> {
-    v.iter_errors(doc)
-        .map(|e| format!("{e} at {}", e.instance_path()))
-        .collect()
 }
 
 #[test]

@@ -1,8 +1,10 @@
 //! `schemas/asyncapi.yaml` is a well-formed AsyncAPI 3.0 document whose every reference resolves, whose
 //! payload schemas compile, and whose topics and headers are what the wire module really sends.
 
+mod contracts_kit;
+
+use contracts_kit::{assert_valid, schemas_dir};
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 
 use chrono::{TimeZone, Utc};
 use ocm_edge_schemas::contracts::catalog::{self, Envelope};
@@ -14,10 +16,6 @@ use ocm_edge_schemas::wire::topic::{Topic, matches_sdk_go_pattern};
 use ocm_edge_schemas::wire::works::Header;
 use ocm_edge_schemas::wire::{self, structured};
 use serde_json::{Map, Value, json};
-
-fn schemas_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn checked_in() -> Value {
     let text = std::fs::read_to_string(schemas_dir().join(ASYNCAPI_FILE))
@@ -246,15 +244,6 @@ fn message_for(doc: &Value, ty: &str) -> Value {
         .find(|m| m["headers"]["properties"]["ce-type"]["const"] == ty)
         .unwrap_or_else(|| panic!("no message documents CloudEvent type {ty}"))
         .clone()
-}
-
-fn assert_valid(schema: &Value, instance: &Value, what: &str) {
-    let validator = jsonschema::validator_for(schema).unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(instance)
-        .map(|e| format!("{e} at {}", e.instance_path()))
-        .collect();
-    assert!(errors.is_empty(), "{what}: {errors:?}");
 }
 
 #[test]

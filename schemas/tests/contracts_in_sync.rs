@@ -1,15 +1,14 @@
 //! The checked-in contracts (`schemas/json/`, `schemas/asyncapi.yaml`, `schemas/CONTRACTS.md`) are
 //! exactly what the code generates; `OCM_EDGE_BLESS=1` rewrites them instead of failing.
 
+mod contracts_kit;
+
+use contracts_kit::schemas_dir;
 use std::path::{Path, PathBuf};
 
 use ocm_edge_schemas::contracts::{
     self, BLESS_ENV, ContractFile, JSON_DIR, REGENERATE_SCHEMAS, schema_files,
 };
-
-fn schemas_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn owned() -> Option<&'static str> {
     Some(JSON_DIR)

@@ -1,37 +1,13 @@
 //! The checked-in JSON Schemas (`schemas/json/`) accept what real peers send and refuse what no peer
 //! may send: maestro's own events, OCM YAML documents, and broken payloads.
 
-use std::path::PathBuf;
+mod contracts_kit;
+
+use contracts_kit::{errors, schemas_dir, validator, vector_data};
 
 use ocm_edge_schemas::api::yaml::from_yaml_documents;
-use ocm_edge_schemas::contracts::{JSON_DIR, schema_files};
-use serde_json::{Value, json};
-
-fn schemas_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn validator(file: &str) -> jsonschema::Validator {
-    let path = schemas_dir().join(JSON_DIR).join(file);
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{} cannot be read: {e}", path.display()));
-    let schema: Value = serde_json::from_str(&text).unwrap();
-    jsonschema::validator_for(&schema).unwrap_or_else(|e| panic!("{file} does not compile: {e}"))
-}
-
-fn errors(v: &jsonschema::Validator, doc: &Value) -> Vec<String> {
-    v.iter_errors(doc)
-        .map(|e| format!("{e} at {}", e.instance_path()))
-        .collect()
-}
-
-fn vector_data(name: &str) -> Value {
-    let path = schemas_dir()
-        .join("tests/fixtures/vectors/maestro")
-        .join(name);
-    let event: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    event["data"].clone()
-}
+use ocm_edge_schemas::contracts::schema_files;
+use serde_json::json;
 
 #[test]
 fn maestro_spec_data_is_a_valid_manifest_bundle() {

@@ -1,7 +1,9 @@
 //! Every event the wire module builds matches the AsyncAPI message that documents it (headers and
 //! payload), and the extensions documented as required are exactly those receivers refuse to miss.
 
-use std::path::PathBuf;
+mod contracts_kit;
+
+use contracts_kit::{assert_valid, schemas_dir, vector_data};
 
 use chrono::{TimeZone, Utc};
 use ocm_edge_schemas::api::cluster::ManagedCluster;
@@ -26,23 +28,11 @@ use serde_json::{Map, Value};
 const HUB_TOPIC: &str = "sources/ocm-edge/consumers/edge-1/sourceevents";
 const AGENT_TOPIC: &str = "sources/ocm-edge/consumers/edge-1/agentevents";
 
-fn schemas_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 fn header(source: &str) -> Header {
     Header::new(
         source,
         Utc.with_ymd_and_hms(2026, 11, 21, 12, 0, 0).unwrap(),
     )
-}
-
-fn vector_data(name: &str) -> Value {
-    let path = schemas_dir()
-        .join("tests/fixtures/vectors/maestro")
-        .join(name);
-    let event: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    event["data"].clone()
 }
 
 fn bundle() -> ManifestBundle {
@@ -245,15 +235,6 @@ fn headers(msg: &MqttMessage) -> Value {
         .map(|(k, v)| (k.clone(), Value::String(v.clone())))
         .collect();
     Value::Object(map)
-}
-
-fn assert_valid(schema: &Value, instance: &Value, what: &str) {
-    let validator = jsonschema::validator_for(schema).unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(instance)
-        .map(|e| format!("{e} at {}", e.instance_path()))
-        .collect();
-    assert!(errors.is_empty(), "{what}: {errors:?}");
 }
 
 fn payload_schema(spec: &MessageSpec) -> Value {

@@ -97,3 +97,20 @@ pub async fn wait_stdin_closed() {
     let mut buf = [0u8; 64];
     while stdin.read(&mut buf).await.is_ok_and(|n| n > 0) {}
 }
+
+/// The command line the `test-hub` and `test-agent` children share.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ChildArgs {
+    /// Broker URL.
+    #[arg(long)]
+    pub broker: String,
+    /// Data directory.
+    #[arg(long)]
+    pub data_dir: std::path::PathBuf,
+    /// Source id of the hub.
+    #[arg(long, default_value = "ocm-edge")]
+    pub source_id: String,
+    /// PEM CA of an mqtts:// broker.
+    #[arg(long)]
+    pub broker_ca_file: Option<std::path::PathBuf>,
+}

@@ -244,3 +244,15 @@ where
         Err(_) => panic!("{what} did not happen within {WAIT:?}"),
     }
 }
+
+/// A validator for the checked-in JSON Schema `file` of `schemas/json/`.
+pub fn schema_validator(file: &str) -> jsonschema::Validator {
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../schemas")
+        .join(ocm_edge_schemas::contracts::JSON_DIR)
+        .join(file);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{} cannot be read: {e}", path.display()));
+    let schema: serde_json::Value = serde_json::from_str(&text).unwrap();
+    jsonschema::validator_for(&schema).unwrap_or_else(|e| panic!("{file} does not compile: {e}"))
+}

@@ -55,6 +55,12 @@ impl Publication {
         })
     }
 
+    /// Topic, retain flag, payload and PUBLISH properties, as rumqttc takes them.
+    pub(crate) fn into_parts(self) -> (String, bool, Vec<u8>, PublishProperties) {
+        let props = self.properties();
+        (self.message.topic, self.retain, self.message.payload, props)
+    }
+
     /// The PUBLISH properties of this message.
     pub(crate) fn properties(&self) -> PublishProperties {
         PublishProperties {

@@ -222,6 +222,15 @@ pub struct PublishError {
     pub reason: String,
 }
 
+impl PublishError {
+    fn new(topic: String, reason: impl std::fmt::Display) -> Self {
+        PublishError {
+            topic,
+            reason: reason.to_string(),
+        }
+    }
+}
+
 /// Publishes on the session (QoS 1). Cloning shares the session.
 #[derive(Debug, Clone)]
 pub struct Publisher {
@@ -234,21 +243,15 @@ impl Publisher {
     /// # Errors
     /// [`PublishError`] when the session has stopped.
     pub async fn publish(&self, publication: impl Into<Publication>) -> Result<(), PublishError> {
-        let p = publication.into();
-        let props = p.properties();
-        self.client
-            .publish_with_properties(
-                p.message.topic.clone(),
-                QoS::AtLeastOnce,
-                p.retain,
-                p.message.payload,
-                props,
-            )
-            .await
-            .map_err(|e| PublishError {
-                topic: p.message.topic,
-                reason: e.to_string(),
-            })
+        let (topic, retain, payload, props) = publication.into().into_parts();
+        let queued = self.client.publish_with_properties(
+            topic.clone(),
+            QoS::AtLeastOnce,
+            retain,
+            payload,
+            props,
+        );
+        queued.await.map_err(|e| PublishError::new(topic, e))
     }
 
     /// Subscribes (QoS 1) to one more filter on the current connection only; the session's own
@@ -260,10 +263,7 @@ impl Publisher {
         self.client
             .subscribe(filter, QoS::AtLeastOnce)
             .await
-            .map_err(|e| PublishError {
-                topic: filter.to_owned(),
-                reason: e.to_string(),
-            })
+            .map_err(|e| PublishError::new(filter.to_owned(), e))
     }
 
     /// Queues a publication without waiting.
@@ -271,20 +271,10 @@ impl Publisher {
     /// # Errors
     /// [`PublishError`] when the queue is full or the session has stopped.
     pub fn try_publish(&self, publication: impl Into<Publication>) -> Result<(), PublishError> {
-        let p = publication.into();
-        let props = p.properties();
+        let (topic, retain, payload, props) = publication.into().into_parts();
         self.client
-            .try_publish_with_properties(
-                p.message.topic.clone(),
-                QoS::AtLeastOnce,
-                p.retain,
-                p.message.payload,
-                props,
-            )
-            .map_err(|e| PublishError {
-                topic: p.message.topic,
-                reason: e.to_string(),
-            })
+            .try_publish_with_properties(topic.clone(), QoS::AtLeastOnce, retain, payload, props)
+            .map_err(|e| PublishError::new(topic, e))
     }
 }
 

@@ -157,22 +157,22 @@ mod tests {
         assert_eq!(files.client_config().unwrap_err(), TlsError::HalfClientPair);
     }
 
+    fn ca_only(path: PathBuf) -> TlsFiles {
+        TlsFiles {
+            ca_file: Some(path),
+            ..TlsFiles::default()
+        }
+    }
+
     #[test]
     fn a_missing_or_empty_ca_file_is_named_in_the_error() {
-        let files = TlsFiles {
-            ca_file: Some("/nonexistent/ca.pem".into()),
-            ..TlsFiles::default()
-        };
-        let e = files.client_config().unwrap_err().to_string();
+        let missing = ca_only("/nonexistent/ca.pem".into());
+        let e = missing.client_config().unwrap_err().to_string();
         assert!(e.contains("/nonexistent/ca.pem"), "{e}");
         let dir = tempfile::tempdir().unwrap();
         let empty = dir.path().join("empty.pem");
         std::fs::write(&empty, "not a certificate\n").unwrap();
-        let files = TlsFiles {
-            ca_file: Some(empty.clone()),
-            ..TlsFiles::default()
-        };
-        let e = files.client_config().unwrap_err().to_string();
+        let e = ca_only(empty).client_config().unwrap_err().to_string();
         assert!(
             e.contains("empty.pem") && e.contains("no PEM certificate"),
             "{e}"
@@ -183,14 +183,13 @@ mod tests {
     fn a_generated_ca_and_client_pair_make_a_config() {
         let dir = tempfile::tempdir().unwrap();
         let ca = rcgen::generate_simple_self_signed(vec!["ca.test".into()]).unwrap();
-        let ca_path = dir.path().join("ca.pem");
-        std::fs::write(&ca_path, ca.cert.pem()).unwrap();
-        let key_path = dir.path().join("key.pem");
-        std::fs::write(&key_path, ca.signing_key.serialize_pem()).unwrap();
+        let (cert, key) = (dir.path().join("ca.pem"), dir.path().join("key.pem"));
+        std::fs::write(&cert, ca.cert.pem()).unwrap();
+        std::fs::write(&key, ca.signing_key.serialize_pem()).unwrap();
         let files = TlsFiles {
-            ca_file: Some(ca_path.clone()),
-            client_cert_file: Some(ca_path),
-            client_key_file: Some(key_path),
+            client_cert_file: Some(cert.clone()),
+            client_key_file: Some(key),
+            ..ca_only(cert)
         };
         files.client_config().unwrap();
     }

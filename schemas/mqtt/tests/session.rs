@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use ocm_edge_mqtt::broker::start_embedded;
+use ocm_edge_mqtt::broker::{EmbeddedBroker, start_embedded};
 use ocm_edge_mqtt::{
     Backoff, BrokerUrl, LinkError, Requester, Session, SessionConfig, SessionEvent,
 };
@@ -37,6 +37,29 @@ async fn next(
     })
     .await
     .unwrap_or_else(|_| panic!("no {what} within {WAIT:?}"))
+}
+
+async fn embedded_broker() -> EmbeddedBroker {
+    tokio::task::spawn_blocking(|| start_embedded("127.0.0.1:0".parse().unwrap()))
+        .await
+        .unwrap()
+        .unwrap()
+}
+
+/// `sender` publishes `payload` on `t/resubscribe`; the subscriber's `events` must carry it.
+async fn round_trip(
+    sender: &Session,
+    events: &mut mpsc::UnboundedReceiver<SessionEvent>,
+    payload: &str,
+) {
+    let publication = message("t/resubscribe", payload);
+    sender.publisher().publish(publication).await.unwrap();
+    next(
+        events,
+        payload,
+        |e| matches!(e, SessionEvent::Message(p) if p.message.payload == payload.as_bytes()),
+    )
+    .await;
 }
 
 /// A TCP proxy to the broker whose open connections can be cut.
@@ -103,10 +126,7 @@ async fn reconnect_attempts_back_off_exponentially_with_jitter_up_to_the_cap() {
 
 #[tokio::test]
 async fn a_session_resubscribes_after_its_link_is_cut_and_receives_again() {
-    let broker = tokio::task::spawn_blocking(|| start_embedded("127.0.0.1:0".parse().unwrap()))
-        .await
-        .unwrap()
-        .unwrap();
+    let broker = embedded_broker().await;
     let (proxied, cuts) = cuttable_proxy(broker.addr()).await;
     let mut cfg = SessionConfig::new(proxied, "resubscriber");
     cfg.backoff = Backoff {
@@ -126,17 +146,7 @@ async fn a_session_resubscribes_after_its_link_is_cut_and_receives_again() {
         Session::connect(SessionConfig::new(broker.url(), "sender"), WAIT)
             .await
             .unwrap();
-    sender
-        .publisher()
-        .publish(message("t/resubscribe", "before"))
-        .await
-        .unwrap();
-    next(
-        &mut events,
-        "the first message",
-        |e| matches!(e, SessionEvent::Message(p) if p.message.payload == b"before"),
-    )
-    .await;
+    round_trip(&sender, &mut events, "before").await;
 
     cuts.send_modify(|n| *n += 1);
     next(&mut events, "the loss of the link", |e| {
@@ -151,27 +161,14 @@ async fn a_session_resubscribes_after_its_link_is_cut_and_receives_again() {
         matches!(e, SessionEvent::Subscribed { .. })
     })
     .await;
-    sender
-        .publisher()
-        .publish(message("t/resubscribe", "after"))
-        .await
-        .unwrap();
-    next(
-        &mut events,
-        "a message after the reconnect",
-        |e| matches!(e, SessionEvent::Message(p) if p.message.payload == b"after"),
-    )
-    .await;
+    round_trip(&sender, &mut events, "after").await;
     session.shutdown().await;
     sender.shutdown().await;
 }
 
 #[tokio::test]
 async fn a_request_gets_the_answer_with_its_correlation_data_and_times_out_without_one() {
-    let broker = tokio::task::spawn_blocking(|| start_embedded("127.0.0.1:0".parse().unwrap()))
-        .await
-        .unwrap()
-        .unwrap();
+    let broker = embedded_broker().await;
     // A responder that answers "ping" with "pong" on the request's response topic.
     let mut cfg = SessionConfig::new(broker.url(), "responder");
     cfg.subscriptions = vec!["svc/requests".to_owned()];

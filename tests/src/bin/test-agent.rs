@@ -5,36 +5,28 @@
 //! `test-agent --cluster c1 --broker mqtt://127.0.0.1:PORT --data-dir DIR`
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
 use ocm_edge_agent::{AgentConfig, ApplierConfig, start_agent};
 use ocm_edge_tests::fleet::{RECONCILE_INTERVAL, SIM_READY_DELAY};
-use ocm_edge_tests::process::{init_child_logging, wait_stdin_closed};
+use ocm_edge_tests::process::{ChildArgs, init_child_logging, wait_stdin_closed};
 
 #[derive(Debug, Parser)]
 struct Args {
     #[arg(long)]
     cluster: String,
-    #[arg(long)]
-    broker: String,
-    #[arg(long)]
-    data_dir: PathBuf,
-    #[arg(long, default_value = "ocm-edge")]
-    source_id: String,
-    /// PEM CA of an mqtts:// broker.
-    #[arg(long)]
-    broker_ca_file: Option<PathBuf>,
+    #[command(flatten)]
+    child: ChildArgs,
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     init_child_logging();
     let args = Args::parse();
-    let mut cfg = AgentConfig::new(args.cluster, args.broker, args.data_dir);
-    cfg.source_id = args.source_id;
-    cfg.tls.ca_file = args.broker_ca_file;
+    let mut cfg = AgentConfig::new(args.cluster, args.child.broker, args.child.data_dir);
+    cfg.source_id = args.child.source_id;
+    cfg.tls.ca_file = args.child.broker_ca_file;
     cfg.applier = ApplierConfig::Sim {
         ready_delay: SIM_READY_DELAY,
     };

@@ -6,27 +6,19 @@
 
 use clap::Parser;
 use ocm_edge_hub::{BrokerConfig, HubConfig, start_hub};
-use ocm_edge_tests::process::{init_child_logging, wait_stdin_closed};
+use ocm_edge_tests::process::{ChildArgs, init_child_logging, wait_stdin_closed};
 use std::io::Write;
-use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
 struct Args {
-    #[arg(long)]
-    broker: String,
-    #[arg(long)]
-    data_dir: PathBuf,
-    #[arg(long, default_value = "ocm-edge")]
-    source_id: String,
-    /// PEM CA of an mqtts:// broker.
-    #[arg(long)]
-    broker_ca_file: Option<PathBuf>,
+    #[command(flatten)]
+    child: ChildArgs,
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     init_child_logging();
-    let args = Args::parse();
+    let args = Args::parse().child;
     let mut cfg = HubConfig::new(args.data_dir);
     cfg.broker = BrokerConfig::External { url: args.broker };
     cfg.source_id = args.source_id;
