@@ -21,7 +21,7 @@ use ocm_edge_hub::admin::messages::ClusterState;
 use ocm_edge_hub::admin::messages::CreateWork;
 use ocm_edge_hub::{BrokerConfig, HubConfig, start_hub};
 use ocm_edge_mqtt::{BrokerUrl, Session, SessionConfig, SessionEvent};
-use ocm_edge_schemas::api::meta::is_condition_true;
+use ocm_edge_schemas::api::meta::{ConditionStatus, find_condition};
 use ocm_edge_schemas::wire::MqttMessage;
 use tokio::process::{Child, ChildStdin, Command};
 
@@ -42,26 +42,107 @@ pub struct BenchOptions {
     pub timeout: Duration,
     /// How often the hub is polled for progress.
     pub poll: Duration,
+    /// Which broker the hub, the agents and the ideal run share.
+    pub broker: BenchBroker,
+    /// Rounds of the real run: round 1 creates the work, each later round updates it on every
+    /// cluster; the convergence figure is the median of rounds 2..R.
+    pub rounds: usize,
+}
+
+/// The broker of a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BenchBroker {
+    /// The hub's embedded broker, in the hub's (the bench's) process.
+    Embedded,
+    /// A Mosquitto the bench starts on a free port (installed: `apt-get install mosquitto`).
+    Mosquitto,
+    /// A broker already running at this URL.
+    Url(String),
+}
+
+impl std::str::FromStr for BenchBroker {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "embedded" => Ok(BenchBroker::Embedded),
+            "mosquitto" => Ok(BenchBroker::Mosquitto),
+            url => ocm_edge_mqtt::BrokerUrl::parse(url)
+                .map(|_| BenchBroker::Url(url.to_owned()))
+                .map_err(|e| format!("{e} (or use `embedded` or `mosquitto`)")),
+        }
+    }
+}
+
+impl std::fmt::Display for BenchBroker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BenchBroker::Embedded => f.write_str("embedded"),
+            BenchBroker::Mosquitto => f.write_str("mosquitto"),
+            BenchBroker::Url(u) => f.write_str(u),
+        }
+    }
+}
+
+/// A running broker of a run (stopped when dropped, if the bench started it).
+#[derive(Debug)]
+enum RunningBroker {
+    Embedded(TestBroker),
+    Mosquitto(crate::mosquitto::Mosquitto),
+    External(String),
+}
+
+impl RunningBroker {
+    async fn start(which: &BenchBroker) -> anyhow::Result<Self> {
+        Ok(match which {
+            BenchBroker::Embedded => RunningBroker::Embedded(TestBroker::start_async().await),
+            BenchBroker::Mosquitto => {
+                let program = crate::mosquitto::find_program("mosquitto").ok_or_else(|| {
+                    anyhow::anyhow!("--broker mosquitto: `mosquitto` is not installed (apt-get install mosquitto)")
+                })?;
+                RunningBroker::Mosquitto(crate::mosquitto::Mosquitto::start(&program)?)
+            }
+            BenchBroker::Url(url) => RunningBroker::External(url.clone()),
+        })
+    }
+
+    fn url(&self) -> String {
+        match self {
+            RunningBroker::Embedded(b) => b.url(),
+            RunningBroker::Mosquitto(m) => m.url(),
+            RunningBroker::External(u) => u.clone(),
+        }
+    }
 }
 
 /// Figures of one run.
 #[derive(Debug, Clone, Default)]
 pub struct Report {
+    /// The broker (`embedded`, `mosquitto` or its URL).
+    pub broker: String,
     pub agents: usize,
     pub worker_processes: usize,
     /// All join requests pending at the hub, from the start of the workers.
     pub join: Duration,
     /// Accepting every cluster through the admin API.
     pub accept: Duration,
-    /// From the createWork request to every status Applied at the hub.
+    /// Round 1: from the createWork request to every status Applied at the hub.
+    pub first_rollout: Duration,
+    /// Median of rounds 2..R (one update of the work on every cluster until every status of the
+    /// new version is back at the hub); round 1 when there is only one.
     pub converge: Duration,
+    /// Every round's time, round 1 first.
+    pub rounds: Vec<Duration>,
     /// From the createWork request to the hub having accepted N statuses (its counter).
     pub statuses_counted: Duration,
     /// Transport alone: one spec-sized message per cluster, one status-sized reply each.
     pub transport: Duration,
-    /// Hub process (hub + embedded broker + admin client + spy) CPU during convergence.
+    /// Hub process (hub + embedded broker + admin client + spy) CPU per converging round
+    /// (rounds 2..R; round 1 when there is only one).
     pub hub_cpu_converge: Duration,
-    /// Hub process memory after convergence.
+    /// Hub process memory after the first round.
+    pub hub_memory_first: procfs::Memory,
+    /// Hub process memory after the last round.
     pub hub_memory: procfs::Memory,
     /// Worker processes' resident memory after convergence, summed.
     pub agents_rss_kib: u64,
@@ -82,8 +163,8 @@ impl std::fmt::Display for Report {
         let n = self.agents.max(1) as f64;
         writeln!(
             f,
-            "fleet-bench: {} simulated agents in {} worker process(es), one embedded rumqttd",
-            self.agents, self.worker_processes
+            "fleet-bench: {} simulated agents in {} worker process(es), broker {}",
+            self.agents, self.worker_processes, self.broker
         )?;
         writeln!(
             f,
@@ -97,21 +178,31 @@ impl std::fmt::Display for Report {
         )?;
         writeln!(
             f,
-            "  real hub: work -> all Applied at hub : {:>10.1} ms  (hub counted N statuses at {:.1} ms)",
-            ms(self.converge),
+            "  first rollout: work -> all Applied at hub : {:>10.1} ms  (hub counted N statuses at {:.1} ms)",
+            ms(self.first_rollout),
             ms(self.statuses_counted)
+        )?;
+        let rounds: Vec<String> = self
+            .rounds
+            .iter()
+            .map(|d| format!("{:.1}", ms(*d)))
+            .collect();
+        writeln!(
+            f,
+            "  real hub: update -> all Applied at hub (median of rounds 2..R): {:>10.1} ms  (rounds: {} ms)",
+            ms(self.converge),
+            rounds.join(", ")
         )?;
         writeln!(
             f,
             "  transport alone (1 msg out + 1 reply per cluster): {:>10.1} ms",
             ms(self.transport)
         )?;
-        let ratio = if self.transport.is_zero() {
-            f64::NAN
-        } else {
-            self.converge.as_secs_f64() / self.transport.as_secs_f64()
-        };
-        writeln!(f, "  ratio real / transport    : {ratio:>10.2}x")?;
+        writeln!(
+            f,
+            "  ratio transport / real    : {:>10.2}  (1.0 = the hub adds nothing)",
+            self.ratio()
+        )?;
         writeln!(
             f,
             "  hub process CPU during convergence: {:.1} ms ({:.2} ms per cluster)",
@@ -120,8 +211,12 @@ impl std::fmt::Display for Report {
         )?;
         writeln!(
             f,
-            "  hub process memory: RSS {} KiB, peak {} KiB; open files {}",
-            self.hub_memory.rss_kib, self.hub_memory.peak_kib, self.hub_open_files
+            "  hub process memory: RSS {} KiB after round 1, {} KiB after round {} (peak {} KiB); open files {}",
+            self.hub_memory_first.rss_kib,
+            self.hub_memory.rss_kib,
+            self.rounds.len(),
+            self.hub_memory.peak_kib,
+            self.hub_open_files
         )?;
         writeln!(
             f,
@@ -142,7 +237,37 @@ impl std::fmt::Display for Report {
         for (ty, per) in &self.messages_per_cluster_by_type {
             writeln!(f, "    {per:>6.2} x {ty}")?;
         }
-        Ok(())
+        let s = |d: Duration| d.as_secs_f64();
+        let mb = |kib: u64| kib as f64 / 1024.0;
+        writeln!(
+            f,
+            "RESULT broker={} agents={} join_s={:.3} accept_s={:.3} first_rollout_s={:.3} converge_s={:.3} \
+             transport_s={:.3} ratio={:.3} hub_cpu_ms_per_cluster={:.3} hub_rss_first_mb={:.1} \
+             hub_rss_end_mb={:.1} wire_bytes_per_cluster={:.0}",
+            self.broker,
+            self.agents,
+            s(self.join),
+            s(self.accept),
+            s(self.first_rollout),
+            s(self.converge),
+            s(self.transport),
+            self.ratio(),
+            ms(self.hub_cpu_converge) / n,
+            mb(self.hub_memory_first.rss_kib),
+            mb(self.hub_memory.rss_kib),
+            self.bytes_per_cluster
+        )
+    }
+}
+
+impl Report {
+    /// Transport alone / real hub (1.0 = the hub adds nothing to the transport).
+    pub fn ratio(&self) -> f64 {
+        if self.converge.is_zero() {
+            f64::NAN
+        } else {
+            self.transport.as_secs_f64() / self.converge.as_secs_f64()
+        }
     }
 }
 
@@ -270,7 +395,7 @@ where
 /// When a component does not start or a phase exceeds the timeout.
 pub async fn run(opts: &BenchOptions, dir: &Path) -> anyhow::Result<Report> {
     let n = opts.agents;
-    let broker = TestBroker::start_async().await;
+    let broker = RunningBroker::start(&opts.broker).await?;
     let url = broker.url();
     let (tally, spy_task) = spy(&url).await?;
 
@@ -324,38 +449,63 @@ pub async fn run(opts: &BenchOptions, dir: &Path) -> anyhow::Result<Report> {
         .get("statusesAccepted")
         .copied()
         .unwrap_or(0);
-    let cpu0 = procfs::cpu_time("self");
-    let t0 = Instant::now();
-    admin
-        .create_work(CreateWork {
-            name: "bench".into(),
-            clusters: (0..n).map(cluster_name).collect(),
-            manifests: vec![crate::manifests::deployment(
-                "default",
-                "bench",
-                1,
-                "nginx:1.27",
-            )],
-            ..CreateWork::default()
+    let mut rounds = Vec::with_capacity(opts.rounds.max(1));
+    let mut statuses_counted = Duration::ZERO;
+    let mut hub_memory_first = procfs::Memory::default();
+    let mut cpu_rounds = Duration::ZERO;
+    for round in 1..=opts.rounds.max(1) {
+        let cpu0 = procfs::cpu_time("self");
+        let t0 = Instant::now();
+        // Each round changes the image, so every cluster gets a new version of the work.
+        let written = admin
+            .create_work(CreateWork {
+                name: "bench".into(),
+                clusters: (0..n).map(cluster_name).collect(),
+                manifests: vec![crate::manifests::deployment(
+                    "default",
+                    "bench",
+                    1,
+                    &format!("nginx:1.27.{round}"),
+                )],
+                overwrite: round > 1,
+                ..CreateWork::default()
+            })
+            .await?;
+        let version = written.first().map_or(0, |w| w.work.version);
+        if round == 1 {
+            poll_until("N statuses accepted by the hub", opts, || async {
+                let s = admin.stats().await.ok()?;
+                (s.counters.get("statusesAccepted").copied().unwrap_or(0) >= base + n as u64)
+                    .then_some(())
+            })
+            .await?;
+            statuses_counted = t0.elapsed();
+        }
+        poll_until("every work Applied at the hub", opts, || async {
+            let ws = admin.list_works(None).await.ok()?;
+            (ws.iter()
+                .filter(|w| w.version == version && applied(w))
+                .count()
+                >= n)
+                .then_some(())
         })
         .await?;
-    poll_until("N statuses accepted by the hub", opts, || async {
-        let s = admin.stats().await.ok()?;
-        (s.counters.get("statusesAccepted").copied().unwrap_or(0) >= base + n as u64).then_some(())
-    })
-    .await?;
-    let statuses_counted = t0.elapsed();
-    poll_until("every work Applied at the hub", opts, || async {
-        let ws = admin.list_works(None).await.ok()?;
-        (ws.iter()
-            .filter(|w| is_condition_true(&w.conditions, "Applied"))
-            .count()
-            >= n)
-            .then_some(())
-    })
-    .await?;
-    let converge = t0.elapsed();
-    let hub_cpu_converge = procfs::cpu_time("self").saturating_sub(cpu0);
+        rounds.push(t0.elapsed());
+        let cpu = procfs::cpu_time("self").saturating_sub(cpu0);
+        if round == 1 {
+            hub_memory_first = procfs::memory("self");
+        }
+        if round > 1 || opts.rounds <= 1 {
+            cpu_rounds += cpu;
+        }
+    }
+    let first_rollout = rounds[0];
+    let converge = median(if rounds.len() > 1 {
+        &rounds[1..]
+    } else {
+        &rounds[..]
+    });
+    let hub_cpu_converge = cpu_rounds / (opts.rounds.max(2) - 1) as u32;
     let hub_memory = procfs::memory("self");
     let hub_open_files = procfs::open_files();
     let agents_rss_kib = workers.rss_kib();
@@ -391,15 +541,20 @@ pub async fn run(opts: &BenchOptions, dir: &Path) -> anyhow::Result<Report> {
     spy_task.abort();
     admin.disconnect().await;
     hub.shutdown().await?;
+    drop(broker);
     Ok(Report {
+        broker: opts.broker.to_string(),
         agents: n,
         worker_processes: n.div_ceil(opts.agents_per_process.max(1)),
         join,
         accept,
+        first_rollout,
         converge,
+        rounds,
         statuses_counted,
         transport,
         hub_cpu_converge,
+        hub_memory_first,
         hub_memory,
         agents_rss_kib,
         hub_open_files,
@@ -408,6 +563,18 @@ pub async fn run(opts: &BenchOptions, dir: &Path) -> anyhow::Result<Report> {
         bytes_per_cluster,
         messages_per_cluster_by_type,
     })
+}
+
+/// Whether the hub holds an Applied status for the version it has (not an older one's).
+fn applied(w: &ocm_edge_hub::admin::messages::WorkView) -> bool {
+    find_condition(&w.conditions, "Applied")
+        .is_some_and(|c| c.status == ConditionStatus::True && c.observed_generation == w.version)
+}
+
+fn median(times: &[Duration]) -> Duration {
+    let mut sorted = times.to_vec();
+    sorted.sort();
+    sorted.get(sorted.len() / 2).copied().unwrap_or_default()
 }
 
 /// An ideal hub: once every ideal agent is subscribed, publish one `spec_bytes` message per

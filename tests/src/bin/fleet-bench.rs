@@ -1,14 +1,18 @@
 //! fleet-bench: how long the real hub takes to bring one work to N simulated agents, compared
 //! with the transport alone on the same broker. Prints figures; asserts nothing.
 //!
-//! `cargo run --release -p ocm-edge-tests --bin fleet-bench -- --agents 200`
+//! `cargo run --release -p ocm-edge-tests --bin fleet-bench -- --agents 200 [--broker embedded|mosquitto|URL] [--rounds 3]`
+//!
+//! The last line is machine-readable: `RESULT broker=… agents=… join_s=… accept_s=… first_rollout_s=…
+//! converge_s=… transport_s=… ratio=… hub_cpu_ms_per_cluster=… hub_rss_first_mb=… hub_rss_end_mb=…
+//! wire_bytes_per_cluster=…`, where `ratio` = transport_s / converge_s (1.0 = the hub adds nothing).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use ocm_edge_tests::bench::worker::{WorkerMode, run_worker};
-use ocm_edge_tests::bench::{BenchOptions, run};
+use ocm_edge_tests::bench::{BenchBroker, BenchOptions, run};
 
 #[derive(Debug, Parser)]
 #[command(about = "ocm-edge fleet benchmark: real hub vs transport alone, same broker")]
@@ -29,6 +33,14 @@ struct Args {
     /// How often the hub is polled for progress, in milliseconds.
     #[arg(long, default_value_t = 50)]
     poll_ms: u64,
+    /// Broker: `embedded` (the hub's, in its process), `mosquitto` (started by the bench), or
+    /// the URL of a running broker.
+    #[arg(long, default_value = "embedded")]
+    broker: BenchBroker,
+    /// Rounds: round 1 creates the work, each later one updates it on every cluster; the
+    /// convergence figure is the median of rounds 2..R.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
     #[command(subcommand)]
     worker: Option<Worker>,
 }
@@ -90,6 +102,8 @@ async fn main() -> anyhow::Result<()> {
         ready_delay: Duration::from_millis(args.ready_delay_ms),
         timeout: Duration::from_secs(args.timeout_secs),
         poll: Duration::from_millis(args.poll_ms.max(1)),
+        broker: args.broker,
+        rounds: args.rounds.max(1),
     };
     let dir = tempfile::tempdir()?;
     let report = run(&opts, dir.path()).await?;
