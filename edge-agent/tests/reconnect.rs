@@ -273,3 +273,48 @@ async fn an_update_that_drops_a_manifest_removes_its_object_and_a_big_bundle_fit
     );
     agent.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_bundle_over_500_kib_or_without_a_resourceid_is_refused_and_nothing_is_applied() {
+    let broker = start_broker();
+    let dir = tempfile::tempdir().unwrap();
+    let hub = FakeHub::connect(&broker, &agent_events()).await;
+    let agent = start_agent(config(&broker, dir.path())).await.unwrap();
+    let mut counters = agent.counters();
+    wait_counters(&mut counters, "subscribed", |c| c.spec_resyncs_sent >= 1).await;
+
+    // 600 KiB of manifests: over the limit the hub and the CLI enforce, so the agent refuses it
+    // too, whoever published it.
+    let mut big = maestro_spec();
+    let mut data = data_json(&big).unwrap().unwrap();
+    data["manifests"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!(
+            {"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"big","namespace":"default"},
+             "data":{"blob": "x".repeat(600 * 1024)}}
+        ));
+    big.set_data("application/json", data);
+    hub.publish_event(&big, &source_events()).await;
+    wait_counters(&mut counters, "the big bundle refused", |c| {
+        c.specs_refused >= 1
+    })
+    .await;
+
+    let mut nameless = maestro_spec();
+    ext::set_resource_id(&mut nameless, "");
+    hub.publish_event(&nameless, &source_events()).await;
+    let seen = wait_counters(&mut counters, "the nameless bundle refused", |c| {
+        c.specs_refused >= 2
+    })
+    .await;
+    assert_eq!(seen.specs_applied, 0, "{seen:?}");
+    assert_eq!(seen.statuses_published, 0, "nothing to report: {seen:?}");
+    let sim = agent.sim().unwrap();
+    assert!(sim.get("ConfigMap", "default", "big").is_none());
+    assert!(
+        sim.get("Deployment", "default", "maestro-e2e-upgrade-test")
+            .is_none()
+    );
+    agent.shutdown().await.unwrap();
+}

@@ -385,6 +385,18 @@ impl HubLoop {
             tracing::warn!("admin request without a response topic dropped");
             return self.core.count(counter::ADMIN_DROPPED);
         };
+        // Answers go only to this hub's admin response topics: a request must not make the hub
+        // publish on a cluster's topic (or anywhere else its identity may write).
+        let source = &self.core.config().source_id;
+        if !matches!(topic::Topic::parse(&topic),
+            Ok(topic::Topic::AdminResponses { source: s, .. }) if &s == source)
+        {
+            tracing::warn!(
+                response_topic = %topic,
+                "admin request dropped: its response topic is not ocm-edge/{source}/admin/responses/<client>"
+            );
+            return self.core.count(counter::ADMIN_DROPPED);
+        }
         let (change, response) = match server::parse_request(&received.message.payload) {
             Ok(request) => {
                 match &request {

@@ -159,7 +159,6 @@ pub fn validate_manifests(manifests: &[Manifest]) -> Result<(), ValidationError>
     if manifests.is_empty() {
         return Err(ValidationError::NoManifests);
     }
-    let mut total_bytes = 0usize;
     for (index, manifest) in manifests.iter().enumerate() {
         if let Some(problem) = manifest_problem(manifest) {
             return Err(ValidationError::Manifest {
@@ -168,8 +167,20 @@ pub fn validate_manifests(manifests: &[Manifest]) -> Result<(), ValidationError>
                 problem,
             });
         }
-        total_bytes += serde_json::to_vec(&manifest.0).map_or(0, |b| b.len());
     }
+    validate_manifests_size(manifests)
+}
+
+/// Checks only the total size of a list of manifests ([`MAX_MANIFESTS_BYTES`] as compact JSON):
+/// the limit an agent enforces on what any source sends it, whatever else the source allows.
+///
+/// # Errors
+/// [`ValidationError::TooLarge`].
+pub fn validate_manifests_size(manifests: &[Manifest]) -> Result<(), ValidationError> {
+    let total_bytes: usize = manifests
+        .iter()
+        .map(|m| serde_json::to_vec(&m.0).map_or(0, |b| b.len()))
+        .sum();
     if total_bytes > MAX_MANIFESTS_BYTES {
         return Err(ValidationError::TooLarge {
             total_bytes,

@@ -92,3 +92,53 @@ async fn bad_work_requests_are_refused_with_a_reason_and_nothing_is_stored() {
     assert_eq!(view.version, 1, "the existing work is untouched");
     fleet.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_admin_request_whose_answer_would_land_on_a_cluster_topic_is_dropped_and_counted() {
+    use std::time::Duration;
+
+    use bytes::Bytes;
+    use ocm_edge_mqtt::{BrokerUrl, Publication, Session, SessionConfig};
+    use ocm_edge_schemas::wire::MqttMessage;
+    use ocm_edge_tests::probe::Probe;
+    use ocm_edge_tests::wait::wait_until;
+
+    const WAIT: Duration = Duration::from_secs(20);
+    let fleet = Fleet::start().await;
+    let url = fleet.broker_url().to_owned();
+    let victim = "sources/ocm-edge/consumers/c1/sourceevents";
+    let mut spy = Probe::connect(&url).await.unwrap();
+    spy.subscribe(victim).await.unwrap();
+
+    // A client that wants the hub to publish on cluster c1's spec topic.
+    let cfg = SessionConfig::new(BrokerUrl::parse(&url).unwrap(), "rogue-admin");
+    let (rogue, _events) = Session::connect(cfg, WAIT).await.unwrap();
+    let request = Publication {
+        message: MqttMessage {
+            topic: "ocm-edge/ocm-edge/admin/requests".into(),
+            payload: br#"{"command":"listClusters"}"#.to_vec(),
+            content_type: Some("application/json".into()),
+            user_properties: vec![],
+        },
+        response_topic: Some(victim.into()),
+        correlation_data: Some(Bytes::from_static(b"rogue")),
+        retain: false,
+    };
+    rogue.publisher().publish(request).await.unwrap();
+
+    let admin = fleet.admin().await;
+    wait_until("the hub counts the dropped request", WAIT, || async {
+        let stats = admin.stats().await.unwrap();
+        stats
+            .counters
+            .get("adminRequestsDropped")
+            .copied()
+            .unwrap_or(0)
+            >= 1
+    })
+    .await
+    .unwrap();
+    // The drop and any answer would have been one batch: nothing reached c1's topic.
+    let leaked = spy.recv(Duration::from_millis(500)).await;
+    assert!(leaked.is_none(), "the hub answered on {victim}: {leaked:?}");
+}

@@ -77,6 +77,9 @@ pub struct AgentCounters {
     pub specs_applied: u64,
     /// Spec events older than the held version, dropped.
     pub specs_dropped_stale: u64,
+    /// Spec events refused before anything was stored (no resourceid, manifests over the
+    /// 500 KiB limit): the agent never trusts the other side of the broker.
+    pub specs_refused: u64,
     /// Malformed or misaddressed messages, dropped.
     pub dropped_malformed: u64,
     /// Well-formed events the agent has no use for.

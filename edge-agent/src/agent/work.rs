@@ -17,6 +17,16 @@ use crate::store::DesiredBundle;
 
 impl Agent {
     pub(super) async fn on_spec(&mut self, spec: SpecEvent, t: DateTime<Utc>) {
+        if let Err(why) = admissible(&spec) {
+            tracing::warn!(
+                resource_id = %spec.resource_id,
+                source = %spec.header.source,
+                %why,
+                "spec refused; nothing stored or applied"
+            );
+            self.bump(|c| c.specs_refused += 1);
+            return;
+        }
         let held = match self.store.desired(&spec.resource_id) {
             Ok(h) => h,
             Err(e) => {
@@ -332,4 +342,17 @@ impl Agent {
             self.bump(|c| c.spec_resyncs_sent += 1);
         }
     }
+}
+
+/// What the agent refuses from any source before storing a spec: the limits the hub enforces
+/// hold here too, whoever published on this cluster's topic.
+fn admissible(spec: &SpecEvent) -> Result<(), String> {
+    if spec.resource_id.trim().is_empty() {
+        return Err("the event has no resourceid".to_owned());
+    }
+    if let Some(bundle) = &spec.bundle {
+        ocm_edge_schemas::validate::validate_manifests_size(&bundle.manifests)
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }

@@ -48,6 +48,12 @@ impl HubCore {
             );
             return self.count(counter::MALFORMED);
         }
+        if let Err(e) = ocm_edge_schemas::validate::validate_cluster_name(cluster) {
+            // The topic grammar allows names Kubernetes does not (a leading '-', 64 characters):
+            // such a cluster could never be a ManagedCluster, so it is never registered.
+            tracing::warn!(%cluster, error = %e, "join request with an invalid cluster name dropped");
+            return self.count(counter::MALFORMED);
+        }
         let lease = match request.spec.lease_duration_seconds {
             s if s > 0 => s,
             _ => DEFAULT_LEASE_DURATION_SECONDS,
@@ -227,6 +233,19 @@ mod tests {
         assert_eq!(views.len(), 1);
         assert!(!views[0].spec.hub_accepts_client);
         assert_eq!(views[0].metadata.labels.get("env").unwrap(), "test");
+    }
+
+    #[test]
+    fn a_join_request_whose_name_is_not_a_dns_label_registers_nothing_and_is_counted() {
+        let too_long = "a".repeat(64);
+        for name in ["-edge", "edge-", too_long.as_str()] {
+            let mut core = core();
+            let change = core.handle_agent(join(name), t(0));
+            core.apply(&change.records);
+            assert!(core.cluster(name).is_none(), "{name} was registered");
+            assert!(hub_views(&change).is_empty(), "{name} got an answer");
+            assert_eq!(core.counters().get(counter::MALFORMED), 1, "{name}");
+        }
     }
 
     #[test]
