@@ -46,9 +46,6 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 const MIN_TICK: Duration = Duration::from_millis(10);
 /// Most inbound items handled (and stored) in one batch.
 const MAX_BATCH: usize = 512;
-/// Largest packet the hub sends or accepts (the broker may lower what it accepts in CONNACK):
-/// works carry up to 500 KiB of manifests, admin payloads up to 2 MiB.
-pub const MAX_PACKET_BYTES: u32 = 4 * 1024 * 1024;
 
 /// Errors starting or running the hub.
 #[derive(Debug, thiserror::Error)]
@@ -179,7 +176,9 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
         .map_err(|e| HubError::Config(e.to_string()))?;
     let mut session_cfg = SessionConfig::new(broker_url.clone(), cfg.mqtt_client_id());
     session_cfg.keepalive = cfg.keepalive;
-    session_cfg.max_packet_bytes = MAX_PACKET_BYTES;
+    // What the embedded broker accepts (works of 500 KiB, admin payloads of 2 MiB, headers); an
+    // external broker may lower it in its CONNACK.
+    session_cfg.max_packet_bytes = ocm_edge_mqtt::broker::MAX_PACKET_BYTES as u32;
     session_cfg.credentials = cfg.broker_credentials().map_err(HubError::Config)?;
     session_cfg.tls = cfg.broker_tls.clone();
     session_cfg.subscriptions = vec![

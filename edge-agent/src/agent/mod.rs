@@ -19,7 +19,7 @@ use ocm_edge_schemas::api::meta::{Condition, ConditionStatus, Time, is_condition
 use ocm_edge_schemas::wire::encode;
 use ocm_edge_schemas::wire::sequence::SequenceIdGenerator;
 use ocm_edge_schemas::wire::topic;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -179,10 +179,6 @@ pub async fn start_agent(cfg: AgentConfig) -> Result<AgentHandle, AgentError> {
     cfg.validate()?;
     // One rustls provider (ring) for the MQTT layer and kube-rs alike (DESIGN.md decision 10).
     ocm_edge_mqtt::install_crypto_provider();
-    // Read the certificates now, so a wrong path fails the start instead of every reconnect.
-    if cfg.broker_url()?.is_tls() {
-        cfg.tls.client_config().map_err(SessionError::from)?;
-    }
     let store = Store::open(&cfg.data_dir)?;
     let (applier, sim) = match &cfg.applier {
         ApplierConfig::Sim { ready_delay } => {
@@ -215,7 +211,10 @@ pub async fn start_agent(cfg: AgentConfig) -> Result<AgentHandle, AgentError> {
         publisher: None,
         api_healthy: None,
     };
-    let task = tokio::spawn(agent.run(stop.clone()));
+    // Started here, not in the task: certificates are read now, so a wrong path fails the start
+    // instead of every reconnect.
+    let (session, events) = agent.start_session()?;
+    let task = tokio::spawn(agent.run(session, events, stop.clone()));
     Ok(AgentHandle {
         counters: counters_rx,
         sim,
@@ -246,7 +245,12 @@ fn now() -> DateTime<Utc> {
 }
 
 impl Agent {
-    async fn run(mut self, stop: CancellationToken) -> Result<(), AgentError> {
+    /// The MQTT session: the cluster's topics, a will and a persisted connection number per
+    /// connection. It lives as long as the agent's task (dropped with it: an aborted agent
+    /// closes its TCP connection at once).
+    fn start_session(
+        &self,
+    ) -> Result<(Session, mpsc::UnboundedReceiver<SessionEvent>), AgentError> {
         // Weak: the session task may outlive the agent by a moment and must not hold the file.
         let seq_store = self.store.downgrade();
         let will_id = self.id.clone();
@@ -283,9 +287,15 @@ impl Agent {
                 .and_then(|event| encode(&event, will_topic.clone()).ok());
             (seq, will)
         });
-        // Dropped with this future: an aborted agent closes its TCP connection at once.
-        let (session, mut rx) = Session::start(session_cfg, Some(will))?;
+        Ok(Session::start(session_cfg, Some(will))?)
+    }
 
+    async fn run(
+        mut self,
+        session: Session,
+        mut rx: mpsc::UnboundedReceiver<SessionEvent>,
+        stop: CancellationToken,
+    ) -> Result<(), AgentError> {
         // Offline-first: reconcile from the cache before any broker is reached.
         self.reconcile_all(now()).await;
         let mut reconcile = tokio::time::interval(self.cfg.reconcile_interval);

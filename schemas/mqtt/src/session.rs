@@ -283,7 +283,6 @@ impl Publisher {
 #[derive(Debug)]
 pub struct Session {
     publisher: Publisher,
-    url: BrokerUrl,
     stop: watch::Sender<bool>,
     task: JoinHandle<()>,
 }
@@ -307,7 +306,6 @@ impl Session {
         let (client, eventloop) = AsyncClient::new(options, cfg.queue_capacity.max(1));
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let (stop, stopped) = watch::channel(false);
-        let url = cfg.url.clone();
         let task = tokio::spawn(
             Driver {
                 eventloop,
@@ -320,7 +318,6 @@ impl Session {
         Ok((
             Session {
                 publisher: Publisher { client },
-                url,
                 stop,
                 task,
             },
@@ -378,11 +375,6 @@ impl Session {
     /// A handle to publish with.
     pub fn publisher(&self) -> Publisher {
         self.publisher.clone()
-    }
-
-    /// The broker.
-    pub fn url(&self) -> &BrokerUrl {
-        &self.url
     }
 
     /// Sends DISCONNECT after what is queued (so an agent's last presence goes out first and no
