@@ -245,7 +245,7 @@ async fn the_agent_announces_itself_with_birth_join_request_lease_and_cluster_st
     let url = start_broker();
     let dir = tempfile::tempdir().unwrap();
     let mut hub = FakeHub::connect(&url, "sources/ocm-edge/consumers/edge-1/agentevents").await;
-    let mut cfg = AgentConfig::new("edge-1", &url, dir.path());
+    let mut cfg = AgentConfig::new("edge-1", &*url, dir.path());
     cfg.labels.insert("env".into(), "prod".into());
     cfg.claims.insert("region".into(), "eu".into());
     cfg.lease_duration_seconds = 5;
@@ -292,7 +292,7 @@ async fn a_killed_agent_leaves_a_will_with_its_connection_sequence_number() {
     let url = start_broker();
     let dir = tempfile::tempdir().unwrap();
     let mut hub = FakeHub::connect(&url, "sources/ocm-edge/consumers/edge-2/agentevents").await;
-    let mut cfg = AgentConfig::new("edge-2", &url, dir.path());
+    let mut cfg = AgentConfig::new("edge-2", &*url, dir.path());
     cfg.keepalive = Duration::from_secs(5);
     let agent = start_agent(cfg).await.unwrap();
     let birth = hub
@@ -316,7 +316,7 @@ async fn a_graceful_shutdown_says_offline_with_the_same_sequence_number_as_the_b
     let url = start_broker();
     let dir = tempfile::tempdir().unwrap();
     let mut hub = FakeHub::connect(&url, "sources/ocm-edge/consumers/edge-3/agentevents").await;
-    let agent = start_agent(AgentConfig::new("edge-3", &url, dir.path()))
+    let agent = start_agent(AgentConfig::new("edge-3", &*url, dir.path()))
         .await
         .unwrap();
     let birth = hub
@@ -343,7 +343,7 @@ async fn with_a_password_the_agent_logs_in_with_its_cluster_name_as_username() {
     ]);
     let url = start_broker_with_auth(Some(users));
     let dir = tempfile::tempdir().unwrap();
-    let mut cfg = AgentConfig::new("edge-4", &url, dir.path());
+    let mut cfg = AgentConfig::new("edge-4", &*url, dir.path());
     cfg.broker_password = Some("s3cret".into());
     let agent = start_agent(cfg).await.unwrap();
     let mut counters = agent.counters();
@@ -355,7 +355,7 @@ async fn with_a_password_the_agent_logs_in_with_its_cluster_name_as_username() {
 async fn a_join_request_sent_while_no_hub_listened_is_repeated_until_a_hub_answers() {
     let url = start_broker();
     let dir = tempfile::tempdir().unwrap();
-    let mut cfg = AgentConfig::new("edge-late", &url, dir.path());
+    let mut cfg = AgentConfig::new("edge-late", &*url, dir.path());
     cfg.lease_duration_seconds = 5;
     cfg.health_interval = Duration::from_millis(200);
     let agent = start_agent(cfg).await.unwrap();

@@ -27,14 +27,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 }
 
 /// Logs go to stderr so tables and `-o json` on stdout stay clean. The hub logs at info by
-/// default; one-shot commands only warn. The embedded rumqttd reports every closed connection
-/// at ERROR level, which is noise for an operator, so it is off unless `RUST_LOG` asks for it
-/// (e.g. `RUST_LOG=info,rumqttd=info`). `RUST_LOG` overrides everything.
+/// default; one-shot commands only warn. The embedded broker (rmqtt) reports every connection and
+/// disconnection at INFO, which is noise for an operator with a fleet, so only its warnings show
+/// unless `RUST_LOG` asks for more (e.g. `RUST_LOG=info,rmqtt=info`); ocm-edge logs what the
+/// broker drops itself. `RUST_LOG` overrides everything.
 fn init_logging(command: &Command) {
     let default = match command {
-        Command::Hub(_) => "info,rumqttd=off",
+        Command::Hub(_) => "info,rmqtt=warn",
         // A one-shot command reports a broker it cannot reach as its error; no retry log.
-        _ => "warn,rumqttd=off,ocm_edge_mqtt=error",
+        _ => "warn,ocm_edge_mqtt=error",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));

@@ -1,4 +1,4 @@
-//! Brokers for tests: the hub's embedded rumqttd (MQTT 5) on a free port that outlives hub
+//! Brokers for tests: the hub's embedded broker (rmqtt, MQTT 5) on a free port that outlives hub
 //! restarts, and the free-port / listening helpers the Mosquitto runner shares.
 
 use std::net::{SocketAddr, TcpListener};
@@ -42,11 +42,9 @@ pub fn wait_listening(addr: SocketAddr, timeout: Duration) -> Result<(), BrokerE
     })
 }
 
-/// The hub's embedded rumqttd 0.20 (`ocm_edge_mqtt::broker::start_embedded`) on a free port of
-/// 127.0.0.1, started on its own so hubs can be stopped and restarted while it stays up.
-///
-/// rumqttd cannot be stopped: its threads live until the test process exits. Each test starts
-/// its own broker, so tests never share topics.
+/// The hub's embedded broker (`ocm_edge_mqtt::broker::start_embedded`) on a free port of
+/// 127.0.0.1, started on its own so hubs can be stopped and restarted while it stays up. Each
+/// test starts its own broker, so tests never share topics; dropping it stops the broker.
 #[derive(Debug)]
 pub struct TestBroker {
     inner: ocm_edge_mqtt::broker::EmbeddedBroker,
@@ -62,6 +60,27 @@ impl TestBroker {
         let inner = ocm_edge_mqtt::broker::start_embedded(SocketAddr::from(([127, 0, 0, 1], 0)))
             .map_err(|e| BrokerError::Start(e.to_string()))?;
         Ok(Self { inner })
+    }
+
+    /// rumqttd 0.20, the previous embedded broker (benchmarks only).
+    ///
+    /// # Errors
+    /// As [`TestBroker::start`].
+    #[cfg(feature = "rumqttd")]
+    pub fn start_rumqttd(
+        tuning: ocm_edge_mqtt::broker::rumqttd::RumqttdTuning,
+    ) -> Result<Self, BrokerError> {
+        let inner = ocm_edge_mqtt::broker::rumqttd::start_rumqttd(
+            SocketAddr::from(([127, 0, 0, 1], 0)),
+            tuning,
+        )
+        .map_err(|e| BrokerError::Start(e.to_string()))?;
+        Ok(Self { inner })
+    }
+
+    /// Deliveries the broker dropped so far (0 for rumqttd, which does not report them).
+    pub fn dropped(&self) -> u64 {
+        self.inner.stats().dropped()
     }
 
     /// [`TestBroker::start`] off the async runtime's threads.

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use cloudevents::{AttributesReader, Event};
 use ocm_edge_agent::AgentCounters;
+use ocm_edge_mqtt::broker::EmbeddedBroker;
 use ocm_edge_mqtt::{BrokerUrl, Session, SessionConfig, SessionEvent};
 use ocm_edge_schemas::wire::{MqttMessage, decode, encode};
 use tokio::sync::{mpsc, watch};
@@ -22,17 +23,44 @@ pub fn free_port() -> u16 {
         .expect("a free port")
 }
 
+/// The embedded broker of a test: its URL, and the handle that keeps it running (dropping the
+/// last handle stops the broker). Derefs to the URL.
+#[derive(Debug, Clone)]
+pub struct TestBroker {
+    url: String,
+    _running: EmbeddedBroker,
+}
+
+impl std::ops::Deref for TestBroker {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.url
+    }
+}
+
+impl std::fmt::Display for TestBroker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.url)
+    }
+}
+
 /// Starts the embedded broker (the hub's, from `ocm_edge_mqtt`) on a free port.
-pub fn start_broker() -> String {
+pub fn start_broker() -> TestBroker {
     start_broker_with_auth(None)
 }
 
 /// [`start_broker`] that only lets in the given username/password pairs.
-pub fn start_broker_with_auth(auth: Option<HashMap<String, String>>) -> String {
-    ocm_edge_mqtt::broker::start_embedded_with_users(SocketAddr::from(([127, 0, 0, 1], 0)), auth)
-        .expect("embedded broker starts")
-        .url()
-        .to_string()
+pub fn start_broker_with_auth(auth: Option<HashMap<String, String>>) -> TestBroker {
+    let broker = ocm_edge_mqtt::broker::start_embedded_with_users(
+        SocketAddr::from(([127, 0, 0, 1], 0)),
+        auth,
+    )
+    .expect("embedded broker starts");
+    TestBroker {
+        url: broker.url().to_string(),
+        _running: broker,
+    }
 }
 
 /// A raw MQTT 5 client playing the hub.

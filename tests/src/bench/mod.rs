@@ -56,6 +56,9 @@ pub enum BenchBroker {
     Embedded,
     /// A Mosquitto the bench starts on a free port (installed: `apt-get install mosquitto`).
     Mosquitto,
+    /// rumqttd 0.20, the previous embedded broker (feature `rumqttd`), in the bench's process.
+    #[cfg(feature = "rumqttd")]
+    Rumqttd(ocm_edge_mqtt::broker::rumqttd::RumqttdTuning),
     /// A broker already running at this URL.
     Url(String),
 }
@@ -67,6 +70,18 @@ impl std::str::FromStr for BenchBroker {
         match s {
             "embedded" => Ok(BenchBroker::Embedded),
             "mosquitto" => Ok(BenchBroker::Mosquitto),
+            #[cfg(feature = "rumqttd")]
+            "rumqttd" => Ok(BenchBroker::Rumqttd(
+                ocm_edge_mqtt::broker::rumqttd::RumqttdTuning::AsShipped,
+            )),
+            #[cfg(feature = "rumqttd")]
+            "rumqttd-small-logs" => Ok(BenchBroker::Rumqttd(
+                ocm_edge_mqtt::broker::rumqttd::RumqttdTuning::SmallLogs,
+            )),
+            #[cfg(not(feature = "rumqttd"))]
+            "rumqttd" | "rumqttd-small-logs" => Err(format!(
+                "--broker {s}: build fleet-bench with `--features rumqttd` to compare with rumqttd"
+            )),
             url => ocm_edge_mqtt::BrokerUrl::parse(url)
                 .map(|_| BenchBroker::Url(url.to_owned()))
                 .map_err(|e| format!("{e} (or use `embedded` or `mosquitto`)")),
@@ -79,6 +94,14 @@ impl std::fmt::Display for BenchBroker {
         match self {
             BenchBroker::Embedded => f.write_str("embedded"),
             BenchBroker::Mosquitto => f.write_str("mosquitto"),
+            #[cfg(feature = "rumqttd")]
+            BenchBroker::Rumqttd(ocm_edge_mqtt::broker::rumqttd::RumqttdTuning::AsShipped) => {
+                f.write_str("rumqttd")
+            }
+            #[cfg(feature = "rumqttd")]
+            BenchBroker::Rumqttd(ocm_edge_mqtt::broker::rumqttd::RumqttdTuning::SmallLogs) => {
+                f.write_str("rumqttd-small-logs")
+            }
             BenchBroker::Url(u) => f.write_str(u),
         }
     }
@@ -101,6 +124,14 @@ impl RunningBroker {
                     anyhow::anyhow!("--broker mosquitto: `mosquitto` is not installed (apt-get install mosquitto)")
                 })?;
                 RunningBroker::Mosquitto(crate::mosquitto::Mosquitto::start(&program)?)
+            }
+            #[cfg(feature = "rumqttd")]
+            BenchBroker::Rumqttd(tuning) => {
+                let tuning = *tuning;
+                RunningBroker::Embedded(
+                    tokio::task::spawn_blocking(move || TestBroker::start_rumqttd(tuning))
+                        .await??,
+                )
             }
             BenchBroker::Url(url) => RunningBroker::External(url.clone()),
         })
@@ -148,6 +179,8 @@ pub struct Report {
     pub agents_rss_kib: u64,
     /// Open files of the hub process after convergence.
     pub hub_open_files: usize,
+    /// Deliveries the embedded broker dropped during the run (None: the broker does not say).
+    pub broker_dropped: Option<u64>,
     /// Bytes of the work's spec event and of one status event (payload + topic + properties).
     pub spec_bytes: usize,
     pub status_bytes: usize,
@@ -217,6 +250,14 @@ impl std::fmt::Display for Report {
             self.rounds.len(),
             self.hub_memory.peak_kib,
             self.hub_open_files
+        )?;
+        writeln!(
+            f,
+            "  broker dropped deliveries : {}",
+            self.broker_dropped.map_or_else(
+                || "not reported by this broker".to_owned(),
+                |d| d.to_string()
+            )
         )?;
         writeln!(
             f,
@@ -541,8 +582,13 @@ pub async fn run(opts: &BenchOptions, dir: &Path) -> anyhow::Result<Report> {
     spy_task.abort();
     admin.disconnect().await;
     hub.shutdown().await?;
+    let broker_dropped = match (&broker, &opts.broker) {
+        (RunningBroker::Embedded(b), BenchBroker::Embedded) => Some(b.dropped()),
+        _ => None,
+    };
     drop(broker);
     Ok(Report {
+        broker_dropped,
         broker: opts.broker.to_string(),
         agents: n,
         worker_processes: n.div_ceil(opts.agents_per_process.max(1)),

@@ -71,7 +71,7 @@ async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "error,rumqttd=off".into()),
+                .unwrap_or_else(|_| "error,rumqttd=off,ocm_edge_mqtt::broker=warn".into()),
         )
         .with_writer(std::io::stderr)
         .init();

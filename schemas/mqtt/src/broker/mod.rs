@@ -1,0 +1,246 @@
+//! The embedded broker the hub runs by default, so one command runs everything; tests start one
+//! on port 0.
+//!
+//! Behind the `embedded-broker` feature. The engine is [rmqtt](https://github.com/rmqtt/rmqtt)
+//! 0.24 as a library, chosen by measurement against rumqttd 0.20 and Mosquitto (README,
+//! "Architecture"): it held 10,000 clients where rumqttd 0.20 never finished joining 5,000.
+//! rumqttd stays behind the non-default `rumqttd` feature, only so `fleet-bench --broker rumqttd`
+//! can repeat that comparison.
+//!
+//! The broker runs on its own thread with its own tokio runtime, so it does not compete with the
+//! hub's tasks for the hub's workers and it can be started from blocking or async code alike.
+//! Dropping the last [`EmbeddedBroker`] handle stops it and closes every connection.
+
+mod rmqtt;
+#[cfg(feature = "rumqttd")]
+pub mod rumqttd;
+
+use std::collections::HashMap;
+use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::BrokerUrl;
+
+/// Largest MQTT packet the embedded broker accepts: works carry up to 500 KiB of manifests and
+/// admin payloads up to 2 MiB (`ocm_edge_hub::admin::messages::MAX_ADMIN_PAYLOAD_BYTES`), plus headers.
+pub const MAX_PACKET_BYTES: usize = 4 * 1024 * 1024;
+/// Connections the embedded broker accepts: a 10,000-cluster fleet, its hub, CLIs, dashboards
+/// and slack (each connection is a file; this machine allows 20,000 per process).
+pub const MAX_CONNECTIONS: usize = 15_000;
+/// How long to wait for the broker to bind its listener.
+pub(crate) const START_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Errors starting the embedded broker.
+#[derive(Debug, thiserror::Error)]
+pub enum BrokerError {
+    #[error(
+        "cannot listen on {addr}: {reason} (another broker or hub may hold the port; choose another with --listen)"
+    )]
+    Bind { addr: SocketAddr, reason: String },
+    #[error("cannot start the embedded broker thread: {0}")]
+    Thread(std::io::Error),
+    #[error(
+        "embedded broker on {addr} did not accept connections within {waited:?} (is the port already in use?)"
+    )]
+    NotListening { addr: SocketAddr, waited: Duration },
+}
+
+/// Who may log in to the embedded broker.
+#[derive(Clone, Default)]
+pub enum BrokerLogin {
+    /// Any client, without a username.
+    #[default]
+    Anonymous,
+    /// Only these username / password pairs; anything else is refused at CONNECT.
+    Users(HashMap<String, String>),
+}
+
+impl std::fmt::Debug for BrokerLogin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Anonymous => f.write_str("Anonymous"),
+            // Never the passwords.
+            Self::Users(u) => f.debug_tuple("Users").field(&u.len()).finish(),
+        }
+    }
+}
+
+/// What the embedded broker counts, for logs, benchmarks and tests.
+#[derive(Debug, Default)]
+pub struct BrokerStats {
+    dropped: AtomicU64,
+    refused_logins: AtomicU64,
+}
+
+impl BrokerStats {
+    /// Messages the broker accepted but dropped before delivery (a full queue or in-flight window,
+    /// an expired message): each one is a delivery a subscriber will never see.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    /// CONNECTs refused for a wrong or missing username / password.
+    pub fn refused_logins(&self) -> u64 {
+        self.refused_logins.load(Ordering::Relaxed)
+    }
+
+    fn count_dropped(&self) -> u64 {
+        self.dropped.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    fn count_refused_login(&self) {
+        self.refused_logins.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A running embedded broker. Clones share it; dropping the last clone stops it.
+#[derive(Debug, Clone)]
+pub struct EmbeddedBroker {
+    addr: SocketAddr,
+    stats: Arc<BrokerStats>,
+    _running: Arc<Running>,
+}
+
+/// Stops the broker's runtime when dropped.
+#[derive(Debug)]
+pub(crate) struct Running {
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            // The broker thread may already be gone (its runtime failed): nothing to stop then.
+            let _ = stop.send(());
+        }
+    }
+}
+
+impl EmbeddedBroker {
+    /// `mqtt://HOST:PORT` with the port actually bound (127.0.0.1 for an unspecified address).
+    pub fn url(&self) -> BrokerUrl {
+        BrokerUrl::plain(self.connect_addr())
+    }
+
+    /// The listen address (port resolved).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// What the broker counted so far.
+    pub fn stats(&self) -> &BrokerStats {
+        &self.stats
+    }
+
+    fn connect_addr(&self) -> SocketAddr {
+        if self.addr.ip().is_unspecified() {
+            SocketAddr::from(([127, 0, 0, 1], self.addr.port()))
+        } else {
+            self.addr
+        }
+    }
+}
+
+/// Starts the embedded broker on `listen` (port 0: a free port) for anonymous clients and waits,
+/// bounded, until it accepts TCP connections. Blocking: call it from `spawn_blocking` inside a
+/// runtime.
+///
+/// # Errors
+/// [`BrokerError`] when the address cannot be bound, the thread cannot start, or nothing listens
+/// in time.
+pub fn start_embedded(listen: SocketAddr) -> Result<EmbeddedBroker, BrokerError> {
+    start_embedded_with(listen, BrokerLogin::Anonymous)
+}
+
+/// [`start_embedded`] that lets in only the given username / password pairs.
+///
+/// # Errors
+/// As [`start_embedded`].
+pub fn start_embedded_with_users(
+    listen: SocketAddr,
+    users: Option<HashMap<String, String>>,
+) -> Result<EmbeddedBroker, BrokerError> {
+    start_embedded_with(
+        listen,
+        users.map_or(BrokerLogin::Anonymous, BrokerLogin::Users),
+    )
+}
+
+/// [`start_embedded`] with a login policy.
+///
+/// # Errors
+/// As [`start_embedded`].
+pub fn start_embedded_with(
+    listen: SocketAddr,
+    login: BrokerLogin,
+) -> Result<EmbeddedBroker, BrokerError> {
+    let stats = Arc::new(BrokerStats::default());
+    let (addr, stop) = rmqtt::spawn(listen, login, stats.clone(), START_TIMEOUT)?;
+    let broker = EmbeddedBroker {
+        addr,
+        stats,
+        _running: Arc::new(Running { stop: Some(stop) }),
+    };
+    wait_listening(broker.connect_addr(), START_TIMEOUT)?;
+    tracing::info!(%addr, "embedded MQTT broker listening (rmqtt)");
+    Ok(broker)
+}
+
+/// Blocks until something accepts TCP connections on `addr` (a broker that has started), at
+/// most `timeout`.
+///
+/// # Errors
+/// [`BrokerError::NotListening`] after `timeout`.
+pub fn wait_listening(addr: SocketAddr, timeout: Duration) -> Result<(), BrokerError> {
+    let started = Instant::now();
+    loop {
+        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            return Ok(());
+        }
+        if started.elapsed() > timeout {
+            return Err(BrokerError::NotListening {
+                addr,
+                waited: timeout,
+            });
+        }
+        // Polling a TCP port has no event to wait on; 10 ms keeps start-up fast.
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn port_zero_starts_on_a_free_port_reports_it_and_stops_when_dropped() {
+        let broker = start_embedded("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = broker.addr();
+        assert_ne!(addr.port(), 0);
+        assert_eq!(
+            broker.url().to_string(),
+            format!("mqtt://127.0.0.1:{}", addr.port())
+        );
+        TcpStream::connect(addr).unwrap();
+        drop(broker);
+        // The runtime shuts down on its own thread; the port closes once it has.
+        let deadline = Instant::now() + START_TIMEOUT;
+        while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            assert!(
+                Instant::now() < deadline,
+                "broker still listening after drop"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    #[test]
+    fn a_taken_port_is_a_clear_error() {
+        let first = start_embedded("127.0.0.1:0".parse().unwrap()).unwrap();
+        let err = start_embedded(first.addr()).unwrap_err();
+        assert!(matches!(err, BrokerError::Bind { .. }), "{err:?}");
+        assert!(err.to_string().contains(&first.addr().to_string()), "{err}");
+    }
+}

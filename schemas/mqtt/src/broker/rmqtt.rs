@@ -1,0 +1,237 @@
+//! The rmqtt engine of the embedded broker: one TCP listener, tuned for a fleet, with retained
+//! messages (dashboards), shared subscriptions (`$share/`, several hub intakes) and an optional
+//! username / password check.
+//!
+//! Tuning (the library's defaults lose messages in a fleet-sized burst: 16 in flight per client,
+//! 1,000 queued, and a CPU "busy" check that refuses CONNECTs on a loaded box):
+//! - [`MAX_INFLIGHT`] unacknowledged QoS 1 deliveries per client, then [`MAX_QUEUED`] queued;
+//!   past that a delivery is dropped, counted in [`BrokerStats::dropped`] and logged.
+//! - no busy check and [`MAX_HANDSHAKES`] CONNECTs in progress: a fleet reconnecting at once after
+//!   an outage is let in, not turned away.
+//! - queued messages expire after [`MESSAGE_EXPIRY`] (a session's queue cannot grow for ever while
+//!   its client is away; the hub resyncs what it missed when it is back).
+
+use std::net::SocketAddr;
+use std::num::NonZeroU16;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rmqtt::context::ServerContext;
+use rmqtt::hook::{Handler, HookResult, Parameter, ReturnType, Type};
+use rmqtt::net::Builder;
+use rmqtt::server::MqttServer;
+use rmqtt::types::AuthResult;
+use tokio::sync::oneshot;
+
+use super::{BrokerError, BrokerLogin, BrokerStats, MAX_CONNECTIONS, MAX_PACKET_BYTES};
+
+/// Unacknowledged QoS 1 deliveries per client (the hub receives a whole fleet's statuses).
+const MAX_INFLIGHT: u16 = 500;
+/// Deliveries queued per client behind its in-flight window (or while it is away).
+const MAX_QUEUED: usize = 1_000_000;
+/// CONNECTs in progress at once.
+const MAX_HANDSHAKES: usize = MAX_CONNECTIONS;
+/// A queued message older than this is dropped.
+const MESSAGE_EXPIRY: Duration = Duration::from_secs(5 * 60);
+/// Worker threads of the broker's runtime.
+const WORKERS: usize = 2;
+
+/// Starts the broker on its own thread; returns the bound address and the sender that stops it.
+pub(super) fn spawn(
+    listen: SocketAddr,
+    login: BrokerLogin,
+    stats: Arc<BrokerStats>,
+    timeout: Duration,
+) -> Result<(SocketAddr, oneshot::Sender<()>), BrokerError> {
+    let (bound_tx, bound_rx) = std::sync::mpsc::sync_channel(1);
+    let (stop_tx, stop_rx) = oneshot::channel();
+    std::thread::Builder::new()
+        .name("ocm-edge-broker".into())
+        .spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(WORKERS)
+                .thread_name("ocm-edge-broker-worker")
+                .enable_all()
+                .build()
+            {
+                Ok(r) => r,
+                Err(e) => {
+                    let _ = bound_tx.send(Err(BrokerError::Thread(e)));
+                    return;
+                }
+            };
+            runtime.block_on(serve(listen, login, stats, bound_tx, stop_rx));
+            // Connections are tasks of this runtime: dropping it closes them all.
+            runtime.shutdown_timeout(Duration::from_secs(1));
+        })
+        .map_err(BrokerError::Thread)?;
+    let addr = bound_rx
+        .recv_timeout(timeout)
+        .map_err(|_| BrokerError::NotListening {
+            addr: listen,
+            waited: timeout,
+        })??;
+    Ok((addr, stop_tx))
+}
+
+async fn serve(
+    listen: SocketAddr,
+    login: BrokerLogin,
+    stats: Arc<BrokerStats>,
+    bound: std::sync::mpsc::SyncSender<Result<SocketAddr, BrokerError>>,
+    stop: oneshot::Receiver<()>,
+) {
+    let server = match build(listen, login, stats).await {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = bound.send(Err(e));
+            return;
+        }
+    };
+    let (server, addr) = server;
+    let _ = bound.send(Ok(addr));
+    tokio::select! {
+        result = server.run() => {
+            if let Err(e) = result {
+                tracing::error!(error = %e, %addr, "embedded broker stopped");
+            }
+        }
+        _ = stop => tracing::debug!(%addr, "embedded broker stopping"),
+    }
+}
+
+async fn build(
+    listen: SocketAddr,
+    login: BrokerLogin,
+    stats: Arc<BrokerStats>,
+) -> Result<(MqttServer, SocketAddr), BrokerError> {
+    let bind_error = |e: &dyn std::fmt::Display| BrokerError::Bind {
+        addr: listen,
+        reason: e.to_string(),
+    };
+    let scx = ServerContext::new()
+        .busy_check_enable(false)
+        .mqtt_max_sessions(MAX_CONNECTIONS as isize)
+        // Round robin would split one cluster's statuses over several hub intakes and reorder
+        // them; hashing the topic keeps each cluster on one intake.
+        .plugins_config_map_add("rmqtt-shared-subscription", "strategy = \"hash_topic\"")
+        .build()
+        .await;
+    rmqtt_retainer::register(&scx, true, false)
+        .await
+        .map_err(|e| bind_error(&format!("retained-message store: {e}")))?;
+    rmqtt_shared_subscription::register(&scx, true, false)
+        .await
+        .map_err(|e| bind_error(&format!("shared subscriptions: {e}")))?;
+    let hooks = scx.extends.hook_mgr().register();
+    hooks
+        .add(
+            Type::MessageDropped,
+            Box::new(CountDrops {
+                stats: stats.clone(),
+            }),
+        )
+        .await;
+    let allow_anonymous = match login {
+        BrokerLogin::Anonymous => true,
+        BrokerLogin::Users(users) => {
+            hooks
+                .add(
+                    Type::ClientAuthenticate,
+                    Box::new(CheckLogin { users, stats }),
+                )
+                .await;
+            false
+        }
+    };
+    hooks.start().await;
+    let listener = Builder::new()
+        .name("ocm-edge")
+        .laddr(listen)
+        .reuseaddr(Some(true))
+        .nodelay(true)
+        .backlog(4096)
+        .max_connections(MAX_CONNECTIONS)
+        .max_handshaking_limit(MAX_HANDSHAKES)
+        .max_packet_size(MAX_PACKET_BYTES as u32)
+        .max_inflight(NonZeroU16::new(MAX_INFLIGHT).unwrap_or(NonZeroU16::MIN))
+        .max_mqueue_len(MAX_QUEUED)
+        .message_expiry_interval(MESSAGE_EXPIRY)
+        .allow_anonymous(allow_anonymous)
+        .bind()
+        .map_err(|e| bind_error(&e))?;
+    let addr = listener.local_addr().map_err(|e| bind_error(&e))?;
+    let listener = listener.tcp().map_err(|e| bind_error(&e))?;
+    // The port is the listener's id (0 would collide between brokers started on port 0).
+    let server = MqttServer::new(scx)
+        .listener_by_id(listener, addr.port())
+        .build();
+    Ok((server, addr))
+}
+
+/// Counts (and logs, sparingly) every delivery the broker drops.
+struct CountDrops {
+    stats: Arc<BrokerStats>,
+}
+
+// rmqtt's trait elides `Parameter`'s lifetime; naming it here would not match the trait.
+#[allow(elided_lifetimes_in_paths)]
+#[async_trait]
+impl Handler for CountDrops {
+    async fn hook(&self, param: &Parameter, acc: Option<HookResult>) -> ReturnType {
+        if let Parameter::MessageDropped(to, _from, publish, reason) = param {
+            let n = self.stats.count_dropped();
+            // The first drop, then at 2, 4, 8...: a burst of drops is visible without a flood.
+            if n.is_power_of_two() {
+                tracing::warn!(
+                    dropped_so_far = n,
+                    topic = %publish.inner.topic,
+                    to = ?to.as_ref().map(|t| t.client_id.to_string()),
+                    reason = %reason,
+                    "embedded broker dropped a message before delivery (queue full, window full or expired)"
+                );
+            }
+        }
+        (true, acc)
+    }
+}
+
+/// Lets in only the configured username / password pairs.
+struct CheckLogin {
+    users: std::collections::HashMap<String, String>,
+    stats: Arc<BrokerStats>,
+}
+
+// rmqtt's trait elides `Parameter`'s lifetime; naming it here would not match the trait.
+#[allow(elided_lifetimes_in_paths)]
+#[async_trait]
+impl Handler for CheckLogin {
+    async fn hook(&self, param: &Parameter, acc: Option<HookResult>) -> ReturnType {
+        let Parameter::ClientAuthenticate(connect) = param else {
+            return (true, acc);
+        };
+        let given = connect.username().zip(connect.password());
+        let allowed = given.is_some_and(|(user, password)| {
+            self.users
+                .get(&user[..])
+                .is_some_and(|expected| expected.as_bytes() == &password[..])
+        });
+        if allowed {
+            return (
+                false,
+                Some(HookResult::AuthResult(AuthResult::Allow(false, None))),
+            );
+        }
+        self.stats.count_refused_login();
+        tracing::info!(
+            client = %connect.id().client_id,
+            user = ?connect.username().map(|u| u.to_string()),
+            "embedded broker refused a login (unknown user or wrong password)"
+        );
+        (
+            false,
+            Some(HookResult::AuthResult(AuthResult::BadUsernameOrPassword)),
+        )
+    }
+}
