@@ -1,4 +1,4 @@
-//! The agent against a real embedded broker (rumqttd, MQTT 5) with a raw client playing the hub.
+//! The agent against a real embedded broker (rmqtt, MQTT 5) with a raw client playing the hub.
 
 mod common;
 

@@ -10,8 +10,9 @@
 //!   `{"cluster","name","version","deleting","conditions":{"Applied":"True",...},"statusUpdated"}`;
 //!   an empty retained payload once the work is forgotten (which clears it on the broker).
 //!
-//! Dashboards are a convenience: they must not rely on every retained message arriving (rumqttd
-//! cuts retained deliveries to a new wildcard subscriber; DESIGN.md 4). Pure: no IO here.
+//! Dashboards are a convenience: they must not rely on every retained message arriving (a broker
+//! may cap what it replays to a new wildcard subscriber, or keep retained messages only in
+//! memory; DESIGN.md 4). Pure: no IO here.
 
 use std::collections::BTreeSet;
 

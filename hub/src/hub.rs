@@ -88,8 +88,8 @@ impl HubHandle {
         self.broker_url.to_string()
     }
 
-    /// The embedded broker, if the hub started one. It keeps running after the hub stops
-    /// (rumqttd cannot be stopped), so a new hub can use it.
+    /// The embedded broker, if the hub started one. It stops when the last handle to it is
+    /// dropped (this one goes with the [`HubHandle`]); clone it to keep it running past the hub.
     pub fn embedded_broker(&self) -> Option<&EmbeddedBroker> {
         self.broker.as_ref()
     }
@@ -469,30 +469,64 @@ impl HubLoop {
     }
 
     async fn respond(&self, topic: String, correlation: Option<Bytes>, response: &AdminResponse) {
-        let payload = match serde_json::to_vec(response) {
-            Ok(p) => p,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot encode admin response");
-                return;
+        let answer = match admin_answer(topic.clone(), correlation.clone(), response) {
+            Some(a) => a,
+            None => return,
+        };
+        match self.publisher.publish(answer).await {
+            Ok(()) => {}
+            Err(e) if e.too_large.is_some() => {
+                let (bytes, limit) = e.too_large.unwrap_or_default();
+                tracing::warn!(
+                    bytes,
+                    limit,
+                    "admin answer larger than the broker carries; answered TooLarge instead"
+                );
+                let refused = AdminResponse::error(
+                    AdminErrorKind::TooLarge,
+                    format!(
+                        "the answer is {bytes} bytes, more than the {limit} bytes the broker carries \
+                         in one message: ask for fewer items (listClusters and listWorks take \
+                         `limit` and `after`; the ocm-edge CLI pages by itself)"
+                    ),
+                );
+                if let Some(a) = admin_answer(topic, correlation, &refused)
+                    && let Err(e) = self.publisher.publish(a).await
+                {
+                    tracing::warn!(error = %e, "admin response not sent");
+                }
             }
-        };
-        let answer = Publication {
-            message: MqttMessage {
-                topic,
-                payload,
-                content_type: Some(APPLICATION_JSON.to_owned()),
-                user_properties: vec![(
-                    ADMIN_API_VERSION_PROPERTY.to_owned(),
-                    ADMIN_API_VERSION.to_owned(),
-                )],
-            },
-            correlation_data: correlation,
-            ..Publication::default()
-        };
-        if let Err(e) = self.publisher.publish(answer).await {
-            tracing::warn!(error = %e, "admin response not sent");
+            Err(e) => tracing::warn!(error = %e, "admin response not sent"),
         }
     }
+}
+
+/// An admin answer as a publication on the client's response topic.
+fn admin_answer(
+    topic: String,
+    correlation: Option<Bytes>,
+    response: &AdminResponse,
+) -> Option<Publication> {
+    let payload = match serde_json::to_vec(response) {
+        Ok(p) => p,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot encode admin response");
+            return None;
+        }
+    };
+    Some(Publication {
+        message: MqttMessage {
+            topic,
+            payload,
+            content_type: Some(APPLICATION_JSON.to_owned()),
+            user_properties: vec![(
+                ADMIN_API_VERSION_PROPERTY.to_owned(),
+                ADMIN_API_VERSION.to_owned(),
+            )],
+        },
+        correlation_data: correlation,
+        ..Publication::default()
+    })
 }
 
 /// Whether a change may move a placement or a rollout: objects, works, or a cluster whose

@@ -128,6 +128,40 @@ async fn a_maestro_shaped_status_event_is_accepted_and_stored_for_a_work_the_hub
 }
 
 #[tokio::test]
+async fn lists_longer_than_a_page_come_whole_and_in_order() {
+    let hub = TestHub::start("ocm-edge").await;
+    let mut agents = Vec::new();
+    for name in ["edge-c", "edge-a", "edge-e", "edge-b", "edge-d"] {
+        let mut agent = RawAgent::connect(&hub.url(), "ocm-edge", name).await;
+        join_and_accept(&hub, &mut agent).await;
+        agents.push(agent);
+    }
+    let admin = hub.admin().await.with_list_page(2);
+    let names: Vec<String> = admin
+        .list_clusters()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| c.name)
+        .collect();
+    assert_eq!(names, ["edge-a", "edge-b", "edge-c", "edge-d", "edge-e"]);
+
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    admin
+        .create_work(deployment_work("web", &refs, 1))
+        .await
+        .unwrap();
+    let works: Vec<String> = admin
+        .list_works(None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|w| w.cluster)
+        .collect();
+    assert_eq!(works, names);
+}
+
+#[tokio::test]
 async fn malformed_payloads_are_counted_and_dropped_and_nothing_is_stored() {
     let hub = TestHub::start("ocm-edge").await;
     let agent = RawAgent::connect(&hub.url(), "ocm-edge", "edge-1").await;

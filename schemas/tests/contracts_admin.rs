@@ -36,7 +36,14 @@ fn the_asyncapi_response_topic_pattern_accepts_the_topics_clients_use() {
 fn every_request_the_cli_sends_validates_against_the_request_schema() {
     let v = validator(schema_files::ADMIN_REQUEST);
     let requests = [
-        AdminRequest::ListClusters,
+        AdminRequest::ListClusters {
+            after: None,
+            limit: None,
+        },
+        AdminRequest::ListClusters {
+            after: Some("edge-1".into()),
+            limit: Some(500),
+        },
         AdminRequest::GetCluster {
             name: "edge-1".into(),
         },
@@ -56,9 +63,18 @@ fn every_request_the_cli_sends_validates_against_the_request_schema() {
             manifest_configs: vec![],
             overwrite: true,
         }),
-        AdminRequest::ListWorks { cluster: None },
+        AdminRequest::ListWorks {
+            cluster: None,
+            after: None,
+            limit: None,
+        },
         AdminRequest::ListWorks {
             cluster: Some("edge-1".into()),
+            after: Some(ocm_edge_schemas::admin::WorkRef {
+                cluster: "edge-1".into(),
+                name: "web".into(),
+            }),
+            limit: Some(500),
         },
         AdminRequest::GetWork {
             cluster: "edge-1".into(),

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Measures how long the hub takes to taint a cluster unreachable when its agent is killed (SIGKILL)
-# or frozen (SIGSTOP), with real processes: `ocm-edge hub` (embedded rumqttd) and `ocm-edge-agent
+# or frozen (SIGSTOP), with real processes: `ocm-edge hub` (embedded broker) and `ocm-edge-agent
 # --applier sim`. It polls `ocm-edge cluster get -o json` every 0.1 s, so figures carry ~0.1 s.
 #
 #   cargo build -p ocm-edge-hub -p ocm-edge-agent

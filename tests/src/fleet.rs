@@ -65,7 +65,7 @@ impl Default for FleetOptions {
 #[derive(Debug)]
 pub struct Fleet {
     broker_url: String,
-    // Kept so the broker is reported in Debug output; rumqttd lives for the process anyway.
+    // Keeps the broker running for the fleet's life (dropping it stops the broker).
     _broker: Option<TestBroker>,
     dir: tempfile::TempDir,
     opts: FleetOptions,

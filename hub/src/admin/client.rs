@@ -15,9 +15,14 @@ use ocm_edge_schemas::wire::{MqttMessage, topic};
 use super::client_error::unexpected;
 pub use super::client_error::{AdminError, Result};
 use super::messages::{
-    ADMIN_API_VERSION, ADMIN_API_VERSION_PROPERTY, AdminPayload, AdminRequest, AdminResponse,
-    ClusterView, CreateWork, HubStats, MAX_ADMIN_PAYLOAD_BYTES, WorkView, WorkWritten,
+    ADMIN_API_VERSION, ADMIN_API_VERSION_PROPERTY, AdminErrorKind, AdminPayload, AdminRequest,
+    AdminResponse, ClusterView, CreateWork, HubStats, MAX_ADMIN_PAYLOAD_BYTES, WorkRef, WorkView,
+    WorkWritten,
 };
+
+/// Items per page of a list: a 10,000-cluster fleet comes in 20 answers of well under the
+/// broker's packet limit. A page the hub finds too large is asked again at half the size.
+pub const LIST_PAGE: u32 = 500;
 
 /// How long a call waits for the hub by default.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -66,6 +71,7 @@ pub struct AdminClient {
     broker_url: String,
     source_id: String,
     timeout: Duration,
+    list_page: u32,
 }
 
 impl AdminClient {
@@ -123,7 +129,16 @@ impl AdminClient {
             broker_url: broker_url.to_owned(),
             source_id: source_id.to_owned(),
             timeout: connect.timeout,
+            list_page: LIST_PAGE,
         })
+    }
+
+    /// Items per page of [`AdminClient::list_clusters`] and [`AdminClient::list_works`]
+    /// (default [`LIST_PAGE`], at least 1).
+    #[must_use]
+    pub fn with_list_page(mut self, items: u32) -> Self {
+        self.list_page = items.max(1);
+        self
     }
 
     /// The broker URL this client talks through.
@@ -195,9 +210,48 @@ impl AdminClient {
     /// # Errors
     /// See [`AdminClient::request`].
     pub async fn list_clusters(&self) -> Result<Vec<ClusterView>> {
-        match self.request(&AdminRequest::ListClusters).await? {
-            AdminPayload::Clusters(c) => Ok(c),
-            other => Err(unexpected("listClusters", &other)),
+        self.list_paged(
+            |last: Option<&ClusterView>, limit| AdminRequest::ListClusters {
+                after: last.map(|c| c.name.clone()),
+                limit: Some(limit),
+            },
+            |payload| match payload {
+                AdminPayload::Clusters(c) => Ok(c),
+                other => Err(unexpected("listClusters", &other)),
+            },
+        )
+        .await
+    }
+
+    /// Every item of a list, a page at a time (see [`LIST_PAGE`]).
+    async fn list_paged<T>(
+        &self,
+        ask: impl Fn(Option<&T>, u32) -> AdminRequest,
+        take: impl Fn(AdminPayload) -> Result<Vec<T>>,
+    ) -> Result<Vec<T>> {
+        let mut all = Vec::new();
+        let mut limit = self.list_page;
+        loop {
+            let page = match self.request(&ask(all.last(), limit)).await {
+                Ok(payload) => take(payload)?,
+                Err(AdminError::Hub {
+                    kind: AdminErrorKind::TooLarge,
+                    ..
+                }) if limit > 1 => {
+                    limit /= 2;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let n = page.len();
+            if n > limit as usize && all.is_empty() {
+                // A hub that does not page answered with everything at once.
+                return Ok(page);
+            }
+            all.extend(page);
+            if n < limit as usize {
+                return Ok(all);
+            }
         }
     }
 
@@ -272,13 +326,21 @@ impl AdminClient {
     /// # Errors
     /// NotFound when `cluster` is unknown; see [`AdminClient::request`].
     pub async fn list_works(&self, cluster: Option<&str>) -> Result<Vec<WorkView>> {
-        let req = AdminRequest::ListWorks {
-            cluster: cluster.map(str::to_owned),
-        };
-        match self.request(&req).await? {
-            AdminPayload::Works(w) => Ok(w),
-            other => Err(unexpected("listWorks", &other)),
-        }
+        self.list_paged(
+            |last: Option<&WorkView>, limit| AdminRequest::ListWorks {
+                cluster: cluster.map(str::to_owned),
+                after: last.map(|w| WorkRef {
+                    cluster: w.cluster.clone(),
+                    name: w.name.clone(),
+                }),
+                limit: Some(limit),
+            },
+            |payload| match payload {
+                AdminPayload::Works(w) => Ok(w),
+                other => Err(unexpected("listWorks", &other)),
+            },
+        )
+        .await
     }
 
     /// One work, with its spec.

@@ -53,9 +53,14 @@ fn plan(
     now: DateTime<Utc>,
 ) -> Result<(Change, AdminPayload), AdminResponse> {
     Ok(match request {
-        AdminRequest::ListClusters => (
+        AdminRequest::ListClusters { after, limit } => (
             Change::default(),
-            AdminPayload::Clusters(core.clusters().map(|c| cluster_view(core, c)).collect()),
+            AdminPayload::Clusters(
+                core.clusters_after(after.as_deref())
+                    .take(page_size(limit))
+                    .map(|c| cluster_view(core, c))
+                    .collect(),
+            ),
         ),
         AdminRequest::GetCluster { name } => {
             let record = core
@@ -116,7 +121,12 @@ fn plan(
             };
             write(core, &input, &[cluster], true, now)?
         }
-        AdminRequest::ListWorks { cluster } => {
+        AdminRequest::ListWorks {
+            cluster,
+            after,
+            limit,
+        } => {
+            let after = after.map(|a| WorkKey::new(&a.cluster, &a.name));
             let views = match &cluster {
                 Some(c) => {
                     if core.cluster(c).is_none() {
@@ -124,9 +134,17 @@ fn plan(
                             c.clone(),
                         )));
                     }
-                    core.works_of(c).map(|w| work_view(w, false)).collect()
+                    core.works_of(c)
+                        .filter(|w| after.as_ref().is_none_or(|a| &w.key > a))
+                        .take(page_size(limit))
+                        .map(|w| work_view(w, false))
+                        .collect()
                 }
-                None => core.works().map(|w| work_view(w, false)).collect(),
+                None => core
+                    .works_after(after.as_ref())
+                    .take(page_size(limit))
+                    .map(|w| work_view(w, false))
+                    .collect(),
             };
             (Change::default(), AdminPayload::Works(views))
         }
@@ -181,6 +199,11 @@ fn plan(
 }
 
 /// The answer to a command from a client newer than this hub.
+/// How many items a list answer holds: `limit` (at least 1), or all when absent.
+fn page_size(limit: Option<u32>) -> usize {
+    limit.map_or(usize::MAX, |l| (l as usize).max(1))
+}
+
 fn unsupported(command: &str) -> AdminResponse {
     AdminResponse::error(
         AdminErrorKind::Unsupported,
@@ -330,6 +353,7 @@ pub fn stats(core: &HubCore) -> HubStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::admin::messages::WorkRef;
     use crate::admin::messages::WriteOutcome;
     use crate::core::testkit::*;
     use serde_json::json;
@@ -395,6 +419,8 @@ mod tests {
             (
                 AdminRequest::ListWorks {
                     cluster: Some("ghost".into()),
+                    after: None,
+                    limit: None,
                 },
                 AdminErrorKind::NotFound,
             ),
@@ -437,6 +463,52 @@ mod tests {
             error_kind(&run(&mut core, apply(&work))),
             Some(AdminErrorKind::Invalid)
         );
+    }
+
+    #[test]
+    fn lists_come_in_pages_after_the_last_item_of_the_previous_one() {
+        let mut core = accepted_core(&["a", "b", "c"]);
+        for c in ["a", "b", "c"] {
+            assert!(error_kind(&run(&mut core, create(&format!("w{c}"), &[c], false))).is_none());
+        }
+        let clusters = |core: &mut HubCore, after: Option<&str>, limit| {
+            let req = AdminRequest::ListClusters {
+                after: after.map(str::to_owned),
+                limit,
+            };
+            let AdminResponse::Ok(AdminPayload::Clusters(page)) = run(core, req) else {
+                panic!("listClusters failed")
+            };
+            page.into_iter().map(|c| c.name).collect::<Vec<_>>()
+        };
+        assert_eq!(clusters(&mut core, None, Some(2)), ["a", "b"]);
+        assert_eq!(clusters(&mut core, Some("b"), Some(2)), ["c"]);
+        assert_eq!(
+            clusters(&mut core, Some("c"), Some(2)),
+            Vec::<String>::new()
+        );
+        assert_eq!(clusters(&mut core, None, None), ["a", "b", "c"]);
+
+        let works = |core: &mut HubCore, cluster: Option<&str>, after: Option<(&str, &str)>| {
+            let req = AdminRequest::ListWorks {
+                cluster: cluster.map(str::to_owned),
+                after: after.map(|(c, n)| WorkRef {
+                    cluster: c.into(),
+                    name: n.into(),
+                }),
+                limit: Some(1),
+            };
+            let AdminResponse::Ok(AdminPayload::Works(page)) = run(core, req) else {
+                panic!("listWorks failed")
+            };
+            page.into_iter()
+                .map(|w| format!("{}/{}", w.cluster, w.name))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(works(&mut core, None, None), ["a/wa"]);
+        assert_eq!(works(&mut core, None, Some(("a", "wa"))), ["b/wb"]);
+        assert_eq!(works(&mut core, Some("c"), None), ["c/wc"]);
+        assert!(works(&mut core, Some("c"), Some(("c", "wc"))).is_empty());
     }
 
     #[test]

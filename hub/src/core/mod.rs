@@ -389,6 +389,28 @@ impl HubCore {
         self.works.values()
     }
 
+    /// Clusters sorted by name, from the first after `after` (all when None).
+    pub fn clusters_after<'a>(
+        &'a self,
+        after: Option<&'a str>,
+    ) -> impl Iterator<Item = &'a ClusterRecord> + 'a {
+        use std::ops::Bound;
+        let start = after.map_or(Bound::Unbounded, Bound::Excluded);
+        self.clusters
+            .range::<str, _>((start, Bound::Unbounded))
+            .map(|(_, c)| c)
+    }
+
+    /// Works sorted by (cluster, name), from the first after `after` (all when None).
+    pub fn works_after<'a>(
+        &'a self,
+        after: Option<&'a WorkKey>,
+    ) -> impl Iterator<Item = &'a WorkRecord> + 'a {
+        use std::ops::Bound;
+        let start = after.map_or(Bound::Unbounded, Bound::Excluded);
+        self.works.range((start, Bound::Unbounded)).map(|(_, w)| w)
+    }
+
     /// Works of one cluster, sorted by name.
     pub fn works_of<'a>(&'a self, cluster: &'a str) -> impl Iterator<Item = &'a WorkRecord> + 'a {
         let start = WorkKey::new(cluster, "");

@@ -56,6 +56,21 @@ impl Publication {
     }
 
     /// Topic, retain flag, payload and PUBLISH properties, as rumqttc takes them.
+    /// The size of this publication as an MQTT 5 PUBLISH packet, as rumqttc encodes it (the
+    /// figure it checks against the broker's maximum packet size).
+    pub fn packet_bytes(&self) -> usize {
+        let mut publish = Publish::new(
+            self.message.topic.clone(),
+            QoS::AtLeastOnce,
+            Vec::new(),
+            Some(self.properties()),
+        );
+        publish.pkid = 1;
+        let without_payload = publish.size();
+        // The remaining-length header grows with the payload: at most 3 more bytes.
+        without_payload + self.message.payload.len() + 3
+    }
+
     pub(crate) fn into_parts(self) -> (String, bool, Vec<u8>, PublishProperties) {
         let props = self.properties();
         (self.message.topic, self.retain, self.message.payload, props)

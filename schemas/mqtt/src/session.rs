@@ -18,12 +18,15 @@
 //!   log a WARN once per change of cause.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use ocm_edge_schemas::wire::{MqttMessage, WireError};
 use rumqttc::Outgoing;
 use rumqttc::v5::mqttbytes::QoS;
-use rumqttc::v5::mqttbytes::v5::{Filter, Packet, PubAckReason, SubscribeReasonCode};
+use rumqttc::v5::mqttbytes::v5::{
+    Filter, Packet, PubAckReason, PublishProperties, SubscribeReasonCode,
+};
 use rumqttc::v5::{AsyncClient, Event, EventLoop, MqttOptions, Request};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
@@ -218,8 +221,10 @@ pub type WillFn = Box<dyn FnMut() -> (u64, Option<MqttMessage>) + Send>;
 pub struct PublishError {
     /// The topic.
     pub topic: String,
-    /// Why (queue full, session stopped).
+    /// Why (queue full, session stopped, too large).
     pub reason: String,
+    /// Set when the packet is larger than the link allows: (packet bytes, limit).
+    pub too_large: Option<(usize, u32)>,
 }
 
 impl PublishError {
@@ -227,14 +232,32 @@ impl PublishError {
         PublishError {
             topic,
             reason: reason.to_string(),
+            too_large: None,
+        }
+    }
+
+    fn too_large(topic: String, bytes: usize, limit: u32) -> Self {
+        PublishError {
+            reason: format!(
+                "the packet is {bytes} bytes, larger than the {limit} bytes this link allows \
+                 (the smaller of this client's limit and the broker's); nothing was sent"
+            ),
+            topic,
+            too_large: Some((bytes, limit)),
         }
     }
 }
 
 /// Publishes on the session (QoS 1). Cloning shares the session.
+///
+/// A publication larger than the link's packet limit (the smaller of
+/// [`SessionConfig::max_packet_bytes`] and the maximum the broker announced in its CONNACK) is
+/// refused here with [`PublishError::too_large`] set: queued, it would make rumqttc drop the
+/// connection on every attempt to send it, for ever.
 #[derive(Debug, Clone)]
 pub struct Publisher {
     client: AsyncClient,
+    max_packet: Arc<AtomicU32>,
 }
 
 impl Publisher {
@@ -243,7 +266,7 @@ impl Publisher {
     /// # Errors
     /// [`PublishError`] when the session has stopped.
     pub async fn publish(&self, publication: impl Into<Publication>) -> Result<(), PublishError> {
-        let (topic, retain, payload, props) = publication.into().into_parts();
+        let (topic, retain, payload, props) = self.checked(publication.into())?;
         let queued = self.client.publish_with_properties(
             topic.clone(),
             QoS::AtLeastOnce,
@@ -271,10 +294,31 @@ impl Publisher {
     /// # Errors
     /// [`PublishError`] when the queue is full or the session has stopped.
     pub fn try_publish(&self, publication: impl Into<Publication>) -> Result<(), PublishError> {
-        let (topic, retain, payload, props) = publication.into().into_parts();
+        let (topic, retain, payload, props) = self.checked(publication.into())?;
         self.client
             .try_publish_with_properties(topic.clone(), QoS::AtLeastOnce, retain, payload, props)
             .map_err(|e| PublishError::new(topic, e))
+    }
+
+    /// The largest packet this link may carry now.
+    pub fn max_packet_bytes(&self) -> u32 {
+        self.max_packet.load(Ordering::Relaxed)
+    }
+
+    fn checked(
+        &self,
+        publication: Publication,
+    ) -> Result<(String, bool, Vec<u8>, PublishProperties), PublishError> {
+        let bytes = publication.packet_bytes();
+        let limit = self.max_packet_bytes();
+        if bytes > limit as usize {
+            return Err(PublishError::too_large(
+                publication.message.topic,
+                bytes,
+                limit,
+            ));
+        }
+        Ok(publication.into_parts())
     }
 }
 
@@ -306,9 +350,11 @@ impl Session {
         let (client, eventloop) = AsyncClient::new(options, cfg.queue_capacity.max(1));
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let (stop, stopped) = watch::channel(false);
+        let max_packet = Arc::new(AtomicU32::new(cfg.max_packet_bytes));
         let task = tokio::spawn(
             Driver {
                 eventloop,
+                max_packet: max_packet.clone(),
                 cfg: Arc::new(cfg),
                 will,
                 events: events_tx,
@@ -317,7 +363,7 @@ impl Session {
         );
         Ok((
             Session {
-                publisher: Publisher { client },
+                publisher: Publisher { client, max_packet },
                 stop,
                 task,
             },
@@ -406,6 +452,8 @@ pub enum ConnectError {
 
 struct Driver {
     eventloop: EventLoop,
+    /// The link's packet limit, shared with the [`Publisher`]s.
+    max_packet: Arc<AtomicU32>,
     cfg: Arc<SessionConfig>,
     will: Option<WillFn>,
     events: mpsc::UnboundedSender<SessionEvent>,
@@ -489,6 +537,11 @@ impl Driver {
             let event = match self.eventloop.poll().await {
                 Ok(Event::Incoming(Packet::ConnAck(ack))) => {
                     link.connected_at = Some(Instant::now());
+                    let broker_max = ack.properties.as_ref().and_then(|p| p.max_packet_size);
+                    let limit = broker_max.map_or(self.cfg.max_packet_bytes, |b| {
+                        b.min(self.cfg.max_packet_bytes)
+                    });
+                    self.max_packet.store(limit, Ordering::Relaxed);
                     match link.down_since.take() {
                         Some(since) => tracing::info!(
                             down = ?since.elapsed(),

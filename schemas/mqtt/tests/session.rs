@@ -211,3 +211,47 @@ async fn a_request_gets_the_answer_with_its_correlation_data_and_times_out_witho
     assert!(e.to_string().contains("svc/nobody-listens"), "{e}");
     requester.disconnect().await;
 }
+
+#[tokio::test]
+async fn a_publication_larger_than_the_broker_allows_is_refused_and_the_link_stays_up() {
+    let broker = embedded_broker().await;
+    let mut sub_cfg = SessionConfig::new(broker.url(), "big-receiver");
+    sub_cfg.subscriptions = vec!["t/big".to_owned()];
+    let (_receiver, mut received) = Session::connect(sub_cfg, WAIT).await.unwrap();
+    // The client would accept 16 MiB; the broker announces its own, smaller, limit.
+    let mut cfg = SessionConfig::new(broker.url(), "big-sender");
+    cfg.max_packet_bytes = 16 * 1024 * 1024;
+    let (sender, mut sender_events) = Session::connect(cfg, WAIT).await.unwrap();
+    let limit = sender.publisher().max_packet_bytes();
+    assert_eq!(limit as usize, ocm_edge_mqtt::broker::MAX_PACKET_BYTES);
+
+    let too_big = MqttMessage {
+        topic: "t/big".to_owned(),
+        payload: vec![b'x'; limit as usize],
+        ..MqttMessage::default()
+    };
+    let err = sender.publisher().publish(too_big).await.unwrap_err();
+    let (bytes, refused_at) = err.too_large.expect("refused as too large");
+    assert!(bytes > limit as usize, "{bytes}");
+    assert_eq!(refused_at, limit);
+    assert!(err.to_string().contains("nothing was sent"), "{err}");
+
+    // The link was not touched: the next message goes through and nobody disconnected.
+    sender
+        .publisher()
+        .publish(message("t/big", "small"))
+        .await
+        .unwrap();
+    next(
+        &mut received,
+        "the small message",
+        |e| matches!(e, SessionEvent::Message(p) if p.message.payload == b"small"),
+    )
+    .await;
+    while let Ok(ev) = sender_events.try_recv() {
+        assert!(
+            !matches!(ev, SessionEvent::Disconnected { .. }),
+            "the sender lost its link: {ev:?}"
+        );
+    }
+}

@@ -29,6 +29,7 @@
 //! # JSON shapes
 //! ```json
 //! {"command":"listClusters"}
+//! {"command":"listClusters","after":"edge-0500","limit":500}
 //! {"command":"acceptCluster","name":"edge-1"}
 //! {"command":"createWork","name":"web","clusters":["edge-1"],"manifests":[{...}],"overwrite":false}
 //! {"command":"applyManifestWork","work":{"apiVersion":"work.open-cluster-management.io/v1",...}}
@@ -56,7 +57,7 @@ pub use fleet_views::{
     ClusterSetView, DecisionView, ObjectApplied, ObjectDeleted, PlacementView, ReplicaSetView,
     RolloutRow,
 };
-pub use request::{AdminRequest, CreateWork};
+pub use request::{AdminRequest, CreateWork, WorkRef};
 pub use response::{AdminErrorKind, AdminPayload, AdminResponse};
 pub use views::{
     ClusterState, ClusterView, HubStats, ManifestSummary, WorkView, WorkWritten, WriteOutcome,

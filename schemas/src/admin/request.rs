@@ -28,8 +28,18 @@ use crate::api::work::{DeleteOption, ManifestConfigOption, ManifestWork};
 // `remote = "Self"` would otherwise name the schema "Self".
 #[schemars(rename = "AdminRequest")]
 pub enum AdminRequest {
-    /// Every cluster the hub knows (pending, accepted and denied). Answer: [`AdminPayload::Clusters`].
-    ListClusters,
+    /// The clusters the hub knows (pending, accepted and denied), sorted by name. Answer:
+    /// [`AdminPayload::Clusters`]. Paged with `after` and `limit`: a page shorter than `limit` is
+    /// the last. An answer larger than the broker carries is refused with
+    /// [`AdminErrorKind::TooLarge`]: ask again with a smaller `limit`.
+    ListClusters {
+        /// Only clusters whose name sorts after this one (the last name of the previous page).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        after: Option<String>,
+        /// At most this many clusters (absent: all).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit: Option<u32>,
+    },
     /// One cluster. Answer: [`AdminPayload::Cluster`]; [`AdminErrorKind::NotFound`] when unknown.
     GetCluster {
         /// Cluster name.
@@ -65,11 +75,18 @@ pub enum AdminRequest {
         work: Box<ManifestWork>,
     },
     /// Works, all of them or those of one cluster. Answer: [`AdminPayload::Works`] sorted by
-    /// (cluster, name); views without `spec`. NotFound when `cluster` is given and unknown.
+    /// (cluster, name); views without `spec`. NotFound when `cluster` is given and unknown. Paged
+    /// like [`AdminRequest::ListClusters`].
     ListWorks {
         /// Only this cluster's works.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cluster: Option<String>,
+        /// Only works after this `(cluster, name)` (those of the previous page's last work).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        after: Option<WorkRef>,
+        /// At most this many works (absent: all).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit: Option<u32>,
     },
     /// One work with its spec. Answer: [`AdminPayload::Work`]; NotFound when absent.
     GetWork {
@@ -170,6 +187,15 @@ pub struct CreateWork {
     pub overwrite: bool,
 }
 
+/// A work by cluster and name (a paging position).
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
+pub struct WorkRef {
+    pub cluster: String,
+    pub name: String,
+}
+
 impl AdminRequest {
     /// Every command this build knows, as it appears in JSON; a request naming another one decodes
     /// as [`AdminRequest::Unknown`].
@@ -199,7 +225,7 @@ impl AdminRequest {
     /// `command` field holds the name received.
     pub fn command(&self) -> &'static str {
         match self {
-            AdminRequest::ListClusters => "listClusters",
+            AdminRequest::ListClusters { .. } => "listClusters",
             AdminRequest::GetCluster { .. } => "getCluster",
             AdminRequest::AcceptCluster { .. } => "acceptCluster",
             AdminRequest::DenyCluster { .. } => "denyCluster",
@@ -278,7 +304,29 @@ mod tests {
         assert_eq!(back, req);
 
         let list: AdminRequest = serde_json::from_str(r#"{"command":"listWorks"}"#).unwrap();
-        assert_eq!(list, AdminRequest::ListWorks { cluster: None });
+        assert_eq!(
+            list,
+            AdminRequest::ListWorks {
+                cluster: None,
+                after: None,
+                limit: None
+            }
+        );
+        let page: AdminRequest = serde_json::from_str(
+            r#"{"command":"listWorks","after":{"cluster":"c","name":"w"},"limit":2}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            page,
+            AdminRequest::ListWorks {
+                cluster: None,
+                after: Some(WorkRef {
+                    cluster: "c".into(),
+                    name: "w".into()
+                }),
+                limit: Some(2)
+            }
+        );
         let get: AdminRequest =
             serde_json::from_str(r#"{"command":"getWork","cluster":"c","name":"w"}"#).unwrap();
         assert_eq!(get.command(), "getWork");

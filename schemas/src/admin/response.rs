@@ -50,6 +50,9 @@ pub enum AdminErrorKind {
     /// The hub does not know the command (the client is newer than the hub): upgrade the hub or
     /// use a client of the hub's version.
     Unsupported,
+    /// The answer is larger than the broker carries in one message: ask for a smaller page
+    /// (`limit`).
+    TooLarge,
     /// A kind this client does not know (sent by a newer hub).
     #[serde(other)]
     Unknown,
@@ -64,6 +67,7 @@ impl std::fmt::Display for AdminErrorKind {
             AdminErrorKind::NotAccepted => "NotAccepted",
             AdminErrorKind::Internal => "Internal",
             AdminErrorKind::Unsupported => "Unsupported",
+            AdminErrorKind::TooLarge => "TooLarge",
             AdminErrorKind::Unknown => "Unknown",
         };
         f.write_str(s)

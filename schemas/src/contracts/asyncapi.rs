@@ -252,7 +252,7 @@ pub fn asyncapi(catalog: &Catalog) -> Value {
                 "host": "localhost:1883",
                 "protocol": "mqtt",
                 "protocolVersion": "5",
-                "description": "Any MQTT 5 broker: the hub's embedded rumqttd, Mosquitto, EMQX, HiveMQ.",
+                "description": "Any MQTT 5 broker: the hub's embedded rmqtt, Mosquitto, EMQX, HiveMQ.",
             },
         },
         "channels": channels,

@@ -17,7 +17,6 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use futures::StreamExt;
 use ocm_edge_hub::admin::client::AdminClient;
-use ocm_edge_hub::admin::messages::ClusterState;
 use ocm_edge_hub::admin::messages::CreateWork;
 use ocm_edge_hub::{BrokerConfig, HubConfig, start_hub};
 use ocm_edge_mqtt::{BrokerUrl, Session, SessionConfig, SessionEvent};
@@ -459,13 +458,11 @@ pub async fn run(opts: &BenchOptions, dir: &Path) -> anyhow::Result<Report> {
         ],
     )
     .await?;
+    // Polling cheap counters, not lists: listing 10,000 clusters every 50 ms would cost the
+    // hub more than what is measured.
     poll_until("every join request", opts, || async {
-        let cs = admin.list_clusters().await.ok()?;
-        (cs.iter()
-            .filter(|c| c.state == ClusterState::Pending)
-            .count()
-            >= n)
-            .then_some(())
+        let s = admin.stats().await.ok()?;
+        (s.clusters_pending >= n as u64).then_some(())
     })
     .await?;
     let join = started.elapsed();
@@ -513,13 +510,15 @@ pub async fn run(opts: &BenchOptions, dir: &Path) -> anyhow::Result<Report> {
             })
             .await?;
         let version = written.first().map_or(0, |w| w.work.version);
+        // Every agent answers each version with (at least) one status: wait for the counter,
+        // then check the works themselves.
+        poll_until("N statuses accepted by the hub", opts, || async {
+            let s = admin.stats().await.ok()?;
+            (s.counters.get("statusesAccepted").copied().unwrap_or(0) >= base + (round * n) as u64)
+                .then_some(())
+        })
+        .await?;
         if round == 1 {
-            poll_until("N statuses accepted by the hub", opts, || async {
-                let s = admin.stats().await.ok()?;
-                (s.counters.get("statusesAccepted").copied().unwrap_or(0) >= base + n as u64)
-                    .then_some(())
-            })
-            .await?;
             statuses_counted = t0.elapsed();
         }
         poll_until("every work Applied at the hub", opts, || async {
