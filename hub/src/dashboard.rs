@@ -1,7 +1,7 @@
 //! Retained dashboard topics for MQTT dashboards (MQTT Explorer, Node-RED, Grafana's MQTT source).
 //!
-//! After each stored batch the hub republishes, retained and as compact JSON, the views the batch
-//! touched:
+//! At most every [`Dashboards::EVERY`] (0.5 s) the hub publishes, retained and as compact JSON, the
+//! views that changed since the last time (a view whose payload is the same is not sent again):
 //! - `ocm-edge/<source>/dashboard/summary`:
 //!   `{"clusters":{"pending":0,"accepted":3,"denied":0,"available":3},"works":{"total":3,"applied":3,"deleting":0}}`
 //! - `ocm-edge/<source>/dashboard/clusters/<cluster>`:
@@ -12,9 +12,11 @@
 //!
 //! Dashboards are a convenience: they must not rely on every retained message arriving (a broker
 //! may cap what it replays to a new wildcard subscriber, or keep retained messages only in
-//! memory; DESIGN.md 4). Pure: no IO here.
+//! memory; DESIGN.md 4). No IO here: the hub publishes what [`Dashboards::take_due`] returns.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
+use std::hash::{Hash as _, Hasher as _};
+use std::time::{Duration, Instant};
 
 use ocm_edge_schemas::api::cluster::MANAGED_CLUSTER_CONDITION_AVAILABLE;
 use ocm_edge_schemas::api::meta::{find_condition, is_condition_true};
@@ -32,39 +34,60 @@ pub struct DashboardMessage {
     pub payload: Vec<u8>,
 }
 
-/// The dashboard messages for what `records` changed (call after applying them to `core`).
-pub fn messages_for(core: &HubCore, records: &[Record]) -> Vec<DashboardMessage> {
-    if records.is_empty() {
-        return vec![];
-    }
-    let source = &core.config().source_id;
-    let mut clusters = BTreeSet::new();
-    let mut works: BTreeSet<WorkKey> = BTreeSet::new();
-    let mut structural = false;
-    for r in records {
-        match r {
-            Record::Cluster(c) => {
-                clusters.insert(c.name.clone());
-                structural = true;
+/// What changed since the dashboards were last published: the hub collects it batch after
+/// batch and publishes at most every [`Dashboards::EVERY`], so a rollout to a whole fleet costs
+/// one message per changed view per interval, not one per status.
+#[derive(Debug, Default)]
+pub struct Dirty {
+    clusters: BTreeSet<String>,
+    works: BTreeSet<WorkKey>,
+    summary: bool,
+}
+
+impl Dirty {
+    /// Notes what `records` may have changed.
+    pub fn add(&mut self, records: &[Record]) {
+        for r in records {
+            match r {
+                Record::Cluster(c) => {
+                    self.clusters.insert(c.name.clone());
+                    self.summary = true;
+                }
+                Record::Work(w) => {
+                    self.works.insert(w.key.clone());
+                    self.clusters.insert(w.key.cluster.clone());
+                    self.summary = true;
+                }
+                Record::ForgetWork(key) => {
+                    self.works.insert(key.clone());
+                    self.clusters.insert(key.cluster.clone());
+                    self.summary = true;
+                }
+                Record::Counters(_)
+                | Record::UnknownPresence(..)
+                | Record::Object(_)
+                | Record::ForgetObject(_) => {}
             }
-            Record::Work(w) => {
-                works.insert(w.key.clone());
-                clusters.insert(w.key.cluster.clone());
-                structural = true;
-            }
-            Record::ForgetWork(key) => {
-                works.insert(key.clone());
-                clusters.insert(key.cluster.clone());
-                structural = true;
-            }
-            Record::Counters(_)
-            | Record::UnknownPresence(..)
-            | Record::Object(_)
-            | Record::ForgetObject(_) => {}
         }
     }
+
+    pub fn is_empty(&self) -> bool {
+        self.clusters.is_empty() && self.works.is_empty() && !self.summary
+    }
+}
+
+/// The dashboard messages for what `records` changed (call after applying them to `core`).
+pub fn messages_for(core: &HubCore, records: &[Record]) -> Vec<DashboardMessage> {
+    let mut dirty = Dirty::default();
+    dirty.add(records);
+    render(core, &dirty)
+}
+
+/// The current views of what `dirty` names.
+pub fn render(core: &HubCore, dirty: &Dirty) -> Vec<DashboardMessage> {
+    let source = &core.config().source_id;
     let mut out = Vec::new();
-    for name in &clusters {
+    for name in &dirty.clusters {
         if let (Some(c), Ok(t)) = (core.cluster(name), topic::dashboard_cluster(source, name)) {
             out.push(DashboardMessage {
                 topic: t,
@@ -72,7 +95,7 @@ pub fn messages_for(core: &HubCore, records: &[Record]) -> Vec<DashboardMessage>
             });
         }
     }
-    for key in &works {
+    for key in &dirty.works {
         let Ok(t) = topic::dashboard_work(source, &key.cluster, &key.name) else {
             continue;
         };
@@ -82,13 +105,73 @@ pub fn messages_for(core: &HubCore, records: &[Record]) -> Vec<DashboardMessage>
             .unwrap_or_default();
         out.push(DashboardMessage { topic: t, payload });
     }
-    if structural && let Ok(t) = topic::dashboard_summary(source) {
+    if dirty.summary
+        && let Ok(t) = topic::dashboard_summary(source)
+    {
         out.push(DashboardMessage {
             topic: t,
             payload: compact(&summary_json(core)),
         });
     }
     out
+}
+
+/// The hub's dashboard publisher state: what changed, when to publish, and what was published
+/// last on each topic (a view that did not change, e.g. a cluster's view when only one of its
+/// works' statuses changed, is not sent again).
+#[derive(Debug, Default)]
+pub struct Dashboards {
+    dirty: Dirty,
+    due: Option<Instant>,
+    /// Topic -> hash of the payload last published there.
+    published: HashMap<String, u64>,
+}
+
+impl Dashboards {
+    /// Longest delay between a change and its dashboard message.
+    pub const EVERY: Duration = Duration::from_millis(500);
+
+    /// Notes a stored batch; the first change after a publish starts the interval.
+    pub fn changed(&mut self, records: &[Record], now: Instant) {
+        self.dirty.add(records);
+        if self.due.is_none() && !self.dirty.is_empty() {
+            self.due = Some(now + Self::EVERY);
+        }
+    }
+
+    /// When the next publish is due (None: nothing to publish).
+    pub fn due(&self) -> Option<Instant> {
+        self.due
+    }
+
+    /// The messages to publish now, if due: changed views only.
+    pub fn take_due(&mut self, core: &HubCore, now: Instant) -> Vec<DashboardMessage> {
+        if self.due.is_none_or(|d| d > now) {
+            return vec![];
+        }
+        self.due = None;
+        let dirty = std::mem::take(&mut self.dirty);
+        render(core, &dirty)
+            .into_iter()
+            .filter(|m| {
+                if m.payload.is_empty() {
+                    // A cleared view: forget it (and always send the clear).
+                    self.published.remove(&m.topic);
+                    return true;
+                }
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                m.payload.hash(&mut h);
+                let hash = h.finish();
+                self.published.insert(m.topic.clone(), hash) != Some(hash)
+            })
+            .collect()
+    }
+
+    /// The broker may have lost its retained messages (a restarted external broker): send every
+    /// view again the next time it changes.
+    pub fn forget_published(&mut self) {
+        self.published.clear();
+    }
 }
 
 fn compact(v: &Value) -> Vec<u8> {
@@ -196,6 +279,47 @@ mod tests {
         );
         let summary = payload(&msgs, "ocm-edge/ocm-edge/dashboard/summary").unwrap();
         assert_eq!(summary["works"]["applied"], 1);
+    }
+
+    #[test]
+    fn changes_are_published_once_per_interval_and_unchanged_views_are_not_sent_again() {
+        let mut core = core_with_work("a", "web");
+        let id = core
+            .work(&WorkKey::new("a", "web"))
+            .unwrap()
+            .resource_id
+            .clone();
+        let mut dashboards = Dashboards::default();
+        let t0 = Instant::now();
+        let first = step(&mut core, status_input("a", &id, 1, "5", applied()), 1);
+        dashboards.changed(&first.records, t0);
+        assert!(dashboards.take_due(&core, t0).is_empty(), "not due yet");
+        let due = dashboards.due().unwrap();
+        assert_eq!(due, t0 + Dashboards::EVERY);
+        let sent = dashboards.take_due(&core, due);
+        let topics: Vec<&str> = sent.iter().map(|m| m.topic.as_str()).collect();
+        assert_eq!(topics.len(), 3, "{topics:?}");
+        assert_eq!(dashboards.due(), None);
+
+        // A newer status changes the work's view only: the cluster and the summary are the same.
+        let mut both = applied();
+        both.conditions
+            .push(ocm_edge_schemas::api::meta::Condition::new(
+                "Available",
+                ocm_edge_schemas::api::meta::ConditionStatus::True,
+                "ResourcesAvailable",
+                "All resources are available",
+            ));
+        let second = step(&mut core, status_input("a", &id, 1, "6", both), 2);
+        dashboards.changed(&second.records, due);
+        let sent = dashboards.take_due(&core, due + Dashboards::EVERY);
+        let topics: Vec<&str> = sent.iter().map(|m| m.topic.as_str()).collect();
+        assert_eq!(topics, ["ocm-edge/ocm-edge/dashboard/works/a/web"]);
+
+        // After a reconnect everything that changes is sent again.
+        dashboards.forget_published();
+        dashboards.changed(&second.records, due);
+        assert_eq!(dashboards.take_due(&core, due + Dashboards::EVERY).len(), 3);
     }
 
     #[test]

@@ -32,6 +32,7 @@ use tokio::task::JoinHandle;
 
 use crate::admin::messages::{
     ADMIN_API_VERSION, ADMIN_API_VERSION_PROPERTY, AdminErrorKind, AdminRequest, AdminResponse,
+    MAX_ADMIN_PAYLOAD_BYTES,
 };
 use crate::admin::server;
 use crate::availability::AvailabilityConfig;
@@ -44,6 +45,10 @@ use crate::{dashboard, events};
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// Shortest sleep between ticks.
 const MIN_TICK: Duration = Duration::from_millis(10);
+/// How often the hub scans every cluster for availability deadlines and due placements, at
+/// most (and at least, while idle), unless a deadline it knows of is due sooner. Scanning on
+/// every batch cost O(fleet) per batch: the hub's largest cost at 2,000 clusters.
+const RESCAN_EVERY: Duration = Duration::from_secs(1);
 /// Most inbound items handled (and stored) in one batch.
 const MAX_BATCH: usize = 512;
 
@@ -191,6 +196,7 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
     let (subscribed, subscriptions) = watch::channel(0u64);
     let hub = HubLoop {
         dashboard: cfg.dashboard,
+        dashboards: dashboard::Dashboards::default(),
         subscribed,
         core,
         store,
@@ -236,6 +242,7 @@ pub async fn run_hub(
 /// The task that owns the core.
 struct HubLoop {
     dashboard: bool,
+    dashboards: dashboard::Dashboards,
     /// SUBACKs handled so far (for [`HubHandle::subscribed`]).
     subscribed: watch::Sender<u64>,
     core: HubCore,
@@ -263,28 +270,57 @@ struct Batch {
 impl HubLoop {
     async fn run(mut self) -> Result<(), HubError> {
         let mut items = Vec::with_capacity(MAX_BATCH);
+        let rescan = chrono::Duration::from_std(RESCAN_EVERY).unwrap_or_default();
+        let mut deadline: Option<chrono::DateTime<Utc>> = None;
+        let mut last_scan: Option<chrono::DateTime<Utc>> = None;
         loop {
-            let (tick, deadline) = self.tick(Utc::now());
-            if !tick.is_empty() {
-                let batch = Batch {
-                    change: tick,
-                    ..Batch::default()
-                };
-                self.commit(batch).await?;
+            let now = Utc::now();
+            let due =
+                deadline.is_some_and(|d| d <= now) || last_scan.is_none_or(|at| now - at >= rescan);
+            if due {
+                let (tick, next) = self.tick(now);
+                deadline = next;
+                last_scan = Some(now);
+                if !tick.is_empty() {
+                    let batch = Batch {
+                        change: tick,
+                        ..Batch::default()
+                    };
+                    self.commit(batch).await?;
+                }
             }
-            // The floor keeps a deadline that is already due from spinning the loop.
-            let sleep_for = deadline.map_or(Duration::from_secs(3600), |d| {
+            // The floor keeps a deadline that is already due from spinning the loop; the cap
+            // finds deadlines that changes since the last scan brought in.
+            let sleep_for = deadline.map_or(RESCAN_EVERY, |d| {
                 (d - Utc::now()).to_std().unwrap_or(Duration::ZERO)
             });
-            let sleep_for = sleep_for.max(MIN_TICK);
+            let mut sleep_for = sleep_for.clamp(MIN_TICK, RESCAN_EVERY);
+            if let Some(due) = self.dashboards.due() {
+                let now = std::time::Instant::now();
+                if due <= now {
+                    self.publish_dashboards().await;
+                } else {
+                    sleep_for = sleep_for.min(due - now);
+                }
+            }
             tokio::select! {
                 _ = self.stopped.changed() => break,
                 n = self.inbound.recv_many(&mut items, MAX_BATCH) => {
                     if n == 0 {
                         break;
                     }
+                    let started = std::time::Instant::now();
                     let batch = self.plan_batch(items.drain(..));
+                    let planned = started.elapsed();
+                    let records = batch.change.records.len();
                     self.commit(batch).await?;
+                    tracing::debug!(
+                        events = n,
+                        records,
+                        plan_ms = planned.as_millis() as u64,
+                        total_ms = started.elapsed().as_millis() as u64,
+                        "batch handled"
+                    );
                 }
                 () = tokio::time::sleep(sleep_for) => {}
             }
@@ -443,29 +479,41 @@ impl HubLoop {
             }
         }
         if self.dashboard {
-            for m in dashboard::messages_for(&self.core, &batch.change.records) {
-                let retained = Publication {
-                    message: MqttMessage {
-                        content_type: (!m.payload.is_empty()).then(|| APPLICATION_JSON.to_owned()),
-                        topic: m.topic,
-                        payload: m.payload,
-                        user_properties: Vec::new(),
-                    },
-                    retain: true,
-                    ..Publication::default()
-                };
-                if let Err(e) = self.publisher.publish(retained).await {
-                    tracing::warn!(error = %e, "dashboard publish failed");
-                }
-            }
+            self.dashboards
+                .changed(&batch.change.records, std::time::Instant::now());
         }
         for r in batch.responses {
             self.respond(r.topic, r.correlation_data, &r.response).await;
         }
         if batch.subscribed {
+            if self.dashboard {
+                self.dashboards.forget_published();
+            }
             self.subscribed.send_modify(|n| *n += 1);
         }
         Ok(())
+    }
+
+    /// Publishes the dashboard views that changed, when due.
+    async fn publish_dashboards(&mut self) {
+        for m in self
+            .dashboards
+            .take_due(&self.core, std::time::Instant::now())
+        {
+            let retained = Publication {
+                message: MqttMessage {
+                    content_type: (!m.payload.is_empty()).then(|| APPLICATION_JSON.to_owned()),
+                    topic: m.topic,
+                    payload: m.payload,
+                    user_properties: Vec::new(),
+                },
+                retain: true,
+                ..Publication::default()
+            };
+            if let Err(e) = self.publisher.publish(retained).await {
+                tracing::warn!(error = %e, "dashboard publish failed");
+            }
+        }
     }
 
     async fn respond(&self, topic: String, correlation: Option<Bytes>, response: &AdminResponse) {
@@ -473,10 +521,26 @@ impl HubLoop {
             Some(a) => a,
             None => return,
         };
-        match self.publisher.publish(answer).await {
+        // Admin clients accept MAX_ADMIN_PAYLOAD_BYTES (and the broker disconnects a client sent
+        // more than it accepts); the link may allow less.
+        let bytes = answer.packet_bytes();
+        let published = if bytes > MAX_ADMIN_PAYLOAD_BYTES {
+            Err((bytes, MAX_ADMIN_PAYLOAD_BYTES as u32))
+        } else {
+            match self.publisher.publish(answer).await {
+                Ok(()) => Ok(()),
+                Err(e) => match e.too_large {
+                    Some(too_large) => Err(too_large),
+                    None => {
+                        tracing::warn!(error = %e, "admin response not sent");
+                        Ok(())
+                    }
+                },
+            }
+        };
+        match published {
             Ok(()) => {}
-            Err(e) if e.too_large.is_some() => {
-                let (bytes, limit) = e.too_large.unwrap_or_default();
+            Err((bytes, limit)) => {
                 tracing::warn!(
                     bytes,
                     limit,
@@ -485,9 +549,10 @@ impl HubLoop {
                 let refused = AdminResponse::error(
                     AdminErrorKind::TooLarge,
                     format!(
-                        "the answer is {bytes} bytes, more than the {limit} bytes the broker carries \
-                         in one message: ask for fewer items (listClusters and listWorks take \
-                         `limit` and `after`; the ocm-edge CLI pages by itself)"
+                        "the answer is {bytes} bytes, more than the {limit} bytes an admin answer \
+                         may carry. Lists: ask for fewer items (listClusters and listWorks take \
+                         `limit` and `after`; the ocm-edge CLI pages by itself). A write was stored \
+                         before this answer: `ocm-edge work list` shows it."
                     ),
                 );
                 if let Some(a) = admin_answer(topic, correlation, &refused)
@@ -496,7 +561,6 @@ impl HubLoop {
                     tracing::warn!(error = %e, "admin response not sent");
                 }
             }
-            Err(e) => tracing::warn!(error = %e, "admin response not sent"),
         }
     }
 }

@@ -230,11 +230,27 @@ fn write(
         .filter_map(|(key, outcome)| {
             find_work(&change, key).map(|w| WorkWritten {
                 outcome: *outcome,
-                work: work_view(w, false),
+                work: written_view(w),
             })
         })
         .collect();
     Ok((change, AdminPayload::Written(written)))
+}
+
+/// What a write answers per work: its identity and version, not its manifests or its status
+/// (the status is still the previous version's). A write to 10,000 clusters must fit in one
+/// answer; `getWork` shows the rest.
+fn written_view(w: &WorkRecord) -> WorkView {
+    WorkView {
+        cluster: w.key.cluster.clone(),
+        name: w.key.name.clone(),
+        resource_id: w.resource_id.clone(),
+        version: w.resource_version,
+        deleting: w.deleting.is_some(),
+        created: Some(w.created),
+        labels: w.labels.clone(),
+        ..WorkView::default()
+    }
 }
 
 fn find_work<'a>(change: &'a Change, key: &WorkKey) -> Option<&'a WorkRecord> {

@@ -486,7 +486,7 @@ impl Driver {
                     }
                     link.down_since = Some(Instant::now());
                     link.warned = None;
-                    tracing::info!(%why, "link to the MQTT broker lost");
+                    tracing::info!(client = %self.cfg.client_id, %why, "link to the MQTT broker lost");
                 }
                 None if link.warned.as_ref() != Some(&why) => {
                     // Never connected yet, or a new cause: say it once, not per attempt.
@@ -544,10 +544,15 @@ impl Driver {
                     self.max_packet.store(limit, Ordering::Relaxed);
                     match link.down_since.take() {
                         Some(since) => tracing::info!(
+                            client = %self.cfg.client_id,
                             down = ?since.elapsed(),
                             "link to the MQTT broker is back"
                         ),
-                        None => tracing::info!(url = %self.cfg.url, "connected to the MQTT broker"),
+                        None => tracing::info!(
+                            client = %self.cfg.client_id,
+                            url = %self.cfg.url,
+                            "connected to the MQTT broker"
+                        ),
                     }
                     let connected = SessionEvent::Connected {
                         session_present: ack.session_present,

@@ -87,7 +87,7 @@ pub struct ManifestSummary {
 }
 
 /// What the CLI shows about one work on one cluster.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkView {
     /// Cluster (the work's namespace).
@@ -130,7 +130,8 @@ pub struct WorkView {
 pub struct WorkWritten {
     /// Created, updated or left as it was.
     pub outcome: WriteOutcome,
-    /// The work after the write.
+    /// The work after the write: identity, version and labels only (no manifests, no status: a
+    /// write to a whole fleet fits in one answer; `getWork` shows the rest).
     pub work: WorkView,
 }
 
