@@ -22,6 +22,9 @@ use serde::{Deserialize, Serialize};
 use crate::core::outbox::StatusRecord;
 use crate::core::resource::ResourceRef;
 
+/// redb's page cache: its default (1 GiB) is more than a small edge box should give an agent;
+/// bundles are read one at a time, so a few MiB keep the reconcile loop off the disk.
+const CACHE_BYTES: usize = 8 * 1024 * 1024;
 const DESIRED: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("desired");
 const INVENTORY: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("inventory");
 const OUTBOX: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("outbox");
@@ -104,7 +107,9 @@ impl Store {
             path: data_dir.display().to_string(),
             source,
         })?;
-        let db = Database::create(data_dir.join(DB_FILE))?;
+        let db = Database::builder()
+            .set_cache_size(CACHE_BYTES)
+            .create(data_dir.join(DB_FILE))?;
         let store = Store { db: Arc::new(db) };
         let tx = store.db.begin_write()?;
         for t in [DESIRED, INVENTORY, OUTBOX, META] {

@@ -23,6 +23,10 @@ const COUNTERS_KEY: &str = "counters";
 
 /// File name of the hub's database inside the data directory.
 pub const DB_FILE: &str = "hub.redb";
+/// redb's page cache. Its default (1 GiB) let a long-running hub grow with every round of
+/// writes; the hub keeps its whole state in memory and reads the file only at start, so a small
+/// cache costs nothing.
+const CACHE_BYTES: usize = 32 * 1024 * 1024;
 
 /// Store errors.
 #[derive(Debug, thiserror::Error)]
@@ -80,10 +84,13 @@ impl Store {
             source,
         })?;
         let path = data_dir.join(DB_FILE);
-        let db = Database::create(&path).map_err(|e| StoreError::Db {
-            path: path.clone(),
-            source: e.into(),
-        })?;
+        let db = Database::builder()
+            .set_cache_size(CACHE_BYTES)
+            .create(&path)
+            .map_err(|e| StoreError::Db {
+                path: path.clone(),
+                source: e.into(),
+            })?;
         let store = Store { db, path };
         // Create the tables so a fresh file reads as empty.
         store.write(&[])?;

@@ -3,6 +3,9 @@
 //!
 //! `cargo run --release -p ocm-edge-tests --bin fleet-bench -- --agents 200 [--broker embedded|mosquitto|URL] [--rounds 3]`
 //!
+//! With `--features rumqttd`, `--broker rumqttd` and `--broker rumqttd-small-logs` run the previous
+//! embedded broker (rumqttd 0.20, as shipped and with small per-filter logs) for comparison.
+//!
 //! The last line is machine-readable: `RESULT broker=… agents=… join_s=… accept_s=… first_rollout_s=…
 //! converge_s=… transport_s=… ratio=… hub_cpu_ms_per_cluster=… hub_rss_first_mb=… hub_rss_end_mb=…
 //! wire_bytes_per_cluster=…`, where `ratio` = transport_s / converge_s (1.0 = the hub adds nothing).
@@ -33,8 +36,9 @@ struct Args {
     /// How often the hub is polled for progress, in milliseconds.
     #[arg(long, default_value_t = 50)]
     poll_ms: u64,
-    /// Broker: `embedded` (the hub's, in its process), `mosquitto` (started by the bench), or
-    /// the URL of a running broker.
+    /// Broker: `embedded` (the hub's, in its process), `mosquitto` (started by the bench), the
+    /// URL of a running broker, or (built with `--features rumqttd`) `rumqttd` /
+    /// `rumqttd-small-logs`.
     #[arg(long, default_value = "embedded")]
     broker: BenchBroker,
     /// Rounds: round 1 creates the work, each later one updates it on every cluster; the

@@ -189,7 +189,7 @@ impl Handler for CountDrops {
                     topic = %publish.inner.topic,
                     to = ?to.as_ref().map(|t| t.client_id.to_string()),
                     reason = %reason,
-                    "embedded broker dropped a message before delivery (queue full, window full or expired)"
+                    "embedded broker dropped a message before delivery (see reason: a full queue or window, an expired message, a client gone)"
                 );
             }
         }
