@@ -10,6 +10,12 @@ use clap::{Parser, ValueEnum};
 use ocm_edge_agent::{AgentConfig, ApplierConfig, run_agent};
 use ocm_edge_mqtt::BrokerArgs;
 
+/// mimalloc, not the system allocator: measured side by side with fleet-bench at 5,000 clusters
+/// (one run each), the hub process used 30% less CPU per cluster (0.77 -> 0.54 ms) and 30% less
+/// memory (626 -> 443 MB after 5 rounds), with half the growth between rounds.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The broker when none is given: a hub's embedded broker on this machine.
 const DEFAULT_BROKER_URL: &str = "mqtt://127.0.0.1:1883";
 

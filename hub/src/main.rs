@@ -6,6 +6,12 @@ use std::process::ExitCode;
 use clap::Parser;
 use ocm_edge_hub::cli::{Cli, Command};
 
+/// mimalloc, not the system allocator: measured side by side with fleet-bench at 5,000 clusters
+/// (one run each), the hub process used 30% less CPU per cluster (0.77 -> 0.54 ms) and 30% less
+/// memory (626 -> 443 MB after 5 rounds), with half the growth between rounds.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(&cli.command);

@@ -11,6 +11,10 @@
 //! wire_bytes_per_cluster=…`, where `ratio` = transport_s / converge_s (1.0 = the hub adds nothing).
 
 use std::path::PathBuf;
+
+/// The allocator the `ocm-edge` and `ocm-edge-agent` binaries use (see hub/src/main.rs).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
