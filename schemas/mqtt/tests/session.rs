@@ -255,3 +255,38 @@ async fn a_publication_larger_than_the_broker_allows_is_refused_and_the_link_sta
         );
     }
 }
+
+#[tokio::test]
+async fn the_embedded_broker_with_users_refuses_a_wrong_password_and_counts_it() {
+    let users = std::collections::HashMap::from([("edge-1".to_owned(), "s3cret".to_owned())]);
+    let broker = tokio::task::spawn_blocking(move || {
+        ocm_edge_mqtt::broker::start_embedded_with_users(
+            "127.0.0.1:0".parse().unwrap(),
+            Some(users),
+        )
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    let login = |password: &str| {
+        let mut cfg = SessionConfig::new(broker.url(), format!("login-{password}"));
+        cfg.credentials = Some(ocm_edge_mqtt::Credentials {
+            username: "edge-1".to_owned(),
+            password: password.to_owned(),
+        });
+        cfg
+    };
+    let err = Session::connect(login("wrong"), WAIT).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ocm_edge_mqtt::session::ConnectError::Link(LinkError::LoginRefused { .. })
+        ),
+        "{err:?}"
+    );
+    assert_eq!(broker.stats().refused_logins(), 1);
+    // Anonymous is refused too; the right password gets in.
+    let anonymous = SessionConfig::new(broker.url(), "login-anonymous");
+    assert!(Session::connect(anonymous, WAIT).await.is_err());
+    Session::connect(login("s3cret"), WAIT).await.unwrap();
+}

@@ -32,13 +32,12 @@ pub fn start_rumqttd(
     tuning: RumqttdTuning,
 ) -> Result<EmbeddedBroker, BrokerError> {
     let addr = if listen.port() == 0 {
-        let probe = TcpListener::bind(SocketAddr::new(listen.ip(), 0))
+        TcpListener::bind(SocketAddr::new(listen.ip(), 0))
             .and_then(|p| p.local_addr())
             .map_err(|e| BrokerError::Bind {
                 addr: listen,
                 reason: e.to_string(),
-            })?;
-        probe
+            })?
     } else {
         listen
     };
