@@ -662,7 +662,14 @@ async fn ideal_transport(
         &["--reply-bytes".into(), status_bytes.to_string()],
     )
     .await?;
-    let ready = tokio::time::timeout(opts.timeout, count(n, true, &mut rx)).await?;
+    let ready = tokio::time::timeout(opts.timeout, count(n, true, &mut rx))
+        .await
+        .map_err(|_| {
+            anyhow::anyhow!(
+                "transport run: timed out after {:?} waiting for {n} ideal agents to subscribe",
+                opts.timeout
+            )
+        })?;
     if ready < n {
         bail!("only {ready} of {n} ideal agents subscribed");
     }
@@ -685,7 +692,12 @@ async fn ideal_transport(
         tokio::time::timeout(opts.timeout, count(n, false, &mut rx))
     );
     published?;
-    let replies = replies?;
+    let replies = replies.map_err(|_| {
+        anyhow::anyhow!(
+            "transport run: timed out after {:?} waiting for {n} ideal replies",
+            opts.timeout
+        )
+    })?;
     let elapsed = t.elapsed();
     if replies < n {
         bail!("only {replies} of {n} ideal agents replied");
