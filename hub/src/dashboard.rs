@@ -260,14 +260,16 @@ mod tests {
             .map(|m| serde_json::from_slice(&m.payload).unwrap_or(Value::Null))
     }
 
+    fn resource_id_of(core: &HubCore, cluster: &str, work: &str) -> String {
+        core.work(&WorkKey::new(cluster, work))
+            .map(|w| w.resource_id.clone())
+            .unwrap_or_default()
+    }
+
     #[test]
     fn an_applied_status_updates_the_work_cluster_and_summary_views() {
         let mut core = core_with_work("a", "web");
-        let id = core
-            .work(&WorkKey::new("a", "web"))
-            .unwrap()
-            .resource_id
-            .clone();
+        let id = resource_id_of(&core, "a", "web");
         let change = step(&mut core, status_input("a", &id, 1, "5", applied()), 1);
         let msgs = messages_for(&core, &change.records);
         let work = payload(&msgs, "ocm-edge/ocm-edge/dashboard/works/a/web").unwrap();
@@ -284,11 +286,7 @@ mod tests {
     #[test]
     fn changes_are_published_once_per_interval_and_unchanged_views_are_not_sent_again() {
         let mut core = core_with_work("a", "web");
-        let id = core
-            .work(&WorkKey::new("a", "web"))
-            .unwrap()
-            .resource_id
-            .clone();
+        let id = resource_id_of(&core, "a", "web");
         let mut dashboards = Dashboards::default();
         let t0 = Instant::now();
         let first = step(&mut core, status_input("a", &id, 1, "5", applied()), 1);

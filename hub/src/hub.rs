@@ -46,8 +46,8 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// Shortest sleep between ticks.
 const MIN_TICK: Duration = Duration::from_millis(10);
 /// How often the hub scans every cluster for availability deadlines and due placements, at
-/// most (and at least, while idle), unless a deadline it knows of is due sooner. Scanning on
-/// every batch cost O(fleet) per batch: the hub's largest cost at 2,000 clusters.
+/// most (and at least, while idle), unless a deadline it knows of is due sooner: scanning on
+/// every batch cost O(fleet) per batch, however small the batch.
 const RESCAN_EVERY: Duration = Duration::from_secs(1);
 /// Most inbound items handled (and stored) in one batch.
 const MAX_BATCH: usize = 512;

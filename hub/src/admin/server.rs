@@ -314,13 +314,6 @@ pub fn cluster_view(core: &HubCore, c: &ClusterRecord) -> ClusterView {
 pub fn work_view(w: &WorkRecord, with_spec: bool) -> WorkView {
     let status = w.status.clone().unwrap_or_default();
     WorkView {
-        cluster: w.key.cluster.clone(),
-        name: w.key.name.clone(),
-        resource_id: w.resource_id.clone(),
-        version: w.resource_version,
-        deleting: w.deleting.is_some(),
-        created: Some(w.created),
-        labels: w.labels.clone(),
         manifests: w
             .spec
             .workload
@@ -339,6 +332,7 @@ pub fn work_view(w: &WorkRecord, with_spec: bool) -> WorkView {
         resource_status: status.resource_status.manifests,
         status_updated: w.status_updated,
         spec: with_spec.then(|| w.spec.clone()),
+        ..written_view(w)
     }
 }
 
