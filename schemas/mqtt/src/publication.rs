@@ -55,22 +55,18 @@ impl Publication {
         })
     }
 
-    /// Topic, retain flag, payload and PUBLISH properties, as rumqttc takes them.
     /// The size of this publication as an MQTT 5 PUBLISH packet, as rumqttc encodes it (the
     /// figure it checks against the broker's maximum packet size).
     pub fn packet_bytes(&self) -> usize {
-        let mut publish = Publish::new(
-            self.message.topic.clone(),
-            QoS::AtLeastOnce,
-            Vec::new(),
-            Some(self.properties()),
-        );
-        publish.pkid = 1;
-        let without_payload = publish.size();
-        // The remaining-length header grows with the payload: at most 3 more bytes.
-        without_payload + self.message.payload.len() + 3
+        packet_bytes(
+            &self.message.topic,
+            self.properties(),
+            self.message.payload.len(),
+        )
+        .0
     }
 
+    /// Topic, retain flag, payload and PUBLISH properties, as rumqttc takes them.
     pub(crate) fn into_parts(self) -> (String, bool, Vec<u8>, PublishProperties) {
         let props = self.properties();
         (self.message.topic, self.retain, self.message.payload, props)
@@ -86,6 +82,21 @@ impl Publication {
             ..PublishProperties::default()
         }
     }
+}
+
+/// The size of a QoS 1 PUBLISH of `topic` with `props` and `payload_len` bytes of payload, and
+/// the properties back (measuring takes them by value; publishing needs them after).
+pub(crate) fn packet_bytes(
+    topic: &str,
+    props: PublishProperties,
+    payload_len: usize,
+) -> (usize, PublishProperties) {
+    let mut publish = Publish::new(topic.to_owned(), QoS::AtLeastOnce, Vec::new(), Some(props));
+    publish.pkid = 1;
+    let without_payload = publish.size();
+    // The remaining-length header grows with the payload: at most 3 more bytes.
+    let bytes = without_payload + payload_len + 3;
+    (bytes, publish.properties.take().unwrap_or_default())
 }
 
 /// A message as the will of a connection (QoS 1, not retained).

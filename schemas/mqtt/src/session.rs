@@ -309,16 +309,14 @@ impl Publisher {
         &self,
         publication: Publication,
     ) -> Result<(String, bool, Vec<u8>, PublishProperties), PublishError> {
-        let bytes = publication.packet_bytes();
+        // The properties are built once, measured, and handed on.
+        let (topic, retain, payload, props) = publication.into_parts();
+        let (bytes, props) = crate::publication::packet_bytes(&topic, props, payload.len());
         let limit = self.max_packet_bytes();
         if bytes > limit as usize {
-            return Err(PublishError::too_large(
-                publication.message.topic,
-                bytes,
-                limit,
-            ));
+            return Err(PublishError::too_large(topic, bytes, limit));
         }
-        Ok(publication.into_parts())
+        Ok((topic, retain, payload, props))
     }
 }
 
