@@ -15,6 +15,8 @@ pub const DEFAULT_BROKER_PORT: u16 = 1883;
 pub const DEFAULT_LEASE_GRACE_MULTIPLIER: f64 = crate::availability::DEFAULT_GRACE_MULTIPLIER;
 /// Statuses per `status.resync_request`, as maestro batches them.
 pub const DEFAULT_STATUS_RESYNC_BATCH: usize = 1000;
+/// Default number of agent-event intake sessions ([`HubConfig::intakes`]).
+pub const DEFAULT_INTAKES: usize = 1;
 
 /// Which broker the hub talks through.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,6 +73,14 @@ pub struct HubConfig {
     pub broker_password: Option<String>,
     /// CA file (system roots when unset) and client certificate for an `mqtts://` external broker.
     pub broker_tls: TlsFiles,
+    /// MQTT sessions receiving agent events (1 to [`crate::hub::MAX_INTAKES`]), each with a task
+    /// that decodes what it receives. More than one share the subscription
+    /// (`$share/<source>-hub/...`, MQTT 5): the broker spreads the fleet over them. On the
+    /// embedded broker a cluster's events always reach the same session (hash of the topic); a
+    /// broker that spreads round-robin (Mosquitto) may reorder one cluster's events between
+    /// sessions, which the hub tolerates (sequence ids, connection numbers) but which one session
+    /// never does.
+    pub intakes: usize,
 }
 
 impl HubConfig {
@@ -89,6 +99,7 @@ impl HubConfig {
             broker_username: None,
             broker_password: None,
             broker_tls: TlsFiles::default(),
+            intakes: DEFAULT_INTAKES,
         }
     }
 

@@ -13,6 +13,7 @@ use ocm_edge_schemas::wire::cluster_events::{
 };
 use ocm_edge_schemas::wire::event_type::{EventType, MANIFEST_BUNDLES};
 use ocm_edge_schemas::wire::extensions as ext;
+use ocm_edge_schemas::wire::status_hash::bundle_status_hash;
 use ocm_edge_schemas::wire::topic::{self, Topic};
 use ocm_edge_schemas::wire::works::{Header, StatusResyncRequest, WorkEvent};
 
@@ -102,7 +103,12 @@ pub fn decode_agent_event(cluster: &str, event: &Event) -> Result<Option<AgentIn
             WorkEvent::Status(mut s) => {
                 // Equal to the topic's (checked above); the topic is what a broker enforces.
                 s.cluster = cluster;
-                Some(AgentInput::WorkStatus(Box::new(s)))
+                // Hashed here, where the event is decoded (an intake task), not on the hub task.
+                let hash = bundle_status_hash(&s.status);
+                Some(AgentInput::WorkStatus {
+                    event: Box::new(s),
+                    hash,
+                })
             }
             WorkEvent::SpecResyncRequest(r) => Some(AgentInput::SpecResyncRequest {
                 cluster,

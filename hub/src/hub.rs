@@ -11,9 +11,14 @@
 //! placement / rollout requeue time ([`HubCore::availability_tick`],
 //! [`HubCore::fleet_requeue_at`]), so taints appear and tolerations expire on time.
 //!
-//! After every SUBACK (first connect and every reconnect) the hub republishes its view of every
-//! known cluster and sends `status.resync_request`s to every accepted one, which is also how a
-//! restarted hub catches up.
+//! Agent events arrive through [`HubConfig::intakes`] MQTT sessions (the hub's own first; with
+//! more than one, each subscribes `$share/<source>-hub/sources/<source>/consumers/+/agentevents`
+//! so the broker spreads the fleet over them). Each session has an intake task that decodes and
+//! hashes what it receives, so the hub task gets [`AgentInput`]s, not bytes.
+//!
+//! Once every session has its SUBACK, and after every SUBACK from then on (reconnects), the hub
+//! republishes its view of every known cluster and sends `status.resync_request`s to every
+//! accepted one, which is also how a restarted hub catches up.
 
 use std::future::Future;
 use std::time::Duration;
@@ -37,7 +42,7 @@ use crate::admin::messages::{
 use crate::admin::server;
 use crate::availability::AvailabilityConfig;
 use crate::config::{BrokerConfig, HubConfig};
-use crate::core::{Change, CoreConfig, HubCore, Outbound, Record, counter};
+use crate::core::{AgentInput, Change, CoreConfig, HubCore, Outbound, Record, counter};
 use crate::store::{Store, StoreError};
 use crate::{dashboard, events};
 
@@ -51,6 +56,8 @@ const MIN_TICK: Duration = Duration::from_millis(10);
 const RESCAN_EVERY: Duration = Duration::from_secs(1);
 /// Most inbound items handled (and stored) in one batch.
 const MAX_BATCH: usize = 512;
+/// Most agent-event intake sessions (see [`HubConfig::intakes`]).
+pub const MAX_INTAKES: usize = 16;
 
 /// Errors starting or running the hub.
 #[derive(Debug, thiserror::Error)]
@@ -84,6 +91,8 @@ pub struct HubHandle {
     subscriptions: watch::Receiver<u64>,
     task: JoinHandle<Result<(), HubError>>,
     session: Session,
+    /// The intake sessions after the first (which is `session`).
+    intakes: Vec<Session>,
 }
 
 impl HubHandle {
@@ -126,9 +135,15 @@ impl HubHandle {
                 Ok(())
             }
         };
-        self.session.shutdown().await;
+        close_sessions(self.session, self.intakes).await;
         result
     }
+}
+
+async fn close_sessions(session: Session, intakes: Vec<Session>) {
+    let mut closing: Vec<_> = intakes.into_iter().map(Session::shutdown).collect();
+    closing.push(session.shutdown());
+    futures::future::join_all(closing).await;
 }
 
 /// Starts a hub: the embedded broker (unless external), the store, the MQTT client and the hub task.
@@ -177,8 +192,19 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
     core.set_grace_start(Utc::now());
     let admin_topic =
         topic::admin_requests(&cfg.source_id).map_err(|e| HubError::Config(e.to_string()))?;
-    let agent_events = topic::hub_agent_events_subscription(&cfg.source_id, None)
-        .map_err(|e| HubError::Config(e.to_string()))?;
+    if !(1..=MAX_INTAKES).contains(&cfg.intakes) {
+        return Err(HubError::Config(format!(
+            "intakes must be 1 to {MAX_INTAKES} (MQTT sessions receiving agent events), not {}",
+            cfg.intakes
+        )));
+    }
+    // One intake subscribes the plain filter; several share it (MQTT 5 shared subscription).
+    let share_group = format!("{}-hub", cfg.source_id);
+    let agent_events = topic::hub_agent_events_subscription(
+        &cfg.source_id,
+        (cfg.intakes > 1).then_some(share_group.as_str()),
+    )
+    .map_err(|e| HubError::Config(e.to_string()))?;
     let mut session_cfg = SessionConfig::new(broker_url.clone(), cfg.mqtt_client_id());
     session_cfg.keepalive = cfg.keepalive;
     // What the embedded broker accepts (works of 500 KiB, admin payloads of 2 MiB, headers); an
@@ -186,12 +212,36 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
     session_cfg.max_packet_bytes = ocm_edge_mqtt::broker::MAX_PACKET_BYTES as u32;
     session_cfg.credentials = cfg.broker_credentials().map_err(HubError::Config)?;
     session_cfg.tls = cfg.broker_tls.clone();
+    let mut intake_cfg = session_cfg.clone();
+    intake_cfg.subscriptions = vec![agent_events.clone()];
     session_cfg.subscriptions = vec![
         agent_events,
         "sources/+/agentbroadcast".to_owned(),
         admin_topic.clone(),
     ];
-    let (session, inbound_rx) = Session::start(session_cfg, None)?;
+    let (inbound_tx, inbound_rx) = mpsc::unbounded_channel();
+    let (session, events) = Session::start(session_cfg, None)?;
+    let intake = Intake {
+        index: 0,
+        source_id: cfg.source_id.clone(),
+        admin_topic,
+        to_hub: inbound_tx,
+    };
+    let mut intakes = Vec::with_capacity(cfg.intakes - 1);
+    for index in 1..cfg.intakes {
+        let mut c = intake_cfg.clone();
+        c.client_id = format!("{}-intake-{index}", cfg.mqtt_client_id());
+        let (s, events) = Session::start(c, None)?;
+        tokio::spawn(
+            Intake {
+                index,
+                ..intake.clone()
+            }
+            .run(events),
+        );
+        intakes.push(s);
+    }
+    tokio::spawn(intake.run(events));
     let (stop, stopped) = watch::channel(false);
     let (subscribed, subscriptions) = watch::channel(0u64);
     let hub = HubLoop {
@@ -201,8 +251,8 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
         core,
         store,
         publisher: session.publisher(),
-        admin_topic,
         inbound: inbound_rx,
+        intakes_subscribed: vec![false; cfg.intakes],
         stopped,
     };
     let task = tokio::spawn(hub.run());
@@ -213,6 +263,7 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
         subscriptions,
         task,
         session,
+        intakes,
     })
 }
 
@@ -233,7 +284,7 @@ pub async fn run_hub(
     match finished {
         None => handle.shutdown().await,
         Some(result) => {
-            handle.session.shutdown().await;
+            close_sessions(handle.session, handle.intakes).await;
             result.unwrap_or_else(|e| Err(HubError::Task(e.to_string())))
         }
     }
@@ -248,9 +299,78 @@ struct HubLoop {
     core: HubCore,
     store: Store,
     publisher: Publisher,
-    admin_topic: String,
-    inbound: mpsc::UnboundedReceiver<SessionEvent>,
+    inbound: mpsc::UnboundedReceiver<Inbound>,
+    /// Which intake sessions have had a SUBACK since the hub started.
+    intakes_subscribed: Vec<bool>,
     stopped: watch::Receiver<bool>,
+}
+
+/// What reaches the hub task from its sessions' intake tasks.
+#[derive(Debug)]
+enum Inbound {
+    /// An admin request (first session only).
+    Admin(Box<Publication>),
+    /// An agent event, decoded (`None`: well-formed, but nothing the hub handles).
+    Agent(Option<AgentInput>),
+    /// An agent message that could not be decoded (logged by the intake).
+    Malformed,
+    /// Session `intake` had a SUBACK; `refused` lists the filters the broker refused.
+    Subscribed { intake: usize, refused: Vec<String> },
+}
+
+/// Reads one session's events, decodes agent messages (CloudEvent, payload, status hash) and
+/// hands the results to the hub task: the decoding cost is spread over the runtime's workers,
+/// not paid on the one task that owns the core.
+#[derive(Debug, Clone)]
+struct Intake {
+    index: usize,
+    source_id: String,
+    admin_topic: String,
+    to_hub: mpsc::UnboundedSender<Inbound>,
+}
+
+impl Intake {
+    async fn run(self, mut events: mpsc::UnboundedReceiver<SessionEvent>) {
+        let mut batch = Vec::with_capacity(MAX_BATCH);
+        while events.recv_many(&mut batch, MAX_BATCH).await > 0 {
+            for event in batch.drain(..) {
+                let Some(item) = self.decode(event) else {
+                    continue;
+                };
+                if self.to_hub.send(item).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+
+    fn decode(&self, event: SessionEvent) -> Option<Inbound> {
+        match event {
+            SessionEvent::Subscribed { refused } => Some(Inbound::Subscribed {
+                intake: self.index,
+                refused,
+            }),
+            SessionEvent::Connected { .. }
+            | SessionEvent::Disconnected { .. }
+            | SessionEvent::Acked(_) => None,
+            SessionEvent::Malformed(e) => {
+                tracing::warn!(error = %e, "unreadable MQTT message dropped");
+                Some(Inbound::Malformed)
+            }
+            SessionEvent::Message(received) if received.topic() == self.admin_topic => {
+                Some(Inbound::Admin(received))
+            }
+            SessionEvent::Message(received) => {
+                match events::decode_agent_message(&self.source_id, &received.message) {
+                    Ok(input) => Some(Inbound::Agent(input)),
+                    Err(e) => {
+                        tracing::warn!(topic = %received.message.topic, error = %e, "malformed agent message dropped");
+                        Some(Inbound::Malformed)
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// An admin answer waiting for its batch to be stored.
@@ -352,49 +472,39 @@ impl HubLoop {
         change
     }
 
-    fn plan_batch(&mut self, items: impl Iterator<Item = SessionEvent>) -> Batch {
+    fn plan_batch(&mut self, items: impl Iterator<Item = Inbound>) -> Batch {
         let now = Utc::now();
         let mut batch = Batch::default();
         for item in items {
             let change = match item {
-                SessionEvent::Subscribed { refused } => {
+                Inbound::Subscribed { intake, refused } => {
                     if !refused.is_empty() {
                         tracing::error!(
                             ?refused,
                             "the broker refused the hub's subscriptions: check the hub's ACL (broker-config/)"
                         );
                     }
-                    batch.subscribed = true;
-                    let mut c = self.core.all_hub_views();
-                    c.extend(self.core.status_resync_all());
-                    c
-                }
-                SessionEvent::Connected { .. }
-                | SessionEvent::Disconnected { .. }
-                | SessionEvent::Acked(_) => Change::default(),
-                SessionEvent::Malformed(e) => {
-                    tracing::warn!(error = %e, "unreadable MQTT message dropped");
-                    self.core.count(counter::MALFORMED)
-                }
-                SessionEvent::Message(received) if received.topic() == self.admin_topic => {
-                    self.plan_admin(*received, now, &mut batch)
-                }
-                SessionEvent::Message(received) => {
-                    match events::decode_agent_message(
-                        &self.core.config().source_id,
-                        &received.message,
-                    ) {
-                        Ok(Some(input)) => self.core.handle_agent(input, now),
-                        Ok(None) => Change::default(),
-                        Err(e) => {
-                            tracing::warn!(topic = %received.message.topic, error = %e, "malformed agent message dropped");
-                            self.core.count(counter::MALFORMED)
-                        }
+                    self.intakes_subscribed[intake] = true;
+                    // Resync only once every intake listens, or the answers could go unheard;
+                    // once per batch, however many sessions came back in it.
+                    if self.intakes_subscribed.iter().all(|s| *s) {
+                        batch.subscribed = true;
                     }
+                    Change::default()
                 }
+                Inbound::Malformed => self.core.count(counter::MALFORMED),
+                Inbound::Admin(received) => self.plan_admin(*received, now, &mut batch),
+                Inbound::Agent(Some(input)) => self.core.handle_agent(input, now),
+                Inbound::Agent(None) => Change::default(),
             };
             let change = self.stage(change);
             batch.change.extend(change);
+        }
+        if batch.subscribed {
+            let mut c = self.core.all_hub_views();
+            c.extend(self.core.status_resync_all());
+            let c = self.stage(c);
+            batch.change.extend(c);
         }
         if touches_fleet(&batch.change) {
             // Placements follow clusters, taints, sets, bindings, scores; rollouts follow

@@ -619,6 +619,34 @@ async fn the_hub_command_serves_the_cli_and_stops_cleanly_on_sigterm() {
 }
 
 #[tokio::test]
+async fn the_hub_command_refuses_an_intake_count_out_of_range_and_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    for n in ["0", "17"] {
+        let out = tokio::process::Command::new(BIN)
+            .args([
+                "hub",
+                "--listen",
+                "127.0.0.1:0",
+                "--intakes",
+                n,
+                "--data-dir",
+            ])
+            .arg(&data)
+            .env_remove("OCM_EDGE_BROKER")
+            .env_remove("OCM_EDGE_SOURCE_ID")
+            .output()
+            .await
+            .unwrap();
+        assert_failure_mentioning(&out, &["--intakes must be 1 to 16", &format!("not {n}")]);
+        assert!(
+            !data.exists(),
+            "a refused hub command creates no data directory"
+        );
+    }
+}
+
+#[tokio::test]
 async fn cluster_get_shows_state_labels_and_conditions_and_deny_revokes() {
     let hub = TestHub::start().await;
     let agent = hub.accepted_cluster("edge-1").await;

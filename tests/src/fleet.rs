@@ -47,6 +47,8 @@ pub struct FleetOptions {
     pub keepalive: Duration,
     /// Lease duration announced by the agents.
     pub lease_duration_seconds: i32,
+    /// MQTT sessions the hub takes agent events on (`HubConfig::intakes`).
+    pub hub_intakes: usize,
 }
 
 impl Default for FleetOptions {
@@ -57,6 +59,7 @@ impl Default for FleetOptions {
             reconcile_interval: RECONCILE_INTERVAL,
             keepalive: Duration::from_secs(5),
             lease_duration_seconds: 5,
+            hub_intakes: 1,
         }
     }
 }
@@ -174,6 +177,7 @@ impl Fleet {
         };
         cfg.source_id = self.opts.source_id.clone();
         cfg.keepalive = Duration::from_secs(5);
+        cfg.intakes = self.opts.hub_intakes;
         cfg
     }
 

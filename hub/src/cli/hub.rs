@@ -7,7 +7,7 @@ use clap::Args;
 
 use super::output::print;
 use super::{CliError, GlobalArgs};
-use crate::config::{BrokerConfig, DEFAULT_LEASE_GRACE_MULTIPLIER, HubConfig};
+use crate::config::{BrokerConfig, DEFAULT_INTAKES, DEFAULT_LEASE_GRACE_MULTIPLIER, HubConfig};
 
 /// `hub` options.
 #[derive(Debug, Clone, Args)]
@@ -27,6 +27,11 @@ pub struct HubArgs {
     /// without a proof of life (OCM uses 5). At least 1.
     #[arg(long, alias = "lease-grace", default_value_t = DEFAULT_LEASE_GRACE_MULTIPLIER, value_name = "N")]
     pub lease_grace_multiplier: f64,
+    /// MQTT sessions receiving agent events, each decoding on its own task. More than one share
+    /// the subscription (`$share/`, MQTT 5): use it when one session cannot keep up with the
+    /// fleet. 1 to 16.
+    #[arg(long, default_value_t = DEFAULT_INTAKES, value_name = "N")]
+    pub intakes: usize,
 }
 
 /// The hub configuration for these arguments.
@@ -51,10 +56,18 @@ pub fn hub_config(global: &GlobalArgs, args: &HubArgs) -> Result<HubConfig, CliE
             "--lease-grace-multiplier must be at least 1".to_owned(),
         ));
     }
+    if !(1..=crate::hub::MAX_INTAKES).contains(&args.intakes) {
+        return Err(CliError::Usage(format!(
+            "--intakes must be 1 to {} (MQTT sessions receiving agent events), not {}",
+            crate::hub::MAX_INTAKES,
+            args.intakes
+        )));
+    }
     let mut cfg = HubConfig::new(args.data_dir.clone());
     cfg.broker = broker;
     cfg.source_id = global.source_id.clone();
     cfg.lease_grace_multiplier = args.lease_grace_multiplier;
+    cfg.intakes = args.intakes;
     cfg.broker_username = global.broker.broker_username.clone();
     cfg.broker_password = global.broker.broker_password.clone();
     cfg.broker_tls = global.broker.tls();

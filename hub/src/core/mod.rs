@@ -223,8 +223,12 @@ pub enum AgentInput {
     /// `presences.status.update_request` (birth, or the will).
     Presence { cluster: String, presence: Presence },
     /// `manifestbundles.status.update_request` or `status.resync_response`; its `cluster` is the
-    /// topic's.
-    WorkStatus(Box<StatusEvent>),
+    /// topic's. `hash` is the status hash of its status, computed where it was decoded (an
+    /// intake task, not the hub task; never taken from the sender).
+    WorkStatus {
+        event: Box<StatusEvent>,
+        hash: String,
+    },
     /// `addonplacementscores.status.update_request`: a score for placements.
     AddOnScore {
         cluster: String,
@@ -246,7 +250,7 @@ impl AgentInput {
             | AgentInput::Presence { cluster, .. }
             | AgentInput::SpecResyncRequest { cluster, .. }
             | AgentInput::AddOnScore { cluster, .. } => cluster,
-            AgentInput::WorkStatus(r) => &r.cluster,
+            AgentInput::WorkStatus { event, .. } => &event.cluster,
         }
     }
 }
@@ -474,7 +478,7 @@ impl HubCore {
             AgentInput::LeaseRenewal { cluster, lease } => {
                 self.lease_renewal(&cluster, &lease, now)
             }
-            AgentInput::WorkStatus(event) => self.work_status(*event, now),
+            AgentInput::WorkStatus { event, hash } => self.work_status(*event, hash, now),
             AgentInput::SpecResyncRequest { cluster, versions } => {
                 self.spec_resync(&cluster, &versions, now)
             }

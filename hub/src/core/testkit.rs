@@ -121,7 +121,8 @@ pub fn status_input(
     seq: &str,
     status: ManifestWorkStatus,
 ) -> AgentInput {
-    AgentInput::WorkStatus(Box::new(StatusEvent {
+    let hash = ocm_edge_schemas::wire::status_hash::status_hash(&status);
+    let event = Box::new(StatusEvent {
         header: Header::new(format!("{cluster}-work-agent"), t(0)),
         action: Action::UpdateRequest,
         cluster: cluster.into(),
@@ -133,7 +134,8 @@ pub fn status_input(
         metadata: None,
         log_tracing: None,
         status: status.into(),
-    }))
+    });
+    AgentInput::WorkStatus { event, hash }
 }
 
 pub fn hub_views(change: &Change) -> Vec<ManagedCluster> {

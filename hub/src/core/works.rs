@@ -17,7 +17,6 @@ use ocm_edge_schemas::validate;
 use ocm_edge_schemas::wire::event_type::Action;
 use ocm_edge_schemas::wire::resync::ResourceVersion;
 use ocm_edge_schemas::wire::sequence::is_newer;
-use ocm_edge_schemas::wire::status_hash::status_hash;
 use ocm_edge_schemas::wire::works::{EMPTY_LOG_TRACING, Header, SpecEvent, StatusEvent};
 use uuid::Uuid;
 
@@ -172,8 +171,14 @@ impl HubCore {
 
     /// A status event from an accepted cluster. Accepted only when it is for the current
     /// resourceversion, its hash changed, and its sequenceid is newer; a `Deleted` status for a
-    /// work being deleted completes the deletion handshake.
-    pub(crate) fn work_status(&self, report: StatusEvent, now: DateTime<Utc>) -> Change {
+    /// work being deleted completes the deletion handshake. `hash` is the status hash of
+    /// `report.status` ([`AgentInput::WorkStatus`](super::AgentInput::WorkStatus)).
+    pub(crate) fn work_status(
+        &self,
+        report: StatusEvent,
+        hash: String,
+        now: DateTime<Utc>,
+    ) -> Change {
         let Some(work) = self.work_by_resource_id(&report.resource_id) else {
             return self.count(counter::UNKNOWN_WORK);
         };
@@ -204,7 +209,6 @@ impl HubCore {
         if report.resource_version != work.resource_version {
             return self.count(counter::STALE_STATUS);
         }
-        let hash = status_hash(&status);
         if work.status_hash.as_deref() == Some(hash.as_str()) {
             return self.count(counter::UNCHANGED_STATUS);
         }
@@ -314,6 +318,7 @@ mod tests {
     use super::*;
     use ocm_edge_schemas::api::meta::{Condition, ConditionStatus};
     use ocm_edge_schemas::api::work::ManifestWorkStatus;
+    use ocm_edge_schemas::wire::status_hash::status_hash;
 
     #[test]
     fn resource_ids_are_stable_uuid_v5_per_source_cluster_and_work() {
