@@ -49,6 +49,15 @@ struct Args {
     /// convergence figure is the median of rounds 2..R.
     #[arg(long, default_value_t = 3)]
     rounds: usize,
+    /// The hub's agent-event intake sessions (`ocm-edge hub --intakes`; more than one share
+    /// the subscription with `$share/`).
+    #[arg(long, default_value_t = ocm_edge_hub::config::DEFAULT_INTAKES)]
+    intakes: usize,
+    /// Where the simulated agents keep their stores (default: /dev/shm when there is one, so
+    /// that thousands of agents do not measure one shared disk's fsyncs; the hub's store stays
+    /// on disk). Give a directory on disk to include them.
+    #[arg(long, value_name = "DIR")]
+    agents_dir: Option<PathBuf>,
     #[command(subcommand)]
     worker: Option<Worker>,
 }
@@ -112,6 +121,10 @@ async fn main() -> anyhow::Result<()> {
         poll: Duration::from_millis(args.poll_ms.max(1)),
         broker: args.broker,
         rounds: args.rounds.max(1),
+        intakes: args.intakes,
+        agents_dir: args
+            .agents_dir
+            .or_else(ocm_edge_tests::bench::default_agents_dir),
     };
     let dir = tempfile::tempdir()?;
     let report = run(&opts, dir.path()).await?;
