@@ -17,6 +17,8 @@ pub const DEFAULT_LEASE_GRACE_MULTIPLIER: f64 = crate::availability::DEFAULT_GRA
 pub const DEFAULT_STATUS_RESYNC_BATCH: usize = 1000;
 /// Default number of agent-event intake sessions ([`HubConfig::intakes`]).
 pub const DEFAULT_INTAKES: usize = 1;
+/// Default for [`HubConfig::report_flush_every`].
+pub const DEFAULT_REPORT_FLUSH_EVERY: Duration = Duration::from_millis(500);
 
 /// Which broker the hub talks through.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,6 +83,10 @@ pub struct HubConfig {
     /// sessions, which the hub tolerates (sequence ids, connection numbers) but which one session
     /// never does.
     pub intakes: usize,
+    /// How long agents' reports (statuses, lease renewals) stored without an fsync of their own
+    /// may wait for one. A hub killed meanwhile loses them, and its status resync brings them
+    /// back; what the hub decides or answers is always on disk first.
+    pub report_flush_every: Duration,
 }
 
 impl HubConfig {
@@ -100,6 +106,7 @@ impl HubConfig {
             broker_password: None,
             broker_tls: TlsFiles::default(),
             intakes: DEFAULT_INTAKES,
+            report_flush_every: DEFAULT_REPORT_FLUSH_EVERY,
         }
     }
 

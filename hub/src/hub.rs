@@ -253,6 +253,8 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
         publisher: session.publisher(),
         inbound: inbound_rx,
         intakes_subscribed: vec![false; cfg.intakes],
+        unflushed_since: None,
+        flush_every: cfg.report_flush_every,
         stopped,
     };
     let task = tokio::spawn(hub.run());
@@ -302,6 +304,10 @@ struct HubLoop {
     inbound: mpsc::UnboundedReceiver<Inbound>,
     /// Which intake sessions have had a SUBACK since the hub started.
     intakes_subscribed: Vec<bool>,
+    /// Since when batches stored with [`Store::write_deferred`] wait for an fsync.
+    unflushed_since: Option<std::time::Instant>,
+    /// [`HubConfig::report_flush_every`].
+    flush_every: Duration,
     stopped: watch::Receiver<bool>,
 }
 
@@ -385,6 +391,13 @@ struct Batch {
     change: Change,
     responses: Vec<PendingResponse>,
     subscribed: bool,
+    /// Made only of agent reports that the agents give again when a restarted hub asks (work
+    /// statuses, on the status resync; lease renewals, every lease period), deciding nothing and
+    /// publishing nothing: stored without its own fsync ([`Store::write_deferred`]), made durable
+    /// within [`HubConfig::report_flush_every`] or by the next batch that is not. A crash loses at most those
+    /// reports, and the resync brings them back; what the hub decides or answers is always on
+    /// disk before anyone hears of it.
+    deferrable: bool,
 }
 
 impl HubLoop {
@@ -415,6 +428,15 @@ impl HubLoop {
                 (d - Utc::now()).to_std().unwrap_or(Duration::ZERO)
             });
             let mut sleep_for = sleep_for.clamp(MIN_TICK, RESCAN_EVERY);
+            if let Some(since) = self.unflushed_since {
+                let due = since + self.flush_every;
+                let now = std::time::Instant::now();
+                if due <= now {
+                    self.flush()?;
+                } else {
+                    sleep_for = sleep_for.min(due - now);
+                }
+            }
             if let Some(due) = self.dashboards.due() {
                 let now = std::time::Instant::now();
                 if due <= now {
@@ -445,7 +467,19 @@ impl HubLoop {
                 () = tokio::time::sleep(sleep_for) => {}
             }
         }
+        self.flush()?;
         tracing::info!("hub stopped");
+        Ok(())
+    }
+
+    /// Makes the deferred batches durable.
+    fn flush(&mut self) -> Result<(), HubError> {
+        if self.unflushed_since.take().is_some() {
+            self.store.flush().map_err(|e| {
+                tracing::error!(error = %e, "hub store failed; stopping");
+                HubError::from(e)
+            })?;
+        }
         Ok(())
     }
 
@@ -475,7 +509,19 @@ impl HubLoop {
     fn plan_batch(&mut self, items: impl Iterator<Item = Inbound>) -> Batch {
         let now = Utc::now();
         let mut batch = Batch::default();
+        let mut reports_only = true;
         for item in items {
+            reports_only &= matches!(
+                &item,
+                Inbound::Malformed
+                    | Inbound::Agent(
+                        None | Some(
+                            AgentInput::WorkStatus { .. }
+                                | AgentInput::LeaseRenewal { .. }
+                                | AgentInput::SpecResyncRequest { .. }
+                        )
+                    )
+            );
             let change = match item {
                 Inbound::Subscribed { intake, refused } => {
                     if !refused.is_empty() {
@@ -510,8 +556,18 @@ impl HubLoop {
             // Placements follow clusters, taints, sets, bindings, scores; rollouts follow
             // decisions and work statuses. reconcile_fleet applies its own records.
             let fleet = self.core.reconcile_fleet(now);
+            reports_only &= fleet.is_empty();
             batch.change.extend(fleet);
         }
+        batch.deferrable = reports_only
+            && !batch.subscribed
+            && batch.change.outbound.is_empty()
+            && batch.change.records.iter().all(|r| {
+                matches!(
+                    r,
+                    Record::Work(_) | Record::Cluster(_) | Record::Counters(_)
+                )
+            });
         batch
     }
 
@@ -565,16 +621,33 @@ impl HubLoop {
 
     /// Stores the batch, then publishes its messages and answers.
     async fn commit(&mut self, batch: Batch) -> Result<(), HubError> {
-        if let Err(e) = self.store.write(&batch.change.records) {
-            tracing::error!(error = %e, "hub store failed; stopping");
-            for r in batch.responses {
-                let failed = AdminResponse::error(
-                    AdminErrorKind::Internal,
-                    format!("the hub could not store the change: {e}"),
-                );
-                self.respond(r.topic, r.correlation_data, &failed).await;
+        // A batch that changes nothing (reads, unchanged statuses) writes nothing: what it
+        // answers is either durable already or an agent's report the resync gives again.
+        if !batch.change.records.is_empty() {
+            let stored = if batch.deferrable {
+                self.store.write_deferred(&batch.change.records)
+            } else {
+                self.store.write(&batch.change.records)
+            };
+            match stored {
+                Ok(()) if batch.deferrable => {
+                    self.unflushed_since
+                        .get_or_insert_with(std::time::Instant::now);
+                }
+                // A durable commit carries every deferred one before it.
+                Ok(()) => self.unflushed_since = None,
+                Err(e) => {
+                    tracing::error!(error = %e, "hub store failed; stopping");
+                    for r in batch.responses {
+                        let failed = AdminResponse::error(
+                            AdminErrorKind::Internal,
+                            format!("the hub could not store the change: {e}"),
+                        );
+                        self.respond(r.topic, r.correlation_data, &failed).await;
+                    }
+                    return Err(e.into());
+                }
             }
-            return Err(e.into());
         }
         let now = Utc::now();
         let source = self.core.config().source_id.clone();

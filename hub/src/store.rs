@@ -4,12 +4,15 @@
 //! transaction per batch; [`Store::load`] gives them back after a restart.
 //!
 //! # Guarantees
-//! A batch is written atomically and durably before [`Store::write`] returns. The database file
-//! is closed when the [`Store`] is dropped, so another store can open the same directory.
+//! A batch is written atomically and durably before [`Store::write`] returns. A batch written
+//! with [`Store::write_deferred`] is atomic but reaches the disk only with the next durable write
+//! or [`Store::flush`] (one fsync for many batches; a crash loses those batches, all of them or
+//! none of one). The database file is closed when the [`Store`] is dropped, so another store can
+//! open the same directory.
 
 use std::path::{Path, PathBuf};
 
-use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
 
 use crate::core::objects::{ObjectKey, StoredObject};
 use crate::core::{ClusterRecord, Counters, Record, WorkKey, WorkRecord};
@@ -108,12 +111,36 @@ impl Store {
         }
     }
 
-    /// Writes `records` in one transaction.
+    /// Writes `records` in one transaction, durably (with every deferred write before it).
     ///
     /// # Errors
     /// [`StoreError::Db`]; nothing is written then.
     pub fn write(&self, records: &[Record]) -> Result<(), StoreError> {
-        let txn = self.db.begin_write().map_err(|e| self.db_err(e))?;
+        self.write_with(records, Durability::Immediate)
+    }
+
+    /// Writes `records` in one transaction without waiting for the disk: the next
+    /// [`Store::write`] or [`Store::flush`] makes it durable. For what a crash may lose because
+    /// its senders give it again (agents' statuses, resent on the status resync a restarted hub
+    /// asks for).
+    ///
+    /// # Errors
+    /// [`StoreError::Db`]; nothing is written then.
+    pub fn write_deferred(&self, records: &[Record]) -> Result<(), StoreError> {
+        self.write_with(records, Durability::None)
+    }
+
+    /// Makes every deferred write durable (one fsync).
+    ///
+    /// # Errors
+    /// [`StoreError::Db`].
+    pub fn flush(&self) -> Result<(), StoreError> {
+        self.write_with(&[], Durability::Immediate)
+    }
+
+    fn write_with(&self, records: &[Record], durability: Durability) -> Result<(), StoreError> {
+        let mut txn = self.db.begin_write().map_err(|e| self.db_err(e))?;
+        txn.set_durability(durability).map_err(|e| self.db_err(e))?;
         {
             let mut clusters = txn.open_table(CLUSTERS).map_err(|e| self.db_err(e))?;
             let mut works = txn.open_table(WORKS).map_err(|e| self.db_err(e))?;
@@ -225,6 +252,39 @@ mod tests {
         let change = plan(core);
         store.write(&change.records).unwrap();
         core.apply(&change.records);
+    }
+
+    /// Set in the child process of the crash test: the store directory it writes to.
+    const CRASH_DIR_ENV: &str = "OCM_EDGE_TEST_STORE_CRASH_DIR";
+    const CRASH_TEST: &str =
+        "store::tests::a_flush_makes_deferred_writes_survive_a_crash_and_unflushed_ones_go_whole";
+
+    #[test]
+    fn a_flush_makes_deferred_writes_survive_a_crash_and_unflushed_ones_go_whole() {
+        if let Some(dir) = std::env::var_os(CRASH_DIR_ENV) {
+            // The child: writes, then dies without running a destructor (no close, no flush).
+            let store = Store::open(Path::new(&dir)).unwrap();
+            let core = core();
+            let join_of = |name: &str, at: i64| core.handle_agent(join(name), t(at)).records;
+            store.write(&join_of("durable", 0)).unwrap();
+            store.write_deferred(&join_of("flushed", 1)).unwrap();
+            store.flush().unwrap();
+            store.write_deferred(&join_of("unflushed", 2)).unwrap();
+            std::process::abort();
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let status = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([CRASH_TEST, "--exact", "--test-threads=1"])
+            .env(CRASH_DIR_ENV, dir.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(!status.success(), "the child aborts: {status:?}");
+        let loaded = Store::open(dir.path()).unwrap().load().unwrap();
+        let names: Vec<&str> = loaded.clusters.iter().map(|c| c.name.as_str()).collect();
+        // The write after the last flush is gone as a whole; the file opens as of that flush.
+        assert_eq!(names, ["durable", "flushed"]);
     }
 
     #[test]

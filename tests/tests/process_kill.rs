@@ -3,24 +3,24 @@
 
 use std::path::Path;
 
-use ocm_edge_hub::admin::messages::CreateWork;
+use ocm_edge_hub::admin::messages::{CreateWork, WorkView};
+use ocm_edge_hub::store::Store;
 use ocm_edge_tests::broker::TestBroker;
 use ocm_edge_tests::fleet::{Fleet, FleetOptions, has_false_condition, has_true_condition};
-use ocm_edge_tests::manifests::{deployment, namespace};
+use ocm_edge_tests::manifests::{
+    deployment, feedback_integer, namespace, well_known_status_feedback,
+};
 use ocm_edge_tests::process::Spawned;
 
 async fn hub_process(broker_url: &str, data_dir: &Path) -> Spawned {
-    Spawned::start(
-        "test-hub",
-        Path::new(env!("CARGO_BIN_EXE_test-hub")),
-        &[
-            "--broker",
-            broker_url,
-            "--data-dir",
-            &data_dir.display().to_string(),
-        ],
-    )
-    .await
+    hub_process_with(broker_url, data_dir, &[]).await
+}
+
+async fn hub_process_with(broker_url: &str, data_dir: &Path, extra: &[&str]) -> Spawned {
+    let data_dir = data_dir.display().to_string();
+    let mut args = vec!["--broker", broker_url, "--data-dir", &data_dir];
+    args.extend_from_slice(extra);
+    Spawned::start("test-hub", Path::new(env!("CARGO_BIN_EXE_test-hub")), &args).await
 }
 
 async fn agent_process(cluster: &str, broker_url: &str, data_dir: &Path) -> Spawned {
@@ -126,4 +126,82 @@ async fn an_agent_killed_with_sigkill_catches_up_with_a_work_updated_while_it_wa
         .unwrap();
     agent.stop().await;
     fleet.shutdown().await;
+}
+
+#[tokio::test]
+async fn statuses_a_hub_killed_with_sigkill_had_not_yet_flushed_come_back_on_the_resync() {
+    // The hub stores agents' statuses without an fsync each and flushes them later (here: not
+    // within the test), so a hub killed after a round of statuses has lost that round, and its
+    // status resync must bring every status back.
+    let clusters = ["c1", "c2", "c3", "c4"];
+    let broker = TestBroker::start_async().await;
+    let mut fleet = Fleet::on_broker(broker.url(), FleetOptions::default());
+    let hub_dir = fleet.hub_config().data_dir;
+    let no_flush = ["--report-flush-every-ms", "3600000"];
+    let hub = hub_process_with(&broker.url(), &hub_dir, &no_flush).await;
+    fleet.start_agents(&clusters).await;
+    fleet.accept_all(&clusters).await;
+    let web = |replicas: i64, overwrite: bool| CreateWork {
+        name: "web".into(),
+        clusters: clusters.iter().map(|c| c.to_string()).collect(),
+        manifests: vec![
+            namespace("web"),
+            deployment("web", "web", replicas, "nginx:1.27"),
+        ],
+        manifest_configs: vec![well_known_status_feedback(
+            "apps",
+            "deployments",
+            "web",
+            "web",
+        )],
+        overwrite,
+        ..CreateWork::default()
+    };
+    let ready = |replicas: i64| {
+        move |w: &WorkView| {
+            feedback_integer(&w.resource_status, 1, "ReadyReplicas") == Some(replicas)
+        }
+    };
+    fleet.write_work(web(1, false)).await;
+    for c in clusters {
+        fleet
+            .wait_work(c, "web", "ReadyReplicas=1", ready(1))
+            .await
+            .unwrap();
+    }
+    fleet.write_work(web(3, true)).await;
+    for c in clusters {
+        fleet
+            .wait_work(c, "web", "ReadyReplicas=3", ready(3))
+            .await
+            .unwrap();
+    }
+    hub.kill9().await;
+    {
+        let store = Store::open(&hub_dir).expect("the killed hub's store opens");
+        let stored = store.load().unwrap();
+        for w in &stored.works {
+            let feedback = w
+                .status
+                .as_ref()
+                .and_then(|s| feedback_integer(&s.resource_status.manifests, 1, "ReadyReplicas"));
+            assert_ne!(
+                feedback,
+                Some(3),
+                "{}: the last round of statuses is on disk although the hub never flushed it (the test then proves nothing)",
+                w.key.cluster
+            );
+        }
+    }
+
+    let hub = hub_process(&broker.url(), &hub_dir).await;
+    for c in clusters {
+        let w = fleet
+            .wait_work(c, "web", "ReadyReplicas=3 after the kill", ready(3))
+            .await
+            .unwrap();
+        assert_eq!(w.version, 2, "the update survived the kill as stored");
+    }
+    fleet.shutdown().await;
+    hub.stop().await;
 }

@@ -2,7 +2,8 @@
 //! data dir and source id from the command line. Prints `ready <broker-url>` once started; stops
 //! gracefully when stdin closes.
 //!
-//! `test-hub --broker mqtt://127.0.0.1:PORT --data-dir DIR [--source-id ocm-edge]`
+//! `test-hub --broker mqtt://127.0.0.1:PORT --data-dir DIR [--source-id ocm-edge]
+//! [--report-flush-every-ms MS]`
 
 use clap::Parser;
 use ocm_edge_hub::{BrokerConfig, HubConfig, start_hub};
@@ -13,13 +14,22 @@ use std::io::Write;
 struct Args {
     #[command(flatten)]
     child: ChildArgs,
+    /// `HubConfig::report_flush_every`, in milliseconds (default: the hub's).
+    #[arg(long)]
+    report_flush_every_ms: Option<u64>,
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     init_child_logging();
-    let args = Args::parse().child;
+    let Args {
+        child: args,
+        report_flush_every_ms,
+    } = Args::parse();
     let mut cfg = HubConfig::new(args.data_dir);
+    if let Some(ms) = report_flush_every_ms {
+        cfg.report_flush_every = std::time::Duration::from_millis(ms);
+    }
     cfg.broker = BrokerConfig::External { url: args.broker };
     cfg.source_id = args.source_id;
     cfg.broker_tls.ca_file = args.broker_ca_file;
