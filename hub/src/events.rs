@@ -335,7 +335,7 @@ mod tests {
 
     #[test]
     fn spec_messages_encode_to_the_clusters_sourceevents_and_decode_as_work_events() {
-        let bundle = ManifestBundle::from(&work_input("web", 1).spec);
+        let bundle = ManifestBundle::from(work_input("web", 1).spec.as_ref());
         let spec = SpecEvent {
             header: Header::new("ocm-edge", t(1)),
             action: Action::UpdateRequest,

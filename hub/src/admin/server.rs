@@ -4,6 +4,8 @@
 //!
 //! A failed command returns an empty change: it changes nothing.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 use ocm_edge_schemas::api::cluster::MANAGED_CLUSTER_CONDITION_AVAILABLE;
 use ocm_edge_schemas::api::meta::find_condition;
@@ -91,14 +93,14 @@ fn plan(
                 name,
                 labels: Default::default(),
                 annotations: Default::default(),
-                spec: ManifestWorkSpec {
+                spec: Arc::new(ManifestWorkSpec {
                     workload: ManifestsTemplate {
                         manifests: manifests.into_iter().map(Manifest).collect(),
                     },
                     delete_option,
                     manifest_configs,
                     executor: None,
-                },
+                }),
             };
             write(core, &input, &clusters, overwrite, now)?
         }
@@ -117,7 +119,7 @@ fn plan(
                 name: work.metadata.name.clone(),
                 labels: work.metadata.labels.clone(),
                 annotations: work.metadata.annotations.clone(),
-                spec: work.spec.clone(),
+                spec: Arc::new(work.spec.clone()),
             };
             write(core, &input, &[cluster], true, now)?
         }
@@ -331,7 +333,7 @@ pub fn work_view(w: &WorkRecord, with_spec: bool) -> WorkView {
         conditions: status.conditions,
         resource_status: status.resource_status.manifests,
         status_updated: w.status_updated,
-        spec: with_spec.then(|| w.spec.clone()),
+        spec: with_spec.then(|| w.spec.as_ref().clone()),
         ..written_view(w)
     }
 }
@@ -449,7 +451,7 @@ mod tests {
         let mut core = accepted_core(&["a"]);
         let mut work: ocm_edge_schemas::api::work::ManifestWork =
             ocm_edge_schemas::api::work::ManifestWork::new("a", "web");
-        work.spec = work_input("web", 1).spec;
+        work.spec = work_input("web", 1).spec.as_ref().clone();
         work.metadata.labels.insert("app".into(), "web".into());
         let apply =
             |w: &ocm_edge_schemas::api::work::ManifestWork| AdminRequest::ApplyManifestWork {
@@ -460,7 +462,7 @@ mod tests {
         };
         assert_eq!(w[0].outcome, WriteOutcome::Created);
         assert_eq!(w[0].work.labels["app"], "web");
-        work.spec = work_input("web", 3).spec;
+        work.spec = work_input("web", 3).spec.as_ref().clone();
         let AdminResponse::Ok(AdminPayload::Written(w)) = run(&mut core, apply(&work)) else {
             panic!("apply failed")
         };

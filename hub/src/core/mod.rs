@@ -31,6 +31,7 @@ pub use registration::{RegistrationError, hub_view};
 pub use works::{WorkError, WorkInput, resource_id};
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use ocm_edge_schemas::api::cluster::{
@@ -111,7 +112,8 @@ pub struct WorkRecord {
     pub resource_id: String,
     /// 1 at creation, +1 per spec change.
     pub resource_version: i64,
-    pub spec: ManifestWorkSpec,
+    /// Shared by every cluster the same write went to (one copy in memory, cheap clones).
+    pub spec: Arc<ManifestWorkSpec>,
     pub labels: BTreeMap<String, String>,
     pub annotations: BTreeMap<String, String>,
     pub created: Time,

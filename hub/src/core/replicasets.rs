@@ -6,6 +6,7 @@
 //! table. Re-run after every batch (statuses move rollouts on) and at the plan's requeue time.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use ocm_edge_schemas::admin::RolloutRow;
@@ -112,7 +113,7 @@ impl HubCore {
                     .copied()
                     .unwrap_or_else(|| w.created.as_datetime());
                 let work = ClusterWork {
-                    template: if &w.spec == template {
+                    template: if *w.spec == *template {
                         TemplateState::Current { sent_at }
                     } else {
                         TemplateState::Outdated
@@ -133,6 +134,8 @@ impl HubCore {
         let plan = plan_replica_set(&r.set, &decisions, &works, now);
 
         let mut updated = r.clone();
+        // One copy of the template, shared by the works of every cluster it goes to.
+        let shared_template = Arc::new(template.clone());
         for (cluster, placement) in &plan.to_apply {
             let accepted = self
                 .cluster(cluster)
@@ -152,7 +155,7 @@ impl HubCore {
                 name: r.set.metadata.name.clone(),
                 labels,
                 annotations: Default::default(),
-                spec: template.clone(),
+                spec: shared_template.clone(),
             };
             match self.write_works(&input, std::slice::from_ref(cluster), true, now) {
                 Ok((c, _)) => {

@@ -94,12 +94,15 @@ pub fn work_input(name: &str, replicas: i64) -> WorkInput {
         name: name.into(),
         ..WorkInput::default()
     };
-    input.spec.workload.manifests.push(Manifest(json!({
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "web", "namespace": "default"},
-        "spec": {"replicas": replicas}
-    })));
+    std::sync::Arc::make_mut(&mut input.spec)
+        .workload
+        .manifests
+        .push(Manifest(json!({
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"replicas": replicas}
+        })));
     input
 }
 

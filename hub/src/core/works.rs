@@ -6,6 +6,7 @@
 //! sends the delete, and forgets the work only when the agent reports the `Deleted` condition.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use ocm_edge_schemas::admin::WriteOutcome;
@@ -59,7 +60,7 @@ pub struct WorkInput {
     pub name: String,
     pub labels: BTreeMap<String, String>,
     pub annotations: BTreeMap<String, String>,
-    pub spec: ManifestWorkSpec,
+    pub spec: Arc<ManifestWorkSpec>,
 }
 
 impl HubCore {
@@ -263,7 +264,7 @@ impl HubCore {
             deletion_timestamp: deleting,
             bundle: match deleting {
                 Some(_) => None,
-                None => Some(ManifestBundle::from(&work.spec)),
+                None => Some(ManifestBundle::from(work.spec.as_ref())),
             },
             log_tracing: Some(EMPTY_LOG_TRACING.to_owned()),
         }
@@ -391,7 +392,7 @@ mod tests {
             .unwrap();
         core.apply(&c.records);
         let mut no_name = work_input("nameless", 1);
-        no_name.spec.workload.manifests[0].0["metadata"] =
+        Arc::make_mut(&mut no_name.spec).workload.manifests[0].0["metadata"] =
             serde_json::json!({"generateName": "x-"});
         let cases: Vec<(WorkInput, Vec<String>, bool, &str)> = vec![
             (
@@ -436,7 +437,7 @@ mod tests {
     fn oversize_manifests_are_refused_with_the_limit_in_the_message() {
         let core = accepted_core(&["a"]);
         let mut input = work_input("big", 1);
-        input.spec.workload.manifests[0].0["data"] =
+        Arc::make_mut(&mut input.spec).workload.manifests[0].0["data"] =
             serde_json::json!({"blob": "x".repeat(validate::MAX_MANIFESTS_BYTES)});
         let err = core
             .write_works(&input, &clusters(&["a"]), false, t(1))
