@@ -58,6 +58,10 @@ const RESCAN_EVERY: Duration = Duration::from_secs(1);
 const MAX_BATCH: usize = 512;
 /// Most agent-event intake sessions (see [`HubConfig::intakes`]).
 pub const MAX_INTAKES: usize = 16;
+/// QoS 1 publications the hub's session keeps unacknowledged.
+const HUB_INFLIGHT: u16 = 500;
+/// Publications queued in the hub's session before `publish` waits.
+const HUB_QUEUE: usize = 4096;
 
 /// Errors starting or running the hub.
 #[derive(Debug, thiserror::Error)]
@@ -210,6 +214,10 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
     // What the embedded broker accepts (works of 500 KiB, admin payloads of 2 MiB, headers); an
     // external broker may lower it in its CONNACK.
     session_cfg.max_packet_bytes = ocm_edge_mqtt::broker::MAX_PACKET_BYTES as u32;
+    // A write to a whole fleet publishes one spec per cluster in one go: a deeper window than an
+    // agent's (brokers lower it to their Receive Maximum in the CONNACK; the embedded one's is 500).
+    session_cfg.inflight = HUB_INFLIGHT;
+    session_cfg.queue_capacity = HUB_QUEUE;
     session_cfg.credentials = cfg.broker_credentials().map_err(HubError::Config)?;
     session_cfg.tls = cfg.broker_tls.clone();
     let mut intake_cfg = session_cfg.clone();
@@ -649,6 +657,7 @@ impl HubLoop {
                 }
             }
         }
+        let stored_at = std::time::Instant::now();
         let now = Utc::now();
         let source = self.core.config().source_id.clone();
         for out in &batch.change.outbound {
@@ -660,6 +669,13 @@ impl HubLoop {
                 }
                 Err(e) => tracing::warn!(error = %e, kind = outbound_kind(out), "cannot encode"),
             }
+        }
+        if !batch.change.outbound.is_empty() {
+            tracing::debug!(
+                messages = batch.change.outbound.len(),
+                publish_ms = stored_at.elapsed().as_millis() as u64,
+                "batch published"
+            );
         }
         if self.dashboard {
             self.dashboards

@@ -4,6 +4,7 @@
 //!
 //! A failed command returns an empty change: it changes nothing.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -227,10 +228,20 @@ fn write(
     let (change, outcomes) = core
         .write_works(input, clusters, overwrite, now)
         .map_err(work_error)?;
+    // One lookup table, not a scan of the change per cluster (a write may go to 10,000).
+    let records: HashMap<&WorkKey, &WorkRecord> = change
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Work(w) => Some((&w.key, w.as_ref())),
+            _ => None,
+        })
+        .collect();
     let written = outcomes
         .iter()
         .filter_map(|(key, outcome)| {
-            find_work(&change, key).map(|w| WorkWritten {
+            let w = records.get(key).copied().or_else(|| core.work(key));
+            w.map(|w| WorkWritten {
                 outcome: *outcome,
                 work: written_view(w),
             })

@@ -118,6 +118,15 @@ impl HubCore {
                     WriteOutcome::Created,
                 ),
                 Some(existing) => {
+                    if existing.spec == input.spec
+                        && existing.labels == input.labels
+                        && existing.annotations == input.annotations
+                    {
+                        // Nothing to store or send: a repeated write (the admin client resends
+                        // a request it has no answer to yet) costs a comparison per cluster.
+                        outcomes.push((key, WriteOutcome::Unchanged));
+                        continue;
+                    }
                     let mut record = existing.clone();
                     record.labels = input.labels.clone();
                     record.annotations = input.annotations.clone();
@@ -381,6 +390,33 @@ mod tests {
                 assert_eq!(specs(&c)[0].action, Action::UpdateRequest);
             }
         }
+    }
+
+    #[test]
+    fn a_repeated_write_stores_and_sends_nothing_but_a_label_change_is_stored() {
+        let mut core = accepted_core(&["a", "b"]);
+        let both = clusters(&["a", "b"]);
+        let (c, _) = core
+            .write_works(&work_input("web", 1), &both, false, t(1))
+            .unwrap();
+        core.apply(&c.records);
+        let (c, outcomes) = core
+            .write_works(&work_input("web", 1), &both, true, t(2))
+            .unwrap();
+        assert!(c.is_empty(), "{c:?}");
+        assert!(outcomes.iter().all(|(_, o)| *o == WriteOutcome::Unchanged));
+
+        let mut labelled = work_input("web", 1);
+        labelled.labels.insert("tier".into(), "edge".into());
+        let (c, outcomes) = core.write_works(&labelled, &both, true, t(3)).unwrap();
+        core.apply(&c.records);
+        assert!(outcomes.iter().all(|(_, o)| *o == WriteOutcome::Unchanged));
+        assert_eq!(specs(&c).len(), 0, "a label is not sent to the agents");
+        let w = core.work(&WorkKey::new("b", "web")).unwrap();
+        assert_eq!(
+            (w.labels.get("tier").map(String::as_str), w.resource_version),
+            (Some("edge"), 1)
+        );
     }
 
     #[test]
