@@ -75,3 +75,28 @@ pub fn feedback_integer(
         .field_value
         .integer
 }
+
+/// Work `web` on `clusters`: namespace `web` and Deployment `web/web` with `replicas`, whose
+/// `ReadyReplicas` comes back as status feedback; `overwrite` to update it.
+pub fn web_with_feedback(
+    clusters: &[&str],
+    replicas: i64,
+    overwrite: bool,
+) -> ocm_edge_hub::admin::messages::CreateWork {
+    ocm_edge_hub::admin::messages::CreateWork {
+        name: "web".into(),
+        clusters: clusters.iter().map(|c| c.to_string()).collect(),
+        manifests: vec![
+            namespace("web"),
+            deployment("web", "web", replicas, "nginx:1.27"),
+        ],
+        manifest_configs: vec![well_known_status_feedback(
+            "apps",
+            "deployments",
+            "web",
+            "web",
+        )],
+        overwrite,
+        ..Default::default()
+    }
+}

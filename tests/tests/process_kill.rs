@@ -7,9 +7,7 @@ use ocm_edge_hub::admin::messages::{CreateWork, WorkView};
 use ocm_edge_hub::store::Store;
 use ocm_edge_tests::broker::TestBroker;
 use ocm_edge_tests::fleet::{Fleet, FleetOptions, has_false_condition, has_true_condition};
-use ocm_edge_tests::manifests::{
-    deployment, feedback_integer, namespace, well_known_status_feedback,
-};
+use ocm_edge_tests::manifests::{deployment, feedback_integer, namespace, web_with_feedback};
 use ocm_edge_tests::process::Spawned;
 
 async fn hub_process(broker_url: &str, data_dir: &Path) -> Spawned {
@@ -141,22 +139,7 @@ async fn statuses_a_hub_killed_with_sigkill_had_not_yet_flushed_come_back_on_the
     let hub = hub_process_with(&broker.url(), &hub_dir, &no_flush).await;
     fleet.start_agents(&clusters).await;
     fleet.accept_all(&clusters).await;
-    let web = |replicas: i64, overwrite: bool| CreateWork {
-        name: "web".into(),
-        clusters: clusters.iter().map(|c| c.to_string()).collect(),
-        manifests: vec![
-            namespace("web"),
-            deployment("web", "web", replicas, "nginx:1.27"),
-        ],
-        manifest_configs: vec![well_known_status_feedback(
-            "apps",
-            "deployments",
-            "web",
-            "web",
-        )],
-        overwrite,
-        ..CreateWork::default()
-    };
+    let web = |replicas, overwrite| web_with_feedback(&clusters, replicas, overwrite);
     let ready = |replicas: i64| {
         move |w: &WorkView| {
             feedback_integer(&w.resource_status, 1, "ReadyReplicas") == Some(replicas)

@@ -6,9 +6,7 @@
 use ocm_edge_hub::admin::messages::CreateWork;
 use ocm_edge_hub::core::counter;
 use ocm_edge_tests::fleet::{Fleet, FleetOptions, WAIT};
-use ocm_edge_tests::manifests::{
-    deployment, feedback_integer, namespace, well_known_status_feedback,
-};
+use ocm_edge_tests::manifests::{feedback_integer, web_with_feedback};
 use ocm_edge_tests::mosquitto::{Mosquitto, require_mosquitto};
 use ocm_edge_tests::wait::wait_for;
 
@@ -23,22 +21,7 @@ fn options() -> FleetOptions {
 }
 
 fn web(replicas: i64, overwrite: bool) -> CreateWork {
-    CreateWork {
-        name: "web".into(),
-        clusters: CLUSTERS.iter().map(|c| c.to_string()).collect(),
-        manifests: vec![
-            namespace("web"),
-            deployment("web", "web", replicas, "nginx:1.27"),
-        ],
-        manifest_configs: vec![well_known_status_feedback(
-            "apps",
-            "deployments",
-            "web",
-            "web",
-        )],
-        overwrite,
-        ..CreateWork::default()
-    }
+    web_with_feedback(&CLUSTERS, replicas, overwrite)
 }
 
 /// Every status event the hub judged (accepted, unchanged, stale, unknown work).
