@@ -215,7 +215,8 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
     // external broker may lower it in its CONNACK.
     session_cfg.max_packet_bytes = ocm_edge_mqtt::broker::MAX_PACKET_BYTES as u32;
     // A write to a whole fleet publishes one spec per cluster in one go: a deeper window than an
-    // agent's (brokers lower it to their Receive Maximum in the CONNACK; the embedded one's is 500).
+    // agent's (brokers lower it to their Receive Maximum in the CONNACK; the embedded broker's is
+    // 500).
     session_cfg.inflight = HUB_INFLIGHT;
     session_cfg.queue_capacity = HUB_QUEUE;
     session_cfg.credentials = cfg.broker_credentials().map_err(HubError::Config)?;
@@ -378,7 +379,11 @@ impl Intake {
                 match events::decode_agent_message(&self.source_id, &received.message) {
                     Ok(input) => Some(Inbound::Agent(input)),
                     Err(e) => {
-                        tracing::warn!(topic = %received.message.topic, error = %e, "malformed agent message dropped");
+                        tracing::warn!(
+                            topic = %received.message.topic,
+                            error = %e,
+                            "malformed agent message dropped"
+                        );
                         Some(Inbound::Malformed)
                     }
                 }
@@ -401,10 +406,10 @@ struct Batch {
     subscribed: bool,
     /// Made only of agent reports that the agents give again when a restarted hub asks (work
     /// statuses, on the status resync; lease renewals, every lease period), deciding nothing and
-    /// publishing nothing: stored without its own fsync ([`Store::write_deferred`]), made durable
-    /// within [`HubConfig::report_flush_every`] or by the next batch that is not. A crash loses at most those
-    /// reports, and the resync brings them back; what the hub decides or answers is always on
-    /// disk before anyone hears of it.
+    /// publishing nothing: stored without its own fsync ([`Store::write_deferred`]), made
+    /// durable within [`HubConfig::report_flush_every`] or by the next batch that is not. A
+    /// crash loses at most those reports, and the resync brings them back; what the hub decides
+    /// or answers is always on disk before anyone hears of it.
     deferrable: bool,
 }
 
