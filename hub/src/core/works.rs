@@ -118,7 +118,10 @@ impl HubCore {
                     WriteOutcome::Created,
                 ),
                 Some(existing) => {
-                    if existing.spec == input.spec
+                    // Compared once: a spec is a tree of JSON values, and a write may go to
+                    // 10,000 clusters.
+                    let same_spec = existing.spec == input.spec;
+                    if same_spec
                         && existing.labels == input.labels
                         && existing.annotations == input.annotations
                     {
@@ -130,7 +133,7 @@ impl HubCore {
                     let mut record = existing.clone();
                     record.labels = input.labels.clone();
                     record.annotations = input.annotations.clone();
-                    if existing.spec == input.spec {
+                    if same_spec {
                         (record, WriteOutcome::Unchanged)
                     } else {
                         record.spec = input.spec.clone();
