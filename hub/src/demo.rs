@@ -510,7 +510,12 @@ fn is_converged(w: &WorkView, version: i64, replicas: i64) -> bool {
             .iter()
             .any(|v| v.name == "ReadyReplicas" && v.field_value.integer == Some(replicas))
     });
-    w.version == version && !w.deleting && is_true(WORK_APPLIED) && is_true(WORK_AVAILABLE) && ready
+    w.version == version
+        && w.status_version == Some(version)
+        && !w.deleting
+        && is_true(WORK_APPLIED)
+        && is_true(WORK_AVAILABLE)
+        && ready
 }
 
 fn elapsed(started: Instant) -> String {

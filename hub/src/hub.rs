@@ -17,8 +17,10 @@
 //! hashes what it receives, so the hub task gets [`AgentInput`]s, not bytes.
 //!
 //! Once every session has its SUBACK, and after every SUBACK from then on (reconnects), the hub
-//! republishes its view of every known cluster and sends `status.resync_request`s to every
-//! accepted one, which is also how a restarted hub catches up.
+//! republishes its view of every known cluster, sends again the spec of every work no agent has
+//! confirmed ([`HubCore::unconfirmed_specs`]) and sends `status.resync_request`s to every
+//! accepted one. That is how a restarted hub catches up, and how a change it stored but had not
+//! published when it stopped (or that a restarted broker lost) still reaches its cluster.
 
 use std::future::Future;
 use std::time::Duration;
@@ -561,6 +563,14 @@ impl HubLoop {
         }
         if batch.subscribed {
             let mut c = self.core.all_hub_views();
+            let unconfirmed = self.core.unconfirmed_specs(now);
+            if !unconfirmed.outbound.is_empty() {
+                tracing::info!(
+                    works = unconfirmed.outbound.len(),
+                    "sending again the specs no agent has confirmed yet"
+                );
+            }
+            c.extend(unconfirmed);
             c.extend(self.core.status_resync_all());
             let c = self.stage(c);
             batch.change.extend(c);

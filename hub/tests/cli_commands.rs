@@ -561,6 +561,39 @@ async fn a_wrong_source_id_gets_a_clear_no_hub_answered_error() {
 }
 
 #[tokio::test]
+async fn an_unanswered_change_is_reported_as_unconfirmed_with_the_command_to_check_it() {
+    // Nobody answers on source id "elsewhere": the change was sent, and for all the CLI knows a
+    // hub stored it and stopped before answering. It must not be reported as lost.
+    let hub = TestHub::start().await;
+    let unanswered = [
+        (
+            vec!["work", "delete", "web", "--cluster", "edge-1"],
+            "ocm-edge work get web --cluster edge-1",
+        ),
+        (
+            vec!["cluster", "accept", "edge-9"],
+            "ocm-edge cluster get edge-9",
+        ),
+    ];
+    for (mut args, check) in unanswered {
+        args.extend(["--source-id", "elsewhere", "--timeout", "1s"]);
+        let out = hub.cli(&args).await;
+        assert_failure_mentioning(
+            &out,
+            &[
+                "did not confirm",
+                "may have been carried out",
+                check,
+                "\"elsewhere\"",
+            ],
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("no hub answered"), "{stderr}");
+    }
+    hub.stop().await;
+}
+
+#[tokio::test]
 async fn no_broker_gets_a_clear_cannot_connect_error() {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()

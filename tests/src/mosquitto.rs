@@ -9,6 +9,13 @@ use std::time::Duration;
 use crate::broker::{BrokerError, MAX_PACKET_BYTES, free_port, wait_listening};
 use crate::pki::TestPki;
 
+/// Messages Mosquitto queues for one client (its default, 1,000, drops a 10,000-cluster fleet's
+/// statuses on their way to the hub), as in `broker-config/mosquitto/mosquitto.conf`.
+const MAX_QUEUED: u32 = 1_000_000;
+/// QoS 1 deliveries in flight to one client (Mosquitto's default is 20), as in
+/// `broker-config/mosquitto/mosquitto.conf`.
+const MAX_INFLIGHT: u32 = 500;
+
 /// Errors starting Mosquitto.
 #[derive(Debug, thiserror::Error)]
 pub enum MosquittoError {
@@ -77,6 +84,7 @@ pub struct Mosquitto {
     secured: Option<SocketAddr>,
     /// Whether the (only) listener speaks TLS ([`Mosquitto::start_tls`]).
     tls: bool,
+    program: PathBuf,
     dir: tempfile::TempDir,
 }
 
@@ -143,6 +151,7 @@ impl Mosquitto {
         let port = free_port()?;
         let mut conf = format!(
             "per_listener_settings {split}\npersistence false\nmax_packet_size {MAX_PACKET_BYTES}\n\
+             max_queued_messages {MAX_QUEUED}\nmax_inflight_messages {MAX_INFLIGHT}\n\
              log_dest stderr\nlog_type error\nlog_type warning\nlog_type notice\n\
              listener {port} 127.0.0.1\nprotocol mqtt\n"
         );
@@ -176,34 +185,39 @@ impl Mosquitto {
         }
         let conf_path = dir.path().join("mosquitto.conf");
         std::fs::write(&conf_path, conf).map_err(files)?;
-        let log_path = dir.path().join("mosquitto.log");
-        let log = std::fs::File::create(&log_path).map_err(files)?;
-        let child = Command::new(program)
-            .arg("-c")
-            .arg(&conf_path)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .map_err(|source| MosquittoError::Spawn {
-                program: program.to_owned(),
-                source,
-            })?;
+        let child = spawn(program, dir.path())?;
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         let broker = Self {
             child,
             addr,
             secured,
             tls: tls.is_some(),
+            program: program.to_owned(),
             dir,
         };
-        for a in std::iter::once(addr).chain(secured) {
+        broker.wait_listening()?;
+        Ok(broker)
+    }
+
+    fn wait_listening(&self) -> Result<(), MosquittoError> {
+        for a in std::iter::once(self.addr).chain(self.secured) {
             if let Err(e) = wait_listening(a, Duration::from_secs(10)) {
-                let log = std::fs::read_to_string(&log_path).unwrap_or_default();
-                return Err(MosquittoError::NotListening(e, log));
+                return Err(MosquittoError::NotListening(e, self.log()));
             }
         }
-        Ok(broker)
+        Ok(())
+    }
+
+    /// Kills the broker with SIGKILL (it loses every session and queued message: persistence is
+    /// off) and starts it again on the same ports with the same configuration.
+    ///
+    /// # Errors
+    /// [`MosquittoError`] when it does not come back.
+    pub fn kill9_and_restart(&mut self) -> Result<(), MosquittoError> {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.child = spawn(&self.program, self.dir.path())?;
+        self.wait_listening()
     }
 
     /// `mqtt://127.0.0.1:PORT` (`mqtts://` with [`Mosquitto::start_tls`]).
@@ -222,6 +236,30 @@ impl Mosquitto {
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("mosquitto.log")).unwrap_or_default()
     }
+}
+
+/// Runs `program` on `dir`'s `mosquitto.conf`, appending to `dir`'s `mosquitto.log`.
+fn spawn(program: &Path, dir: &Path) -> Result<Child, MosquittoError> {
+    let files = |source| MosquittoError::Files {
+        dir: dir.to_owned(),
+        source,
+    };
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("mosquitto.log"))
+        .map_err(files)?;
+    Command::new(program)
+        .arg("-c")
+        .arg(dir.join("mosquitto.conf"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .map_err(|source| MosquittoError::Spawn {
+            program: program.to_owned(),
+            source,
+        })
 }
 
 /// Writes a Mosquitto password file with `mosquitto_passwd -b`.

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use ocm_edge_hub::admin::client::AdminClient;
 use ocm_edge_hub::admin::messages::{CreateWork, WorkView};
 use ocm_edge_hub::store::Store;
 use ocm_edge_tests::broker::TestBroker;
@@ -184,6 +185,116 @@ async fn statuses_a_hub_killed_with_sigkill_had_not_yet_flushed_come_back_on_the
             .await
             .unwrap();
         assert_eq!(w.version, 2, "the update survived the kill as stored");
+    }
+    fleet.shutdown().await;
+    hub.stop().await;
+}
+
+/// The accepted version, for every cluster: waits until the hub holds a status for it.
+async fn wait_confirmed(fleet: &Fleet, clusters: &[&str], version: i64, why: &str) {
+    for c in clusters {
+        let w = fleet
+            .wait_work(
+                c,
+                "web",
+                &format!("status of version {version} {why}"),
+                |w| {
+                    w.status_version == Some(version)
+                        && has_true_condition(&w.conditions, "Applied")
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(w.version, version);
+    }
+}
+
+#[tokio::test]
+async fn an_update_a_hub_stored_but_never_published_reaches_every_cluster_after_its_restart() {
+    // The exact state a hub killed between storing an update and publishing it leaves behind:
+    // version 2 on disk, version 1 on every cluster, nothing in flight. Agents do not reconnect
+    // (the broker stays up), so nothing but the restarted hub can bring version 2 to them.
+    let clusters = ["c1", "c2", "c3"];
+    let broker = TestBroker::start_async().await;
+    let mut fleet = Fleet::on_broker(broker.url(), FleetOptions::default());
+    let hub_dir = fleet.hub_config().data_dir;
+    let hub = hub_process(&broker.url(), &hub_dir).await;
+    fleet.start_agents(&clusters).await;
+    fleet.accept_all(&clusters).await;
+    fleet
+        .write_work(web_with_feedback(&clusters, 1, false))
+        .await;
+    wait_confirmed(&fleet, &clusters, 1, "before the kill").await;
+    hub.kill9().await;
+    {
+        let store = Store::open(&hub_dir).expect("the killed hub's store opens");
+        let mut records = Vec::new();
+        for mut w in store.load().unwrap().works {
+            let mut spec = serde_json::to_value(w.spec.as_ref()).unwrap();
+            *spec
+                .pointer_mut("/workload/manifests/1/spec/replicas")
+                .expect("the Deployment's replicas") = 3.into();
+            w.spec = std::sync::Arc::new(serde_json::from_value(spec).unwrap());
+            w.resource_version = 2;
+            records.push(ocm_edge_hub::core::Record::Work(Box::new(w)));
+        }
+        assert_eq!(records.len(), clusters.len());
+        store.write(&records).unwrap();
+    }
+    let hub = hub_process(&broker.url(), &hub_dir).await;
+    wait_confirmed(&fleet, &clusters, 2, "sent by the restarted hub").await;
+    for c in clusters {
+        fleet
+            .wait_work(c, "web", "ReadyReplicas=3", |w| {
+                feedback_integer(&w.resource_status, 1, "ReadyReplicas") == Some(3)
+            })
+            .await
+            .unwrap();
+    }
+    fleet.shutdown().await;
+    hub.stop().await;
+}
+
+#[tokio::test]
+async fn a_hub_killed_with_sigkill_right_after_an_update_delivers_whatever_it_accepted() {
+    // A kill a few milliseconds after the request: the hub may not have read it, may have stored
+    // it without publishing it, or may have done both. Whatever it stored, every cluster must
+    // reach after the restart, with no operator action.
+    let clusters = ["c1", "c2", "c3", "c4"];
+    let broker = TestBroker::start_async().await;
+    let mut fleet = Fleet::on_broker(broker.url(), FleetOptions::default());
+    let hub_dir = fleet.hub_config().data_dir;
+    let mut hub = hub_process(&broker.url(), &hub_dir).await;
+    fleet.start_agents(&clusters).await;
+    fleet.accept_all(&clusters).await;
+    fleet
+        .write_work(web_with_feedback(&clusters, 1, false))
+        .await;
+    wait_confirmed(&fleet, &clusters, 1, "before the first kill").await;
+    for (round, delay_ms) in [0u64, 2, 5, 10, 20].into_iter().enumerate() {
+        let replicas = 2 + round as i64;
+        let admin = AdminClient::connect(&broker.url(), &fleet.options().source_id)
+            .await
+            .unwrap();
+        let request = tokio::spawn(async move {
+            admin
+                .create_work(web_with_feedback(&["c1", "c2", "c3", "c4"], replicas, true))
+                .await
+        });
+        // The fault's timing, not a wait for an event: kill the hub this long after the send.
+        tokio::time::sleep(std::time::Duration::from_millis(delay_ms)).await;
+        hub.kill9().await;
+        // Answered or not, the CLI's request ends (an unanswered change says how to check).
+        let _ = request.await.unwrap();
+        hub = hub_process(&broker.url(), &hub_dir).await;
+        let stored = fleet
+            .admin()
+            .await
+            .get_work("c1", "web")
+            .await
+            .unwrap()
+            .version;
+        wait_confirmed(&fleet, &clusters, stored, &format!("after kill {round}")).await;
     }
     fleet.shutdown().await;
     hub.stop().await;

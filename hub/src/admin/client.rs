@@ -182,10 +182,22 @@ impl AdminClient {
         let answer = match self.requester.request(message, self.timeout).await {
             Ok(answer) => answer,
             Err(RequestError::NoAnswer { .. }) => {
-                return Err(AdminError::NoAnswer {
-                    url: self.broker_url.clone(),
-                    source_id: self.source_id.clone(),
-                    secs: self.timeout.as_secs_f64().ceil() as u64,
+                let url = self.broker_url.clone();
+                let source_id = self.source_id.clone();
+                let secs = self.timeout.as_secs_f64().ceil() as u64;
+                return Err(match request.how_to_check() {
+                    Some(check) => AdminError::Unconfirmed {
+                        command,
+                        url,
+                        source_id,
+                        secs,
+                        check,
+                    },
+                    None => AdminError::NoAnswer {
+                        url,
+                        source_id,
+                        secs,
+                    },
                 });
             }
             Err(RequestError::Closed(reason)) => {

@@ -35,6 +35,27 @@ pub enum AdminError {
         /// The timeout, in seconds.
         secs: u64,
     },
+    /// A change was sent but nobody confirmed it in time. The hub stores a change before it
+    /// answers, so it may have been carried out (a hub that stopped right after storing it
+    /// delivers it when it is back): check with `check` before sending it again.
+    #[error(
+        "sent {command} to the broker at {url}, but the hub did not confirm it within {secs} s; \
+         it may have been carried out: check with `{check}`. If the hub is not running with \
+         source id {source_id:?}, set --source-id or OCM_EDGE_SOURCE_ID to the hub's (or raise \
+         --timeout)"
+    )]
+    Unconfirmed {
+        /// The command.
+        command: &'static str,
+        /// The broker URL.
+        url: String,
+        /// The source id the request was sent to.
+        source_id: String,
+        /// The timeout, in seconds.
+        secs: u64,
+        /// The CLI command that shows whether it was carried out.
+        check: String,
+    },
     /// The hub refused the command; nothing was changed. Not retryable as is.
     #[error("{message}")]
     Hub {

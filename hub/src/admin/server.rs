@@ -344,6 +344,7 @@ pub fn work_view(w: &WorkRecord, with_spec: bool) -> WorkView {
         conditions: status.conditions,
         resource_status: status.resource_status.manifests,
         status_updated: w.status_updated,
+        status_version: w.status_version,
         spec: with_spec.then(|| w.spec.as_ref().clone()),
         ..written_view(w)
     }

@@ -212,12 +212,14 @@ pub fn conditions_table(conditions: &[Condition], now: DateTime<Utc>) -> String 
     table.to_string()
 }
 
-/// One word for a work's state: `Deleting`, `Degraded`, `Available`, `Applied`, `Progressing`,
-/// `Pending` (no status yet).
+/// One word for a work's state: `Deleting`, `Updating` (the status is for an older version),
+/// `Degraded`, `Available`, `Applied`, `Progressing`, `Pending` (no status yet).
 pub fn work_phase(w: &WorkView) -> &'static str {
     let is = |t: &str| find_condition(&w.conditions, t).map(|c| c.status);
     if w.deleting {
         "Deleting"
+    } else if w.status_version.is_some_and(|v| v < w.version) {
+        "Updating"
     } else if is(WORK_DEGRADED) == Some(ConditionStatus::True) {
         "Degraded"
     } else if is(WORK_AVAILABLE) == Some(ConditionStatus::True) {
@@ -251,6 +253,15 @@ fn field_value_text(v: &FieldValue) -> String {
     .unwrap_or_default()
 }
 
+/// The desired version, followed by the one the status reports on while the agent has not
+/// confirmed the desired one: `3`, or `3 (status of 2)`.
+pub fn version_text(w: &WorkView) -> String {
+    match w.status_version {
+        Some(v) if v != w.version => format!("{} (status of {v})", w.version),
+        _ => w.version.to_string(),
+    }
+}
+
 /// The works table (`work list`, the demo).
 pub fn works_table(works: &[WorkView], now: DateTime<Utc>) -> String {
     let mut table = new_table([
@@ -274,7 +285,7 @@ pub fn works_table(works: &[WorkView], now: DateTime<Utc>) -> String {
         table.add_row(vec![
             w.cluster.clone(),
             w.name.clone(),
-            w.version.to_string(),
+            version_text(w),
             status_of(&w.conditions, WORK_APPLIED),
             status_of(&w.conditions, WORK_AVAILABLE),
             work_phase(w).to_owned(),
@@ -296,7 +307,7 @@ pub fn work_detail(w: &WorkView, now: DateTime<Utc>) -> String {
     out.push_str(&format!("Work:        {}\n", w.name));
     out.push_str(&format!("Cluster:     {}\n", w.cluster));
     out.push_str(&format!("Resource id: {}\n", w.resource_id));
-    out.push_str(&format!("Version:     {}\n", w.version));
+    out.push_str(&format!("Version:     {}\n", version_text(w)));
     out.push_str(&format!("Phase:       {}\n", work_phase(w)));
     if let Some(t) = w.created {
         out.push_str(&format!("Created:     {t}\n"));
@@ -394,6 +405,7 @@ mod tests {
                 .collect(),
             resource_status: vec![],
             status_updated: None,
+            status_version: Some(1),
             spec: None,
         }
     }
@@ -415,6 +427,11 @@ mod tests {
         assert_eq!(work_phase(&degraded), "Degraded");
         let failing = work(&[(WORK_APPLIED, ConditionStatus::False)]);
         assert_eq!(work_phase(&failing), "Progressing");
+        let mut updating = available.clone();
+        updating.version = 2;
+        assert_eq!(work_phase(&updating), "Updating");
+        assert_eq!(version_text(&updating), "2 (status of 1)");
+        assert_eq!(version_text(&available), "1");
         let mut deleting = available;
         deleting.deleting = true;
         assert_eq!(work_phase(&deleting), "Deleting");

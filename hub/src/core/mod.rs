@@ -120,6 +120,12 @@ pub struct WorkRecord {
     /// Set when deletion was requested; the work is forgotten on the agent's `Deleted` status.
     pub deleting: Option<Time>,
     pub status: Option<ManifestWorkStatus>,
+    /// The `resource_version` that `status` reports on. Behind `resource_version` (or absent)
+    /// until the agent confirms the current spec: such a work's spec is sent again after every
+    /// (re)subscribe ([`HubCore::unconfirmed_specs`]). Absent in records stored before it was
+    /// kept, which are sent again once.
+    #[serde(default)]
+    pub status_version: Option<i64>,
     pub status_hash: Option<String>,
     pub last_sequence_id: Option<String>,
     pub status_updated: Option<Time>,

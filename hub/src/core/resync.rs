@@ -100,6 +100,24 @@ impl HubCore {
             .collect()
     }
 
+    /// The spec of every work of an accepted cluster that its agent has not confirmed yet: the
+    /// status the hub holds is for an older version or there is none, or the work is being
+    /// deleted. Sent again after every (re)subscribe, because the hub stores a change before
+    /// it publishes it and may stop in between, and a broker that restarts loses what it had
+    /// not delivered; agents apply a version they already hold again at no harm. A converged
+    /// fleet sends nothing.
+    pub fn unconfirmed_specs(&self, now: DateTime<Utc>) -> Change {
+        Change {
+            records: vec![],
+            outbound: self
+                .works()
+                .filter(|w| w.deleting.is_some() || w.status_version != Some(w.resource_version))
+                .filter(|w| self.is_accepted(&w.key.cluster))
+                .map(|w| Outbound::Spec(Box::new(self.spec_event(w, None, now))))
+                .collect(),
+        }
+    }
+
     /// Status resync requests for every accepted cluster (after every (re)subscribe).
     pub fn status_resync_all(&self) -> Change {
         Change {
@@ -257,6 +275,70 @@ mod tests {
         step(&mut core, join("p"), 0);
         let change = resync(&mut core, "p", held(&[("x", 1)]));
         assert!(change.outbound.is_empty());
+    }
+
+    #[test]
+    fn specs_no_agent_confirmed_are_sent_again_and_confirmed_ones_are_not() {
+        let mut core = core_with_work("a", "web");
+        let key = WorkKey::new("a", "web");
+        let id = core.work(&key).unwrap().resource_id.clone();
+        let unconfirmed = |core: &HubCore| -> Vec<(i64, bool)> {
+            specs(&core.unconfirmed_specs(t(60)))
+                .iter()
+                .map(|s| (s.resource_version, s.deletion_timestamp.is_some()))
+                .collect()
+        };
+        assert_eq!(unconfirmed(&core), [(1, false)], "created, no status yet");
+        step(&mut core, status_input("a", &id, 1, "10", applied()), 2);
+        assert_eq!(core.work(&key).unwrap().status_version, Some(1));
+        assert!(
+            unconfirmed(&core).is_empty(),
+            "the agent confirmed version 1"
+        );
+
+        // Stored as version 2, then the hub stops before publishing it: a status for version 1
+        // is all it hears, and version 2 stays unconfirmed until the agent reports on it.
+        let (c, _) = core
+            .write_works(&work_input("web", 2), &clusters(&["a"]), true, t(3))
+            .unwrap();
+        core.apply(&c.records);
+        step(&mut core, status_input("a", &id, 1, "11", applied()), 4);
+        let sent = specs(&core.unconfirmed_specs(t(60)));
+        assert_eq!(sent.len(), 1);
+        assert_eq!(sent[0].resource_version, 2);
+        assert_eq!(sent[0].action, Action::UpdateRequest);
+        assert!(sent[0].bundle.is_some());
+        assert_eq!(core.work(&key).unwrap().status_version, Some(1));
+        step(&mut core, status_input("a", &id, 2, "12", applied()), 5);
+        assert!(
+            unconfirmed(&core).is_empty(),
+            "the agent confirmed version 2"
+        );
+
+        let c = core.delete_work(&key, t(6)).unwrap();
+        core.apply(&c.records);
+        assert_eq!(unconfirmed(&core), [(2, true)], "a delete until Deleted");
+
+        // A denied cluster is sent nothing.
+        let c = core.deny("a", t(7)).unwrap();
+        core.apply(&c.records);
+        assert!(unconfirmed(&core).is_empty());
+    }
+
+    #[test]
+    fn a_status_equal_to_the_last_one_but_for_a_newer_version_confirms_it() {
+        let mut core = core_with_work("a", "web");
+        let key = WorkKey::new("a", "web");
+        let id = core.work(&key).unwrap().resource_id.clone();
+        step(&mut core, status_input("a", &id, 1, "10", applied()), 2);
+        let (c, _) = core
+            .write_works(&work_input("web", 2), &clusters(&["a"]), true, t(3))
+            .unwrap();
+        core.apply(&c.records);
+        // Same conditions as version 1's status, hence the same hash.
+        step(&mut core, status_input("a", &id, 2, "11", applied()), 4);
+        assert_eq!(core.work(&key).unwrap().status_version, Some(2));
+        assert!(core.unconfirmed_specs(t(60)).outbound.is_empty());
     }
 
     #[test]

@@ -111,6 +111,7 @@ impl HubCore {
                         created: time(now),
                         deleting: None,
                         status: None,
+                        status_version: None,
                         status_hash: None,
                         last_sequence_id: None,
                         status_updated: None,
@@ -222,7 +223,9 @@ impl HubCore {
         if report.resource_version != work.resource_version {
             return self.count(counter::STALE_STATUS);
         }
-        if work.status_hash.as_deref() == Some(hash.as_str()) {
+        if work.status_hash.as_deref() == Some(hash.as_str())
+            && work.status_version == Some(report.resource_version)
+        {
             return self.count(counter::UNCHANGED_STATUS);
         }
         if let (Some(new), Some(old)) = (&sequence_id, &work.last_sequence_id)
@@ -232,6 +235,7 @@ impl HubCore {
         }
         let mut record = work.clone();
         record.status = Some(status);
+        record.status_version = Some(report.resource_version);
         record.status_hash = Some(hash);
         if sequence_id.is_some() {
             record.last_sequence_id = sequence_id;

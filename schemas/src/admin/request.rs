@@ -246,6 +246,45 @@ impl AdminRequest {
             AdminRequest::Unknown { .. } => "unknown",
         }
     }
+
+    /// For a command that changes something, the `ocm-edge` command that shows whether it was
+    /// carried out; `None` for reads. The hub stores a change before it answers, so a change
+    /// sent without an answer may well be in force: the CLI says where to look instead of
+    /// calling it lost.
+    pub fn how_to_check(&self) -> Option<String> {
+        let work =
+            |name: &str, cluster: &str| format!("ocm-edge work get {name} --cluster {cluster}");
+        match self {
+            AdminRequest::AcceptCluster { name } | AdminRequest::DenyCluster { name } => {
+                Some(format!("ocm-edge cluster get {name}"))
+            }
+            AdminRequest::CreateWork(c) => Some(match c.clusters.as_slice() {
+                [one] => work(&c.name, one),
+                _ => "ocm-edge work list".to_owned(),
+            }),
+            AdminRequest::ApplyManifestWork { work: w } => Some(work(
+                w.metadata.name.as_str(),
+                w.metadata.namespace.as_str(),
+            )),
+            AdminRequest::DeleteWork { cluster, name } => Some(work(name, cluster)),
+            AdminRequest::ApplyObject { .. } | AdminRequest::DeleteObject { .. } => Some(
+                "ocm-edge placement list, ocm-edge clusterset list or ocm-edge rollout list"
+                    .to_owned(),
+            ),
+            AdminRequest::ListClusters { .. }
+            | AdminRequest::GetCluster { .. }
+            | AdminRequest::ListWorks { .. }
+            | AdminRequest::GetWork { .. }
+            | AdminRequest::Stats
+            | AdminRequest::ListClusterSets
+            | AdminRequest::GetClusterSet { .. }
+            | AdminRequest::ListPlacements { .. }
+            | AdminRequest::GetPlacement { .. }
+            | AdminRequest::ListReplicaSets { .. }
+            | AdminRequest::GetReplicaSet { .. }
+            | AdminRequest::Unknown { .. } => None,
+        }
+    }
 }
 
 impl Serialize for AdminRequest {

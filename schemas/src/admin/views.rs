@@ -119,6 +119,10 @@ pub struct WorkView {
     /// When the hub accepted the latest status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_updated: Option<Time>,
+    /// The `version` the status (`conditions`, `resourceStatus`) reports on: below `version`
+    /// while the agent has not confirmed the current spec; absent before its first status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_version: Option<i64>,
     /// The full spec; set by GetWork only (lists stay small).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec: Option<ManifestWorkSpec>,

@@ -575,7 +575,7 @@ pub async fn run(opts: &BenchOptions, dir: &Path) -> anyhow::Result<Report> {
         poll_until("every work Applied at the hub", opts, || async {
             let ws = admin.list_works(None).await.ok()?;
             (ws.iter()
-                .filter(|w| w.version == version && applied(w))
+                .filter(|w| w.version == version && w.status_version == Some(version) && applied(w))
                 .count()
                 >= n)
                 .then_some(())
