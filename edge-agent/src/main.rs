@@ -97,6 +97,8 @@ async fn main() -> anyhow::Result<()> {
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
+        // Logs on stderr, like the hub's: stdout stays free for what a command prints.
+        .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
     let mut cfg = AgentConfig::new(

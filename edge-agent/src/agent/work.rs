@@ -42,6 +42,15 @@ impl Agent {
         tracing::debug!(resource_id = %spec.resource_id, version = spec.resource_version, ?decision, "spec event");
         match decision {
             SpecDecision::Apply | SpecDecision::Reapply => {
+                if decision == SpecDecision::Apply {
+                    tracing::info!(
+                        work = spec.metadata.as_ref().map_or("", |m| m.name.as_str()),
+                        resource_id = %spec.resource_id,
+                        version = spec.resource_version,
+                        manifests = spec.bundle.as_ref().map_or(0, |b| b.manifests.len()),
+                        "applying a new work version"
+                    );
+                }
                 let generation = spec.generation();
                 let Some(bundle) = spec.bundle else {
                     return;
@@ -217,6 +226,18 @@ impl Agent {
                 now: Time::new(t),
             },
         );
+        let was = previous.as_ref().map(|p| conditions_text(&p.conditions));
+        let now = conditions_text(&status.conditions);
+        if was.as_deref() != Some(now.as_str()) {
+            // Drift correction runs every few seconds: only a change is worth a line.
+            tracing::info!(
+                work = desired.metadata.as_ref().map_or("", |m| m.name.as_str()),
+                version = desired.resource_version,
+                conditions = %now,
+                was = was.as_deref().unwrap_or("none"),
+                "work status changed"
+            );
+        }
         let envelope = Envelope {
             resource_version: desired.resource_version,
             source: desired.source.clone(),
@@ -342,6 +363,15 @@ impl Agent {
             self.bump(|c| c.spec_resyncs_sent += 1);
         }
     }
+}
+
+/// `Applied=True Available=False ...`: a work's conditions in one short line for the log.
+fn conditions_text(conditions: &[ocm_edge_schemas::api::meta::Condition]) -> String {
+    conditions
+        .iter()
+        .map(|c| format!("{}={}", c.type_, c.status))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// What the agent refuses from any source before storing a spec: the limits the hub enforces
