@@ -35,6 +35,7 @@ pub mod applier;
 pub mod config;
 pub mod core;
 pub mod events;
+pub mod sim_control;
 pub mod store;
 
 pub use agent::{AgentCounters, AgentError, AgentHandle, Registration, run_agent, start_agent};

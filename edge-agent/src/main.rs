@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use clap::{Parser, ValueEnum};
+use clap::{Parser, Subcommand, ValueEnum};
+use ocm_edge_agent::sim_control::{self, ObjectRef, SimRequest};
 use ocm_edge_agent::{AgentConfig, ApplierConfig, run_agent};
 use ocm_edge_mqtt::BrokerArgs;
 
@@ -29,11 +30,20 @@ enum ApplierKind {
 
 /// ocm-edge edge agent: applies ManifestWorks received over MQTT and reports their status.
 #[derive(Debug, Parser)]
-#[command(name = "ocm-edge-agent", version)]
+#[command(
+    name = "ocm-edge-agent",
+    version,
+    subcommand_negates_reqs = true,
+    args_conflicts_with_subcommands = true
+)]
 struct Cli {
+    /// Change the simulated cluster of a running `--applier sim` agent (drift from outside).
+    #[command(subcommand)]
+    command: Option<Command>,
     /// Managed cluster name ([a-z0-9-]+).
-    #[arg(long, env = "OCM_EDGE_CLUSTER_NAME")]
-    cluster_name: String,
+    // An Option only so that a subcommand can go without it; clap requires it otherwise.
+    #[arg(long, env = "OCM_EDGE_CLUSTER_NAME", required = true)]
+    cluster_name: Option<String>,
     /// The broker and how to reach it (URL, login, TLS files).
     #[command(flatten)]
     broker: BrokerArgs,
@@ -76,6 +86,92 @@ struct Cli {
     reconcile_seconds: f64,
 }
 
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Look at or change the simulated cluster of an agent running with `--applier sim`, the
+    /// way `kubectl` would change a real one behind the agent's back: the agent's next reconcile
+    /// finds the drift and corrects it.
+    Sim {
+        /// The running agent's data dir (its control socket is `sim-control.sock` in it).
+        #[arg(
+            long,
+            env = "OCM_EDGE_DATA_DIR",
+            default_value = "./ocm-edge-agent-data"
+        )]
+        data_dir: PathBuf,
+        #[command(subcommand)]
+        action: SimAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum SimAction {
+    /// Print an object as stored (JSON, without status).
+    Get {
+        /// Kind, e.g. Deployment.
+        kind: String,
+        /// NAMESPACE/NAME, or NAME for a cluster-scoped object.
+        object: String,
+    },
+    /// Delete an object (a Namespace with everything in it).
+    Delete { kind: String, object: String },
+    /// Set a field of an object: POINTER=JSON, e.g. /spec/replicas=5 or
+    /// '/spec/template/spec/containers/0/image="nginx:1.0"'.
+    Set {
+        kind: String,
+        object: String,
+        /// A JSON pointer to an existing field, `=`, and the new value as JSON.
+        assignment: String,
+    },
+    /// Take the simulated API server down (the agent reports it unhealthy).
+    ApiDown,
+    /// Bring the simulated API server back up.
+    ApiUp,
+}
+
+fn object_ref(kind: &str, object: &str) -> ObjectRef {
+    let (namespace, name) = object.split_once('/').unwrap_or(("", object));
+    ObjectRef {
+        kind: kind.to_owned(),
+        namespace: namespace.to_owned(),
+        name: name.to_owned(),
+    }
+}
+
+async fn run_sim(data_dir: &std::path::Path, action: SimAction) -> anyhow::Result<()> {
+    let request = match action {
+        SimAction::Get { kind, object } => SimRequest::Get(object_ref(&kind, &object)),
+        SimAction::Delete { kind, object } => SimRequest::Delete(object_ref(&kind, &object)),
+        SimAction::Set {
+            kind,
+            object,
+            assignment,
+        } => {
+            let Some((pointer, json)) = assignment.split_once('=') else {
+                bail!("{assignment:?} is not POINTER=JSON (e.g. /spec/replicas=5)");
+            };
+            if !pointer.starts_with('/') {
+                bail!("{pointer:?} is not a JSON pointer: it starts with / (e.g. /spec/replicas)");
+            }
+            let value: serde_json::Value = serde_json::from_str(json).with_context(|| {
+                format!("{json:?} is not JSON (quote strings: '\"nginx:1.0\"')")
+            })?;
+            SimRequest::Set {
+                object: object_ref(&kind, &object),
+                pointer: pointer.to_owned(),
+                value,
+            }
+        }
+        SimAction::ApiDown => SimRequest::ApiHealthy { healthy: false },
+        SimAction::ApiUp => SimRequest::ApiHealthy { healthy: true },
+    };
+    let reply = sim_control::request(data_dir, &request).await?;
+    if let Some(object) = reply.object {
+        println!("{}", serde_json::to_string_pretty(&object)?);
+    }
+    Ok(())
+}
+
 fn pairs(what: &str, items: &[String]) -> anyhow::Result<BTreeMap<String, String>> {
     items
         .iter()
@@ -101,8 +197,14 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
+    if let Some(Command::Sim { data_dir, action }) = cli.command {
+        return run_sim(&data_dir, action).await;
+    }
+    let Some(cluster_name) = cli.cluster_name.as_deref() else {
+        bail!("--cluster-name is required");
+    };
     let mut cfg = AgentConfig::new(
-        &cli.cluster_name,
+        cluster_name,
         cli.broker.url_or(DEFAULT_BROKER_URL),
         &cli.data_dir,
     );

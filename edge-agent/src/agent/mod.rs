@@ -164,11 +164,32 @@ pub async fn run_agent(
     cfg: AgentConfig,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), AgentError> {
+    let data_dir = cfg.data_dir.clone();
     let mut handle = start_agent(cfg).await?;
-    tokio::select! {
+    // The sim applier's control socket (`ocm-edge-agent sim ...` puts drift in from outside).
+    let control = match handle.sim() {
+        Some(sim) => match crate::sim_control::serve(sim, &data_dir) {
+            Ok(task) => Some(task),
+            Err(e) => {
+                tracing::warn!(
+                    error = %e,
+                    dir = %data_dir.display(),
+                    "cannot serve the sim control socket; `ocm-edge-agent sim` will not reach this agent"
+                );
+                None
+            }
+        },
+        None => None,
+    };
+    let result = tokio::select! {
         () = shutdown => handle.shutdown().await,
         res = &mut handle.task => res.map_err(|e| AgentError::Task(e.to_string()))?,
+    };
+    if let Some(task) = control {
+        task.abort();
+        let _ = std::fs::remove_file(crate::sim_control::socket_path(&data_dir));
     }
+    result
 }
 
 /// Starts the agent in the background.
