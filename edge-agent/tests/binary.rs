@@ -70,6 +70,11 @@ async fn applying_a_work_and_its_status_changes_are_logged_at_the_default_level(
         applying.contains("INFO") && applying.contains(RID),
         "{applying}"
     );
+    assert!(
+        seen.iter().all(|l| !l.contains('\x1b')),
+        "colour codes in a log that goes to a pipe:\n{}",
+        seen.join("\n")
+    );
     let _ = child.kill().await;
 }
 

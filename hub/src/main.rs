@@ -48,5 +48,7 @@ fn init_logging(command: &Command) {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // Colours for a person at a terminal; plain text for files, journald and kubectl logs.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
 }
