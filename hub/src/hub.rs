@@ -582,6 +582,7 @@ impl HubLoop {
             reports_only &= fleet.is_empty();
             batch.change.extend(fleet);
         }
+        superseded_views_dropped(&mut batch.change.outbound);
         batch.deferrable = reports_only
             && !batch.subscribed
             && batch.change.outbound.is_empty()
@@ -822,10 +823,57 @@ fn touches_fleet(change: &Change) -> bool {
         .any(|o| matches!(o, Outbound::HubView(_)))
 }
 
+/// Keeps only the last hub view of each cluster in a batch's messages: an agent that reconnects
+/// sends its birth and its cluster status together, each of which may change the view, and the
+/// agent needs only the view as it ends up.
+fn superseded_views_dropped(outbound: &mut Vec<Outbound>) {
+    let mut seen = std::collections::HashSet::new();
+    let mut keep: Vec<bool> = outbound
+        .iter()
+        .rev()
+        .map(|o| match o {
+            Outbound::HubView(v) => seen.insert(v.metadata.name.clone()),
+            _ => true,
+        })
+        .collect();
+    keep.reverse();
+    let mut keep = keep.into_iter();
+    outbound.retain(|_| keep.next().unwrap_or(true));
+}
+
 fn outbound_kind(out: &Outbound) -> &'static str {
     match out {
         Outbound::HubView(_) => "hub view",
         Outbound::Spec(_) => "spec",
         Outbound::StatusResyncRequest { .. } => "status resync request",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ocm_edge_schemas::api::cluster::ManagedCluster;
+
+    fn view(name: &str, label: &str) -> Outbound {
+        let mut c = ManagedCluster::default();
+        c.metadata.name = name.to_owned();
+        c.metadata.labels.insert("v".to_owned(), label.to_owned());
+        Outbound::HubView(Box::new(c))
+    }
+
+    #[test]
+    fn only_the_last_view_of_each_cluster_in_a_batch_is_sent() {
+        let resync = Outbound::StatusResyncRequest {
+            cluster: "a".into(),
+            hashes: Default::default(),
+        };
+        let mut out = vec![
+            view("a", "1"),
+            view("b", "1"),
+            resync.clone(),
+            view("a", "2"),
+        ];
+        superseded_views_dropped(&mut out);
+        assert_eq!(out, vec![view("b", "1"), resync, view("a", "2")]);
     }
 }
