@@ -57,7 +57,16 @@ impl TestBroker {
     /// # Errors
     /// [`BrokerError::Start`] when no port is free or the broker does not come up.
     pub fn start() -> Result<Self, BrokerError> {
-        let inner = ocm_edge_mqtt::broker::start_embedded(SocketAddr::from(([127, 0, 0, 1], 0)))
+        Self::start_on(std::net::Ipv4Addr::LOCALHOST)
+    }
+
+    /// [`TestBroker::start`] on a free port of `ip` (e.g. a veth end, for agents in another
+    /// network namespace).
+    ///
+    /// # Errors
+    /// As [`TestBroker::start`].
+    pub fn start_on(ip: std::net::Ipv4Addr) -> Result<Self, BrokerError> {
+        let inner = ocm_edge_mqtt::broker::start_embedded(SocketAddr::from((ip, 0)))
             .map_err(|e| BrokerError::Start(e.to_string()))?;
         Ok(Self { inner })
     }

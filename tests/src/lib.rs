@@ -8,6 +8,7 @@
 //! - [`forge`]: wire messages a test sends as a peer (OCM work agent, maestro, rogue client).
 //! - [`manifests`]: Kubernetes objects and work options for tests.
 //! - [`mosquitto`]: a real Mosquitto 2 with a generated config (and optional password file + ACL).
+//! - [`netns`]: an edge network namespace on a veth link that can be cut silently (root only).
 //! - [`pki`]: a CA and a broker certificate made with rcgen, for TLS tests.
 //! - [`probe`]: a raw MQTT 5 client to speak the wire directly (maestro's role, spies, bad input).
 //! - [`process`]: a hub or agent in its own process (`test-hub`, `test-agent`) to kill with SIGKILL.
@@ -22,6 +23,7 @@ pub mod fleet;
 pub mod forge;
 pub mod manifests;
 pub mod mosquitto;
+pub mod netns;
 pub mod pki;
 pub mod probe;
 pub mod process;
