@@ -63,12 +63,18 @@ impl EdgeLink {
             return Some("needs root (network namespaces and veth links)".to_owned());
         }
         match Command::new("ip").args(["netns", "list"]).output() {
+            Ok(o) if o.status.success() => {}
+            Ok(o) => {
+                return Some(format!(
+                    "`ip netns` does not work here: {}",
+                    String::from_utf8_lossy(&o.stderr).trim()
+                ));
+            }
+            Err(e) => return Some(format!("`ip` is not installed (iproute2): {e}")),
+        }
+        match Command::new("tc").arg("-V").output() {
             Ok(o) if o.status.success() => None,
-            Ok(o) => Some(format!(
-                "`ip netns` does not work here: {}",
-                String::from_utf8_lossy(&o.stderr).trim()
-            )),
-            Err(e) => Some(format!("`ip` is not installed (iproute2): {e}")),
+            _ => Some("`tc` is not installed (iproute2)".to_owned()),
         }
     }
 
