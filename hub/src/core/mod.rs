@@ -147,6 +147,8 @@ pub mod counter {
     pub const UNCHANGED_STATUS: &str = "statusesUnchanged";
     /// Status events for a resourceid the hub does not hold.
     pub const UNKNOWN_WORK: &str = "statusesUnknownWork";
+    /// Status events whose `originalsource` names another source (another hub's works).
+    pub const FOREIGN_SOURCE: &str = "statusesForeignSource";
     /// Accepted status events.
     pub const STATUS_ACCEPTED: &str = "statusesAccepted";
     /// MQTT wills of an older connection than the agent's current one (ignored).

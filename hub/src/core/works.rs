@@ -193,6 +193,16 @@ impl HubCore {
         hash: String,
         now: DateTime<Utc>,
     ) -> Change {
+        // Maestro refuses these too. An empty originalsource (some agents leave it out) passes.
+        if !report.original_source.is_empty() && report.original_source != self.config().source_id {
+            tracing::warn!(
+                cluster = %report.cluster,
+                resource_id = %report.resource_id,
+                original_source = %report.original_source,
+                "status for another source's work; ignored"
+            );
+            return self.count(counter::FOREIGN_SOURCE);
+        }
         let Some(work) = self.work_by_resource_id(&report.resource_id) else {
             return self.count(counter::UNKNOWN_WORK);
         };
@@ -575,6 +585,26 @@ mod tests {
                 assert_eq!(w.last_sequence_id.as_deref(), Some(seq));
             }
         }
+    }
+
+    #[test]
+    fn a_status_naming_another_source_is_dropped_and_counted_and_an_empty_one_passes() {
+        let mut core = core_with_work("a", "web");
+        let key = WorkKey::new("a", "web");
+        let id = core.work(&key).unwrap().resource_id.clone();
+        let with_source = |source: &str, seq: &str| {
+            let mut input = status_input("a", &id, 1, seq, applied());
+            if let crate::core::AgentInput::WorkStatus { event, .. } = &mut input {
+                event.original_source = source.to_owned();
+            }
+            input
+        };
+        step(&mut core, with_source("other-hub", "10"), 1);
+        assert_eq!(core.counters().get(counter::FOREIGN_SOURCE), 1);
+        assert!(core.work(&key).unwrap().status.is_none(), "nothing stored");
+        step(&mut core, with_source("", "11"), 2);
+        assert_eq!(core.counters().get(counter::STATUS_ACCEPTED), 1);
+        assert_eq!(core.work(&key).unwrap().status_version, Some(1));
     }
 
     #[test]
