@@ -13,8 +13,15 @@ use ocm_edge_schemas::wire::topic::is_valid_name;
 pub const DEFAULT_SOURCE_ID: &str = "ocm-edge";
 /// Default server-side-apply field manager of this agent.
 pub const DEFAULT_FIELD_MANAGER: &str = "ocm-edge-agent";
-/// Default lease duration (OCM's default).
-pub const DEFAULT_LEASE_DURATION_SECONDS: i32 = 60;
+/// Default lease duration: 10 minutes, renewed every 200 s. OCM's 60 s renewed every 20 s
+/// cost 4,320 renewals (~3.5 MB) per cluster and day, too much for a metered edge link; the MQTT
+/// will (at once for a killed agent, 1.5 x keepalive for a dead link) is what marks a cluster
+/// unreachable quickly, the lease is the backstop (`tests/bench/idle-bytes.sh` measures it).
+pub const DEFAULT_LEASE_DURATION_SECONDS: i32 = 600;
+/// Default interval between join requests until a hub answers.
+pub const DEFAULT_JOIN_RETRY: Duration = Duration::from_secs(30);
+/// Default MQTT keepalive: one ping a minute when idle; a dead link's will fires within 91 s.
+pub const DEFAULT_KEEPALIVE: Duration = Duration::from_secs(60);
 /// Shortest lease the hub accepts (issue 4).
 pub const MIN_LEASE_DURATION_SECONDS: i32 = 5;
 /// Shortest MQTT keepalive rumqttc accepts.
@@ -71,6 +78,9 @@ pub struct AgentConfig {
     pub reconcile_interval: Duration,
     /// How often the API server's health is checked (a change is reported at once).
     pub health_interval: Duration,
+    /// How often a join request is repeated until a hub answers it (a request sent while no hub
+    /// listened is lost: the broker keeps nothing). Checked on the health tick.
+    pub join_retry: Duration,
     /// Field manager for server-side apply when a bundle does not name one.
     pub field_manager: String,
     /// First reconnect delay; doubles up to `reconnect_max`, with jitter (default 0.5 s).
@@ -80,8 +90,8 @@ pub struct AgentConfig {
 }
 
 impl AgentConfig {
-    /// A config with the defaults: source `ocm-edge`, sim applier with a 2 s ready delay, lease 60 s,
-    /// keepalive 10 s, reconcile every 10 s, field manager `ocm-edge-agent`.
+    /// A config with the defaults: source `ocm-edge`, sim applier with a 2 s ready delay, lease 600 s,
+    /// keepalive 60 s, reconcile every 10 s, field manager `ocm-edge-agent`.
     pub fn new(
         cluster_name: impl Into<String>,
         broker_url: impl Into<String>,
@@ -101,9 +111,10 @@ impl AgentConfig {
             labels: BTreeMap::new(),
             claims: BTreeMap::new(),
             lease_duration_seconds: DEFAULT_LEASE_DURATION_SECONDS,
-            keepalive: Duration::from_secs(10),
+            keepalive: DEFAULT_KEEPALIVE,
             reconcile_interval: Duration::from_secs(10),
             health_interval: Duration::from_secs(5),
+            join_retry: DEFAULT_JOIN_RETRY,
             field_manager: DEFAULT_FIELD_MANAGER.to_owned(),
             reconnect_min: Backoff::default().min,
             reconnect_max: Backoff::default().max,
@@ -207,8 +218,8 @@ mod tests {
         let c = AgentConfig::new("edge-1", "mqtt://127.0.0.1:1883", "/tmp/x");
         c.validate().unwrap();
         assert_eq!(c.source_id, "ocm-edge");
-        assert_eq!(c.lease_duration_seconds, 60);
-        assert_eq!(c.keepalive, Duration::from_secs(10));
+        assert_eq!(c.lease_duration_seconds, 600);
+        assert_eq!(c.keepalive, Duration::from_secs(60));
         assert_eq!(c.field_manager, "ocm-edge-agent");
         assert_eq!(c.agent_id(), "edge-1-work-agent");
         assert_eq!(c.broker_credentials(), None);

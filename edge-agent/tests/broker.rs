@@ -356,7 +356,8 @@ async fn a_join_request_sent_while_no_hub_listened_is_repeated_until_a_hub_answe
     let url = start_broker();
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = AgentConfig::new("edge-late", &*url, dir.path());
-    cfg.lease_duration_seconds = 5;
+    // The default lease (600 s, renewed every 200 s): the join request has its own schedule.
+    cfg.join_retry = Duration::from_millis(500);
     cfg.health_interval = Duration::from_millis(200);
     let agent = start_agent(cfg).await.unwrap();
     let mut counters = agent.counters();

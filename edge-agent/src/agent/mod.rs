@@ -222,6 +222,7 @@ pub async fn start_agent(cfg: AgentConfig) -> Result<AgentHandle, AgentError> {
         },
         agent_events: topic::agent_events(&cfg.source_id, &cfg.cluster_name)?,
         lease: LeaseSchedule::new(cfg.lease_duration_seconds),
+        join_retry: LeaseSchedule::every(cfg.join_retry),
         registration: store.registration()?,
         cfg,
         store,
@@ -256,6 +257,8 @@ pub(crate) struct Agent {
     /// The session's publisher while connected; `None` offline.
     publisher: Option<Publisher>,
     lease: LeaseSchedule,
+    /// When the next join request is due while no hub has answered.
+    join_retry: LeaseSchedule,
     api_healthy: Option<bool>,
     registration: Option<ManagedCluster>,
 }
@@ -517,6 +520,7 @@ impl Agent {
         if let Ok(ev) = self.id.join_request(&cluster, t)
             && self.send(&ev)
         {
+            self.join_retry.renewed(t);
             self.bump(|c| {
                 c.join_requests += 1;
                 if c.registration == Registration::Unknown {
@@ -583,9 +587,9 @@ impl Agent {
             self.send_cluster_status(t).await;
         }
         // A join request sent while no hub was listening is lost (the broker keeps nothing):
-        // until the hub has answered, ask again with every lease renewal.
+        // until the hub has answered, ask again every `join_retry`.
         if self.publisher.is_some()
-            && self.lease.due(t)
+            && self.join_retry.due(t)
             && !matches!(
                 self.registration_state(),
                 Registration::Accepted | Registration::Denied

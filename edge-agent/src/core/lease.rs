@@ -23,6 +23,16 @@ impl LeaseSchedule {
         }
     }
 
+    /// A schedule of one event every `interval` (at least 1 ms).
+    pub fn every(interval: std::time::Duration) -> Self {
+        LeaseSchedule {
+            interval: Duration::from_std(interval)
+                .unwrap_or(Duration::MAX)
+                .max(Duration::milliseconds(1)),
+            last_renewed: None,
+        }
+    }
+
     /// Time between renewals.
     pub fn interval(&self) -> Duration {
         self.interval
