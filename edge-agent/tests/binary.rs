@@ -14,8 +14,17 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 const CLUSTER: &str = "7ff1a8f4-8811-49b4-8c19-9271bc51975e";
 const RID: &str = "55c61e54-a3f6-563d-9fec-b1fe297bdfdb";
 
-#[tokio::test]
-async fn applying_a_work_and_its_status_changes_are_logged_at_the_default_level() {
+/// The real agent binary on a fresh broker, a fake maestro hub, and the maestro work applied:
+/// returns once the agent reported the work's status. `extra` are more agent flags; the agent's
+/// stderr is piped.
+struct Running {
+    _broker: TestBroker,
+    _hub: FakeHub,
+    dir: tempfile::TempDir,
+    child: tokio::process::Child,
+}
+
+async fn agent_with_the_maestro_work(extra: &[&str]) -> Running {
     let broker = start_broker();
     let mut hub = FakeHub::connect(
         &broker,
@@ -23,9 +32,10 @@ async fn applying_a_work_and_its_status_changes_are_logged_at_the_default_level(
     )
     .await;
     let dir = tempfile::tempdir().unwrap();
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_ocm-edge-agent"))
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_ocm-edge-agent"))
         .args(["--cluster-name", CLUSTER, "--source-id", "maestro"])
         .args(["--applier", "sim", "--broker", &broker])
+        .args(extra)
         .arg("--data-dir")
         .arg(dir.path())
         .env_remove("RUST_LOG")
@@ -35,7 +45,6 @@ async fn applying_a_work_and_its_status_changes_are_logged_at_the_default_level(
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     hub.next_event("spec.resync_request", |_| true).await;
     hub.publish_event(
         &maestro_spec(),
@@ -44,6 +53,18 @@ async fn applying_a_work_and_its_status_changes_are_logged_at_the_default_level(
     .await;
     hub.next_event("status.update_request", |e| ext::resource_id(e) == Ok(RID))
         .await;
+    Running {
+        _broker: broker,
+        _hub: hub,
+        dir,
+        child,
+    }
+}
+
+#[tokio::test]
+async fn applying_a_work_and_its_status_changes_are_logged_at_the_default_level() {
+    let mut agent = agent_with_the_maestro_work(&[]).await;
+    let mut lines = BufReader::new(agent.child.stderr.take().unwrap()).lines();
 
     let mut seen = Vec::new();
     let wanted = ["applying a new work version", "work status changed"];
@@ -75,7 +96,7 @@ async fn applying_a_work_and_its_status_changes_are_logged_at_the_default_level(
         "colour codes in a log that goes to a pipe:\n{}",
         seen.join("\n")
     );
-    let _ = child.kill().await;
+    let _ = agent.child.kill().await;
 }
 
 /// Runs `ocm-edge-agent sim --data-dir DIR args...` and returns (success, stdout, stderr).
@@ -120,45 +141,14 @@ async fn wait_object(
 
 #[tokio::test]
 async fn drift_put_in_from_outside_a_running_sim_agent_is_corrected_by_its_reconcile() {
-    let broker = start_broker();
-    let mut hub = FakeHub::connect(
-        &broker,
-        &format!("sources/maestro/consumers/{CLUSTER}/agentevents"),
-    )
-    .await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_ocm-edge-agent"))
-        .args(["--cluster-name", CLUSTER, "--source-id", "maestro"])
-        .args([
-            "--applier",
-            "sim",
-            "--broker",
-            &broker,
-            "--reconcile-seconds",
-            "0.2",
-        ])
-        .arg("--data-dir")
-        .arg(dir.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    hub.next_event("spec.resync_request", |_| true).await;
-    hub.publish_event(
-        &maestro_spec(),
-        &format!("sources/maestro/consumers/{CLUSTER}/sourceevents"),
-    )
-    .await;
-    hub.next_event("status.update_request", |e| ext::resource_id(e) == Ok(RID))
-        .await;
+    let mut agent = agent_with_the_maestro_work(&["--reconcile-seconds", "0.2"]).await;
+    let dir = agent.dir.path().to_owned();
+    // Nobody reads its log here: keep the pipe drained so the agent never blocks on it.
+    let mut log = BufReader::new(agent.child.stderr.take().unwrap()).lines();
+    tokio::spawn(async move { while let Ok(Some(_)) = log.next_line().await {} });
     let replicas =
         |o: &Option<serde_json::Value>| o.as_ref().and_then(|o| o["spec"]["replicas"].as_i64());
-    wait_object(dir.path(), "the applied Deployment", |o| {
-        replicas(&o) == Some(0)
-    })
-    .await;
+    wait_object(&dir, "the applied Deployment", |o| replicas(&o) == Some(0)).await;
 
     // Changed behind the agent's back while its API server is down (so no reconcile can undo it
     // before we look): the drift is there, and once the API server is back the agent corrects it.
@@ -172,19 +162,16 @@ async fn drift_put_in_from_outside_a_running_sim_agent_is_corrected_by_its_recon
         (&["delete", "Deployment", DEPLOYMENT], |o| o.is_none()),
     ];
     for (args, drifted) in drifts {
-        let (ok, _, err) = sim(dir.path(), &["api-down"]).await;
+        let (ok, _, err) = sim(&dir, &["api-down"]).await;
         assert!(ok, "{err}");
-        let (ok, _, err) = sim(dir.path(), args).await;
+        let (ok, _, err) = sim(&dir, args).await;
         assert!(ok, "{args:?}: {err}");
-        let (_, out, _) = sim(dir.path(), &["get", "Deployment", DEPLOYMENT]).await;
+        let (_, out, _) = sim(&dir, &["get", "Deployment", DEPLOYMENT]).await;
         let now = serde_json::from_str(&out).ok();
         assert!(drifted(&now), "{args:?} did not change the object: {now:?}");
-        let (ok, _, err) = sim(dir.path(), &["api-up"]).await;
+        let (ok, _, err) = sim(&dir, &["api-up"]).await;
         assert!(ok, "{err}");
-        wait_object(dir.path(), "the drift corrected", |o| {
-            replicas(&o) == Some(0)
-        })
-        .await;
+        wait_object(&dir, "the drift corrected", |o| replicas(&o) == Some(0)).await;
     }
 
     // Bad requests say what is wrong and change nothing.
@@ -222,14 +209,14 @@ async fn drift_put_in_from_outside_a_running_sim_agent_is_corrected_by_its_recon
         ),
     ];
     for (args, message) in cases {
-        let (ok, _, err) = sim(dir.path(), args).await;
+        let (ok, _, err) = sim(&dir, args).await;
         assert!(!ok && err.contains(message), "{args:?}: {err}");
     }
-    wait_object(dir.path(), "the Deployment unchanged", |o| {
+    wait_object(&dir, "the Deployment unchanged", |o| {
         replicas(&o) == Some(0)
     })
     .await;
-    let _ = child.kill().await;
+    let _ = agent.child.kill().await;
 
     let elsewhere = tempfile::tempdir().unwrap();
     let (ok, _, err) = sim(elsewhere.path(), &["api-down"]).await;

@@ -558,6 +558,7 @@ async fn start_demo_agent(i: usize, url: &str, dir: &Path) -> Result<DemoAgent, 
     )]);
     // Short periods so the demo shows leases and drift correction within a minute.
     cfg.lease_duration_seconds = 10;
+    cfg.join_retry = Duration::from_secs(3);
     cfg.reconcile_interval = Duration::from_secs(2);
     let agent_error = |reason: String| DemoError::Agent {
         cluster: name.clone(),

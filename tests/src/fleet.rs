@@ -217,6 +217,8 @@ impl Fleet {
         cfg.reconcile_interval = self.opts.reconcile_interval;
         cfg.keepalive = self.opts.keepalive;
         cfg.lease_duration_seconds = self.opts.lease_duration_seconds;
+        // A join request sent before the hub listened is repeated soon (tests wait 30 s at most).
+        cfg.join_retry = Duration::from_secs(1);
         cfg.reconnect_min = Duration::from_millis(100);
         cfg.reconnect_max = Duration::from_secs(1);
         cfg

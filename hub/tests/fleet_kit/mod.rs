@@ -64,6 +64,7 @@ impl Fleet {
         };
         cfg.keepalive = KEEPALIVE;
         cfg.lease_duration_seconds = LEASE_SECONDS;
+        cfg.join_retry = std::time::Duration::from_secs(1);
         cfg.reconcile_interval = Duration::from_secs(1);
         cfg.reconnect_max = Duration::from_secs(2);
         cfg.labels = labels

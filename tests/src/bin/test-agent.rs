@@ -33,6 +33,7 @@ async fn main() -> anyhow::Result<()> {
     cfg.reconcile_interval = RECONCILE_INTERVAL;
     cfg.keepalive = Duration::from_secs(5);
     cfg.lease_duration_seconds = 5;
+    cfg.join_retry = Duration::from_secs(1);
     cfg.reconnect_min = Duration::from_millis(100);
     cfg.reconnect_max = Duration::from_secs(1);
     let agent = start_agent(cfg).await?;
