@@ -315,7 +315,20 @@ impl HubCore {
         for c in clusters {
             core.clusters.insert(c.name.clone(), c);
         }
-        for w in works {
+        for mut w in works {
+            if w.status_version.is_none() {
+                // Stored before `status_version` was kept: the status's conditions say which
+                // generation (the hub sends its resourceversion as the generation) they observed.
+                // Without this, a work whose status never changes again would be sent again
+                // after every (re)subscribe, for ever.
+                w.status_version = w.status.as_ref().and_then(|s| {
+                    s.conditions
+                        .iter()
+                        .map(|c| c.observed_generation)
+                        .filter(|g| *g > 0)
+                        .max()
+                });
+            }
             core.by_resource_id
                 .insert(w.resource_id.clone(), w.key.clone());
             core.works.insert(w.key.clone(), w);

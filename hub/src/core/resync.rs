@@ -326,6 +326,43 @@ mod tests {
     }
 
     #[test]
+    fn works_stored_before_status_versions_were_kept_take_theirs_from_the_status() {
+        let mut core = core_with_work("a", "web");
+        let key = WorkKey::new("a", "web");
+        let (c, _) = core
+            .write_works(&work_input("web", 2), &clusters(&["a"]), true, t(1))
+            .unwrap();
+        core.apply(&c.records);
+        let observed = |generation: i64| {
+            let mut status = applied();
+            for c in &mut status.conditions {
+                c.observed_generation = generation;
+            }
+            status
+        };
+        let stored = |generation: Option<i64>| {
+            let mut w = core.work(&key).unwrap().clone();
+            w.status = generation.map(observed);
+            w.status_version = None;
+            HubCore::restore(
+                cfg(),
+                core.clusters().cloned().collect(),
+                vec![w],
+                Default::default(),
+            )
+        };
+        let current = stored(Some(2));
+        assert_eq!(current.work(&key).unwrap().status_version, Some(2));
+        assert!(current.unconfirmed_specs(t(60)).outbound.is_empty());
+        let behind = stored(Some(1));
+        assert_eq!(behind.work(&key).unwrap().status_version, Some(1));
+        assert_eq!(specs(&behind.unconfirmed_specs(t(60))).len(), 1);
+        let none = stored(None);
+        assert_eq!(none.work(&key).unwrap().status_version, None);
+        assert_eq!(specs(&none.unconfirmed_specs(t(60))).len(), 1);
+    }
+
+    #[test]
     fn a_status_equal_to_the_last_one_but_for_a_newer_version_confirms_it() {
         let mut core = core_with_work("a", "web");
         let key = WorkKey::new("a", "web");
