@@ -128,3 +128,57 @@ async fn a_work_deleted_while_its_agent_was_offline_is_removed_after_it_returns(
     assert_eq!(fleet.counters("c1").bundles_held, 0);
     fleet.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_reconnecting_agent_resends_only_the_statuses_that_changed_since_the_hub_confirmed_them()
+{
+    // Each reconnect used to resend every status the hub had not confirmed, and the hub only
+    // confirmed them when it (re)subscribed itself: on a flapping link, every work's status went
+    // out again at every reconnect. The hub now answers an agent's spec resync with the status
+    // hashes it holds, so from the second reconnect on nothing unchanged is sent.
+    let mut fleet = Fleet::start().await;
+    fleet.start_agents(&["c1"]).await;
+    fleet.accept("c1").await;
+    let works = ["w1", "w2", "w3"];
+    for name in works {
+        fleet
+            .create_work(
+                name,
+                &["c1"],
+                vec![namespace(name), deployment(name, "web", 1, "nginx:1.27")],
+            )
+            .await;
+    }
+    for name in works {
+        fleet
+            .wait_work("c1", name, "Available and no longer Progressing", |w| {
+                has_true_condition(&w.conditions, "Available")
+                    && has_false_condition(&w.conditions, "Progressing")
+            })
+            .await
+            .unwrap();
+    }
+    let mut published = Vec::new();
+    for _ in 0..2 {
+        fleet.stop_agent("c1").await;
+        fleet.restart_agent("c1").await;
+        // The hub's answer to the agent's spec resync comes after whatever the agent resent.
+        let counters = {
+            let agent = &fleet;
+            wait_until(
+                "the hub's status resync reaches the agent",
+                WAIT,
+                || async { agent.counters("c1").status_resyncs_received >= 1 },
+            )
+            .await
+            .unwrap();
+            agent.counters("c1")
+        };
+        published.push(counters.statuses_published);
+    }
+    assert_eq!(
+        published[1], 0,
+        "statuses published after each reconnect: {published:?} (the second should send none)"
+    );
+    fleet.shutdown().await;
+}

@@ -503,7 +503,14 @@ impl HubCore {
             }
             AgentInput::WorkStatus { event, hash } => self.work_status(*event, hash, now),
             AgentInput::SpecResyncRequest { cluster, versions } => {
-                self.spec_resync(&cluster, &versions, now)
+                let mut change = self.spec_resync(&cluster, &versions, now);
+                // An agent asks after every (re)connect: tell it which statuses the hub holds too.
+                // It marks the matching ones confirmed, so its next reconnect resends only what
+                // changed since, not every status (any OCM agent answers this resync request).
+                change
+                    .outbound
+                    .extend(self.status_resync_requests(&cluster));
+                change
             }
             AgentInput::AddOnScore { cluster, score } => self.addon_score(&cluster, *score),
         }
