@@ -7,6 +7,7 @@ use std::time::Duration;
 
 pub use ocm_edge_mqtt::TlsFiles;
 use ocm_edge_mqtt::{Backoff, BrokerUrl, Credentials, TlsError, UrlError};
+use ocm_edge_schemas::wire::chunks::MIN_CHUNK_BYTES;
 use ocm_edge_schemas::wire::topic::is_valid_name;
 
 /// Default source id (the hub's); maestro uses `maestro`.
@@ -22,6 +23,12 @@ pub const DEFAULT_LEASE_DURATION_SECONDS: i32 = 600;
 pub const DEFAULT_JOIN_RETRY: Duration = Duration::from_secs(30);
 /// Default MQTT keepalive: one ping a minute when idle; a dead link's will fires within 91 s.
 pub const DEFAULT_KEEPALIVE: Duration = Duration::from_secs(60);
+/// Default largest chunk of a large spec (offered to the hub in every spec resync request).
+pub const DEFAULT_CHUNK_BYTES: u32 = 16 * 1024;
+/// Default MQTT Receive Maximum: QoS 1 messages the broker may have in flight to the agent. With
+/// 16 KiB chunks, a ping reply waits behind at most 64 KiB (8 s at 64 kbit/s), so a slow link
+/// stays up while a large work crosses it.
+pub const DEFAULT_RECEIVE_MAXIMUM: u16 = 4;
 /// Shortest lease the hub accepts (issue 4).
 pub const MIN_LEASE_DURATION_SECONDS: i32 = 5;
 /// Shortest MQTT keepalive rumqttc accepts.
@@ -87,6 +94,11 @@ pub struct AgentConfig {
     pub reconnect_min: Duration,
     /// Longest reconnect delay (default 10 s: a link that comes back is used within 10 s).
     pub reconnect_max: Duration,
+    /// Largest chunk of a large spec the agent asks the hub for (at least 1 KiB); `None` asks
+    /// for whole messages, as maestro's agents get them.
+    pub chunk_bytes: Option<u32>,
+    /// MQTT Receive Maximum announced to the broker (at least 1).
+    pub receive_maximum: u16,
 }
 
 impl AgentConfig {
@@ -118,6 +130,8 @@ impl AgentConfig {
             field_manager: DEFAULT_FIELD_MANAGER.to_owned(),
             reconnect_min: Backoff::default().min,
             reconnect_max: Backoff::default().max,
+            chunk_bytes: Some(DEFAULT_CHUNK_BYTES),
+            receive_maximum: DEFAULT_RECEIVE_MAXIMUM,
         }
     }
 
@@ -151,6 +165,15 @@ impl AgentConfig {
         }
         if self.reconcile_interval.is_zero() || self.health_interval.is_zero() {
             return Err(ConfigError::ZeroInterval);
+        }
+        if let Some(bytes) = self.chunk_bytes
+            && !(MIN_CHUNK_BYTES..=ocm_edge_mqtt::session::DEFAULT_MAX_PACKET_BYTES / 2)
+                .contains(&bytes)
+        {
+            return Err(ConfigError::ChunkBytes(bytes));
+        }
+        if self.receive_maximum == 0 {
+            return Err(ConfigError::ReceiveMaximum);
         }
         if self.field_manager.is_empty() {
             return Err(ConfigError::EmptyFieldManager);
@@ -203,6 +226,13 @@ pub enum ConfigError {
     KeepaliveTooShort(Duration),
     #[error("reconcile and health intervals must be more than zero")]
     ZeroInterval,
+    #[error(
+        "chunk size {0} bytes is outside {MIN_CHUNK_BYTES}..={max}: pick a size in that range",
+        max = ocm_edge_mqtt::session::DEFAULT_MAX_PACKET_BYTES / 2
+    )]
+    ChunkBytes(u32),
+    #[error("receive maximum must be at least 1")]
+    ReceiveMaximum,
     #[error("field manager must not be empty")]
     EmptyFieldManager,
     #[error("data dir must not be empty")]

@@ -8,6 +8,7 @@ use ocm_edge_schemas::api::cluster::ManagedCluster;
 use ocm_edge_schemas::api::lease::Lease;
 use ocm_edge_schemas::api::meta::{MicroTime, ObjectMeta};
 use ocm_edge_schemas::api::work::ManifestBundleStatus;
+use ocm_edge_schemas::wire::chunks::TransferOffer;
 use ocm_edge_schemas::wire::cluster_events::{
     ClusterEnvelope, ClusterEvent, Presence, PresenceState,
 };
@@ -128,10 +129,12 @@ impl AgentIdentity {
         .to_event()
     }
 
-    /// `spec.resync_request` with every bundle version held.
+    /// `spec.resync_request` with every bundle version held and the agent's chunked-transfer
+    /// offer.
     pub fn spec_resync_request(
         &self,
         versions: Vec<ResourceVersion>,
+        transfer: Option<TransferOffer>,
         now: DateTime<Utc>,
     ) -> Result<Event, WorkEventError> {
         SpecResyncRequest {
@@ -140,6 +143,7 @@ impl AgentIdentity {
             versions: ResourceVersionList {
                 resource_versions: versions,
             },
+            transfer,
         }
         .to_event()
     }

@@ -86,6 +86,14 @@ struct Cli {
     /// Seconds between reconciles of every held bundle.
     #[arg(long, env = "OCM_EDGE_RECONCILE_SECONDS", default_value_t = 10.0)]
     reconcile_seconds: f64,
+    /// Largest chunk, in bytes, of a large work sent to this agent (0: whole messages only). A
+    /// transfer cut by a dropped link resumes from the chunks already stored.
+    #[arg(long, env = "OCM_EDGE_CHUNK_BYTES", default_value_t = ocm_edge_agent::config::DEFAULT_CHUNK_BYTES)]
+    chunk_bytes: u32,
+    /// MQTT Receive Maximum: messages the broker may send before the agent acknowledges them.
+    /// Small on a slow link, so a ping reply is not stuck behind a queue of chunks.
+    #[arg(long, env = "OCM_EDGE_RECEIVE_MAXIMUM", default_value_t = ocm_edge_agent::config::DEFAULT_RECEIVE_MAXIMUM)]
+    receive_maximum: u16,
 }
 
 #[derive(Debug, Subcommand)]
@@ -233,6 +241,8 @@ async fn main() -> anyhow::Result<()> {
     cfg.lease_duration_seconds = cli.lease_duration_seconds;
     cfg.keepalive = Duration::from_secs(cli.keepalive_seconds);
     cfg.reconcile_interval = seconds("--reconcile-seconds", cli.reconcile_seconds)?;
+    cfg.chunk_bytes = (cli.chunk_bytes > 0).then_some(cli.chunk_bytes);
+    cfg.receive_maximum = cli.receive_maximum;
     cfg.validate().context("invalid configuration")?;
     tracing::info!(cluster = %cfg.cluster_name, broker = %cfg.broker_url, source = %cfg.source_id, "starting ocm-edge-agent");
     run_agent(cfg, async {

@@ -6,15 +6,20 @@
 //! - `inventory`: objects applied for each bundle (OCM's AppliedManifestWork);
 //! - `outbox`: latest status per bundle and whether the hub has it;
 //! - `agent_meta`: connection sequence number, the hub's registration view (keyed by name).
+//! - `transfer_heads` (keyed by digest) and `transfer_chunks` (keyed `<digest>/<index>`, raw
+//!   bytes): unfinished chunked transfers, kept across reconnects and restarts so a transfer
+//!   cut by the link resumes instead of starting again.
 //!
 //! The simulated cluster keeps its own table in the same file (see `applier::sim`).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
 use ocm_edge_schemas::api::cluster::ManagedCluster;
 use ocm_edge_schemas::api::meta::ObjectMeta;
 use ocm_edge_schemas::api::work::ManifestBundle;
+use ocm_edge_schemas::wire::MqttMessage;
 use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -29,6 +34,8 @@ const DESIRED: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("desired"
 const INVENTORY: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("inventory");
 const OUTBOX: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("outbox");
 const META: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("agent_meta");
+const TRANSFER_HEADS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("transfer_heads");
+const TRANSFER_CHUNKS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("transfer_chunks");
 
 const KEY_CONNECTION_SEQ: &str = "connection_seq";
 const KEY_REGISTRATION: &str = "registration_view";
@@ -91,6 +98,41 @@ pub struct DesiredBundle {
     pub deleting: bool,
 }
 
+/// The head of an unfinished chunked transfer: the message it stands for, without its payload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TransferHead {
+    pub topic: String,
+    pub content_type: Option<String>,
+    pub user_properties: Vec<(String, String)>,
+    /// Number of chunks.
+    pub count: u32,
+    /// `ce-resourceid` of the spec it carries (older transfers of it are dropped).
+    pub resource_id: String,
+    /// When the head arrived, in Unix milliseconds (the oldest transfer is dropped first).
+    pub received_ms: i64,
+}
+
+impl TransferHead {
+    /// The head as it arrived.
+    pub fn message(&self) -> MqttMessage {
+        MqttMessage {
+            topic: self.topic.clone(),
+            payload: Vec::new(),
+            content_type: self.content_type.clone(),
+            user_properties: self.user_properties.clone(),
+        }
+    }
+}
+
+fn chunk_key(digest: &str, index: u32) -> String {
+    format!("{digest}/{index:05}")
+}
+
+/// Keys `<digest>/...` (`/` sorts just before `0`).
+fn chunk_range(digest: &str) -> (String, String) {
+    (format!("{digest}/"), format!("{digest}0"))
+}
+
 /// The agent's database handle (cheap to clone).
 #[derive(Debug, Clone)]
 pub struct Store {
@@ -112,7 +154,14 @@ impl Store {
             .create(data_dir.join(DB_FILE))?;
         let store = Store { db: Arc::new(db) };
         let tx = store.db.begin_write()?;
-        for t in [DESIRED, INVENTORY, OUTBOX, META] {
+        for t in [
+            DESIRED,
+            INVENTORY,
+            OUTBOX,
+            META,
+            TRANSFER_HEADS,
+            TRANSFER_CHUNKS,
+        ] {
             tx.open_table(t)?;
         }
         tx.commit()?;
@@ -271,6 +320,94 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Saves the head of a transfer (replacing an earlier head of the same digest, whose chunks
+    /// stay) and drops the oldest transfers beyond `keep`. Returns the digests dropped.
+    pub fn put_transfer_head(
+        &self,
+        digest: &str,
+        head: &TransferHead,
+        keep: usize,
+    ) -> Result<Vec<String>> {
+        self.put(TRANSFER_HEADS, digest, head)?;
+        let mut heads: Vec<(String, TransferHead)> = self.all(TRANSFER_HEADS)?;
+        if heads.len() <= keep {
+            return Ok(Vec::new());
+        }
+        // The new head first, then the newest: the oldest fall beyond `keep`.
+        heads.sort_by_key(|(d, h)| (d != digest, std::cmp::Reverse(h.received_ms)));
+        let dropped: Vec<String> = heads.into_iter().skip(keep).map(|(d, _)| d).collect();
+        for d in &dropped {
+            self.drop_transfer(d)?;
+        }
+        Ok(dropped)
+    }
+
+    /// The head of a transfer.
+    pub fn transfer_head(&self, digest: &str) -> Result<Option<TransferHead>> {
+        self.get(TRANSFER_HEADS, digest)
+    }
+
+    /// Saves one chunk and returns how many chunks of that transfer are held.
+    pub fn put_chunk(&self, digest: &str, index: u32, bytes: &[u8]) -> Result<u32> {
+        let tx = self.db.begin_write()?;
+        let held = {
+            let mut t = tx.open_table(TRANSFER_CHUNKS)?;
+            t.insert(chunk_key(digest, index).as_str(), bytes)?;
+            let (from, to) = chunk_range(digest);
+            t.range(from.as_str()..to.as_str())?.count() as u32
+        };
+        tx.commit()?;
+        Ok(held)
+    }
+
+    /// The chunks of a transfer, in index order.
+    pub fn transfer_chunks(&self, digest: &str) -> Result<Vec<Vec<u8>>> {
+        let tx = self.db.begin_read()?;
+        let t = tx.open_table(TRANSFER_CHUNKS)?;
+        let (from, to) = chunk_range(digest);
+        let mut out = Vec::new();
+        for entry in t.range(from.as_str()..to.as_str())? {
+            out.push(entry?.1.value().to_vec());
+        }
+        Ok(out)
+    }
+
+    /// Forgets a transfer: its head and its chunks, in one transaction.
+    pub fn drop_transfer(&self, digest: &str) -> Result<()> {
+        let tx = self.db.begin_write()?;
+        tx.open_table(TRANSFER_HEADS)?.remove(digest)?;
+        {
+            let mut t = tx.open_table(TRANSFER_CHUNKS)?;
+            let (from, to) = chunk_range(digest);
+            t.retain_in(from.as_str()..to.as_str(), |_, _| false)?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Every unfinished transfer: the digests of their heads, their resource ids and the chunk
+    /// indexes held.
+    pub fn held_chunks(&self) -> Result<BTreeMap<String, (String, BTreeSet<u32>)>> {
+        let heads: Vec<(String, TransferHead)> = self.all(TRANSFER_HEADS)?;
+        let tx = self.db.begin_read()?;
+        let t = tx.open_table(TRANSFER_CHUNKS)?;
+        let mut out = BTreeMap::new();
+        for (digest, head) in heads {
+            let (from, to) = chunk_range(&digest);
+            let mut indexes = BTreeSet::new();
+            for entry in t.range(from.as_str()..to.as_str())? {
+                let (k, _) = entry?;
+                if let Some(i) = k.value().rsplit('/').next().and_then(|i| i.parse().ok()) {
+                    indexes.insert(i);
+                }
+            }
+            out.insert(digest, (head.resource_id, indexes));
+        }
+        Ok(out)
+    }
+}
+
 /// A [`Store`] that does not keep the file open.
 #[derive(Debug, Clone)]
 pub struct WeakStore {
@@ -289,4 +426,54 @@ fn decode<T: DeserializeOwned>(key: &str, bytes: &[u8]) -> Result<T> {
         key: key.to_owned(),
         reason: e.to_string(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head(resource_id: &str, received_ms: i64) -> TransferHead {
+        TransferHead {
+            topic: "t".into(),
+            content_type: None,
+            user_properties: vec![],
+            count: 3,
+            resource_id: resource_id.into(),
+            received_ms,
+        }
+    }
+
+    #[test]
+    fn unfinished_transfers_survive_a_reopen_and_the_oldest_beyond_the_limit_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, c) = ("a".repeat(64), "b".repeat(64), "c".repeat(64));
+        {
+            let store = Store::open(dir.path()).unwrap();
+            store.put_transfer_head(&a, &head("r1", 1), 2).unwrap();
+            assert_eq!(store.put_chunk(&a, 0, b"zero").unwrap(), 1);
+            assert_eq!(store.put_chunk(&a, 2, b"two").unwrap(), 2);
+            // The same chunk again (a resend) is not counted twice.
+            assert_eq!(store.put_chunk(&a, 2, b"two").unwrap(), 2);
+            store.put_transfer_head(&b, &head("r2", 2), 2).unwrap();
+            store.put_chunk(&b, 1, b"one").unwrap();
+        }
+        let store = Store::open(dir.path()).unwrap();
+        let held = store.held_chunks().unwrap();
+        assert_eq!(held[&a], ("r1".to_owned(), BTreeSet::from([0, 2])));
+        assert_eq!(held[&b], ("r2".to_owned(), BTreeSet::from([1])));
+        assert_eq!(
+            store.transfer_chunks(&a).unwrap(),
+            vec![b"zero".to_vec(), b"two".to_vec()]
+        );
+        // A third transfer with room for two drops the oldest, `a`, head and chunks.
+        let dropped = store.put_transfer_head(&c, &head("r3", 3), 2).unwrap();
+        assert_eq!(dropped, vec![a.clone()]);
+        assert!(store.transfer_head(&a).unwrap().is_none());
+        assert!(store.transfer_chunks(&a).unwrap().is_empty());
+        store.drop_transfer(&b).unwrap();
+        assert_eq!(
+            store.held_chunks().unwrap().keys().collect::<Vec<_>>(),
+            vec![&c]
+        );
+    }
 }

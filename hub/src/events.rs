@@ -113,6 +113,7 @@ pub fn decode_agent_event(cluster: &str, event: &Event) -> Result<Option<AgentIn
             WorkEvent::SpecResyncRequest(r) => Some(AgentInput::SpecResyncRequest {
                 cluster,
                 versions: r.versions,
+                transfer: r.transfer,
             }),
             // Spec events and status resync requests are what the hub sends, not receives.
             _ => None,

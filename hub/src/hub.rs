@@ -21,7 +21,12 @@
 //! confirmed ([`HubCore::unconfirmed_specs`]) and sends `status.resync_request`s to every
 //! accepted one. That is how a restarted hub catches up, and how a change it stored but had not
 //! published when it stopped (or that a restarted broker lost) still reaches its cluster.
+//!
+//! A spec larger than the chunk size an agent offered in its last spec resync request goes to
+//! that agent as a head and chunks (`ocm_edge_schemas::wire::chunks`), leaving out the chunks the
+//! agent said it holds: a transfer cut by a dropped link resumes where it stopped.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::time::Duration;
 
@@ -32,6 +37,7 @@ use ocm_edge_mqtt::{
     BrokerUrl, Publication, Publisher, Session, SessionConfig, SessionError, SessionEvent, UrlError,
 };
 use ocm_edge_schemas::wire::MqttMessage;
+use ocm_edge_schemas::wire::chunks::{self, TransferOffer};
 use ocm_edge_schemas::wire::mqtt::APPLICATION_JSON;
 use ocm_edge_schemas::wire::topic;
 use tokio::sync::{mpsc, watch};
@@ -266,6 +272,7 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
         intakes_subscribed: vec![false; cfg.intakes],
         unflushed_since: None,
         flush_every: cfg.report_flush_every,
+        transfers: HashMap::new(),
         stopped,
     };
     let task = tokio::spawn(hub.run());
@@ -319,6 +326,9 @@ struct HubLoop {
     unflushed_since: Option<std::time::Instant>,
     /// [`HubConfig::report_flush_every`].
     flush_every: Duration,
+    /// The chunked-transfer offer of each cluster's agent, from its last spec resync request
+    /// (in memory: an agent offers again at every reconnect).
+    transfers: HashMap<String, TransferOffer>,
     stopped: watch::Receiver<bool>,
 }
 
@@ -555,7 +565,18 @@ impl HubLoop {
                 }
                 Inbound::Malformed => self.core.count(counter::MALFORMED),
                 Inbound::Admin(received) => self.plan_admin(*received, now, &mut batch),
-                Inbound::Agent(Some(input)) => self.core.handle_agent(input, now),
+                Inbound::Agent(Some(mut input)) => {
+                    if let AgentInput::SpecResyncRequest {
+                        cluster, transfer, ..
+                    } = &mut input
+                    {
+                        match transfer.take() {
+                            Some(offer) => self.transfers.insert(cluster.clone(), offer),
+                            None => self.transfers.remove(cluster),
+                        };
+                    }
+                    self.core.handle_agent(input, now)
+                }
                 Inbound::Agent(None) => Change::default(),
             };
             let change = self.stage(change);
@@ -679,8 +700,10 @@ impl HubLoop {
         for out in &batch.change.outbound {
             match events::encode_outbound(&source, out, now) {
                 Ok(msg) => {
-                    if let Err(e) = self.publisher.publish(msg).await {
-                        tracing::warn!(error = %e, "publish failed");
+                    for piece in self.pieces(out, msg) {
+                        if let Err(e) = self.publisher.publish(piece).await {
+                            tracing::warn!(error = %e, "publish failed");
+                        }
                     }
                 }
                 Err(e) => tracing::warn!(error = %e, kind = outbound_kind(out), "cannot encode"),
@@ -707,6 +730,51 @@ impl HubLoop {
             self.subscribed.send_modify(|n| *n += 1);
         }
         Ok(())
+    }
+
+    /// What goes on the wire for one outbound message: the message itself, or a head and the
+    /// chunks its agent does not hold yet when it is a spec larger than the agent's offered
+    /// chunk size.
+    fn pieces(&mut self, out: &Outbound, msg: MqttMessage) -> Vec<MqttMessage> {
+        let Outbound::Spec(spec) = out else {
+            return vec![msg];
+        };
+        let Some(offer) = self.transfers.get_mut(&spec.cluster) else {
+            return vec![msg];
+        };
+        if msg.payload.len() <= offer.chunk_bytes as usize {
+            return vec![msg];
+        }
+        // What the agent held when it asked; used once (afterwards it may have finished and
+        // dropped them, so a later resend sends everything).
+        let held = offer
+            .held
+            .remove(&chunks::digest(&msg.payload))
+            .unwrap_or_default();
+        let bytes = msg.payload.len();
+        let pieces = chunks::split(msg, offer.chunk_bytes, &held);
+        let sending = pieces.len().saturating_sub(1);
+        if held.is_empty() {
+            tracing::debug!(
+                cluster = %spec.cluster,
+                work = %spec.resource_id,
+                version = spec.resource_version,
+                bytes,
+                chunks = sending,
+                "sending a spec in chunks"
+            );
+        } else {
+            tracing::info!(
+                cluster = %spec.cluster,
+                work = %spec.resource_id,
+                version = spec.resource_version,
+                bytes,
+                held = held.len(),
+                sending,
+                "resuming a chunked spec transfer: the agent holds part of it"
+            );
+        }
+        pieces
     }
 
     /// Publishes the dashboard views that changed, when due.

@@ -144,6 +144,7 @@ fn every_event() -> Vec<(&'static str, &'static str, MqttMessage)> {
                         resource_version: 2,
                     }],
                 },
+                transfer: None,
             })),
         ),
         (

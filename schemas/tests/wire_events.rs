@@ -6,6 +6,7 @@ use ocm_edge_schemas::api::cluster::ManagedCluster;
 use ocm_edge_schemas::api::lease::Lease;
 use ocm_edge_schemas::api::meta::{Condition, ConditionStatus, ObjectMeta};
 use ocm_edge_schemas::api::work::{ManifestBundle, ManifestBundleStatus};
+use ocm_edge_schemas::wire::chunks::TransferOffer;
 use ocm_edge_schemas::wire::cluster_events::{
     ClusterEnvelope, ClusterEvent, Presence, PresenceState,
 };
@@ -158,8 +159,20 @@ fn resync_requests_round_trip_with_their_lists() {
                 resource_version: 2,
             }],
         },
+        transfer: None,
     });
     assert_eq!(over_mqtt(&spec_req), spec_req);
+    // An ocm-edge agent's chunked-transfer offer rides along as extensions.
+    let with_offer = WorkEvent::SpecResyncRequest(SpecResyncRequest {
+        header: header("c1-work-agent"),
+        cluster: "c1".into(),
+        versions: ResourceVersionList::default(),
+        transfer: Some(TransferOffer {
+            chunk_bytes: 16384,
+            held: [("ab".repeat(32), [0, 1, 2, 7].into())].into(),
+        }),
+    });
+    assert_eq!(over_mqtt(&with_offer), with_offer);
     let status_req = WorkEvent::StatusResyncRequest(StatusResyncRequest {
         header: header("ocm-edge"),
         cluster: "c1".into(),
@@ -186,6 +199,7 @@ fn resync_requests_use_empty_originalsource_and_spec_events_the_source_id() {
         header: header("agent"),
         cluster: "c1".into(),
         versions: ResourceVersionList::default(),
+        transfer: None,
     }
     .to_event()
     .unwrap();

@@ -308,3 +308,114 @@ async fn malformed_mqtt_payloads_to_the_hub_are_counted_and_dropped_and_nothing_
 
 /// The hub's counter of unreadable messages.
 const MALFORMED: &str = "messagesMalformed";
+
+/// The maestro spec vector with a ConfigMap of `kib` KiB added, so that it needs chunks.
+fn large_spec(kib: usize) -> cloudevents::Event {
+    use cloudevents::EventBuilder;
+    let mut spec = structured::parse(SPEC_VECTOR).unwrap();
+    let mut data = ocm_edge_schemas::wire::data_json(&spec).unwrap().unwrap();
+    let blob: String = (0..kib * 16)
+        .map(|i| format!("{i:08}-{:054x}\n", i * 31))
+        .collect();
+    data["manifests"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "blob", "namespace": "default"},
+            "data": {"blob": blob}
+        }));
+    spec = cloudevents::EventBuilderV10::from(spec)
+        .data("application/json", data)
+        .build()
+        .unwrap();
+    spec
+}
+
+#[tokio::test]
+async fn forged_chunked_transfers_are_refused_by_the_agent_and_a_good_one_is_applied() {
+    use ocm_edge_schemas::wire::chunks::{self, CHUNK_PROPERTY, HEAD_PROPERTY};
+    use std::collections::BTreeSet;
+
+    let broker = TestBroker::start_async().await;
+    let spec = large_spec(8);
+    let cluster = ext::cluster_name(&spec).unwrap().to_owned();
+    let source_events = format!("sources/maestro/consumers/{cluster}/sourceevents");
+    let mut peer = Probe::connect(&broker.url()).await.unwrap();
+    peer.subscribe("sources/maestro/consumers/+/agentevents")
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = AgentConfig::new(&cluster, broker.url(), dir.path());
+    cfg.source_id = "maestro".into();
+    cfg.chunk_bytes = Some(1024);
+    cfg.applier = ApplierConfig::Sim {
+        ready_delay: Duration::from_millis(200),
+    };
+    let agent = start_agent(cfg).await.expect("agent starts");
+    peer.recv_matching(WAIT, |m| {
+        decode(m).is_ok_and(|e| e.ty().ends_with("spec.resync_request"))
+    })
+    .await
+    .expect("the agent subscribes and asks for a resync");
+
+    let whole = encode(&spec, source_events.clone()).unwrap();
+    let good = chunks::split(whole.clone(), 1024, &BTreeSet::new());
+    assert!(good.len() > 8, "8 KiB in 1 KiB chunks: {}", good.len());
+    let set = |m: &MqttMessage, name: &str, value: String| {
+        let mut m = m.clone();
+        m.user_properties.retain(|(k, _)| k != name);
+        m.user_properties.push((name.to_owned(), value));
+        m
+    };
+    // 1. A head announcing more than any spec may be: refused before anything is stored.
+    let d = "e".repeat(64);
+    let huge = set(
+        &good[0],
+        HEAD_PROPERTY,
+        format!("{d} 1000 {}", 3 * 1024 * 1024),
+    );
+    // 2. A good head, then a chunk twice the size the agent asked for.
+    let fat_digest = "f".repeat(64);
+    let fat_head = set(&good[0], HEAD_PROPERTY, format!("{fat_digest} 2 3000"));
+    let fat_chunk = MqttMessage {
+        payload: vec![b'x'; 2048],
+        ..set(&good[1], CHUNK_PROPERTY, format!("{fat_digest} 0 2"))
+    };
+    // 3. A chunk whose transfer the agent never heard of.
+    let orphan = set(&good[1], CHUNK_PROPERTY, format!("{} 0 2", "0".repeat(64)));
+    // 4. Every chunk of the real transfer, one of them altered: the digest does not match.
+    let mut corrupt = good.clone();
+    corrupt[3].payload[10] ^= 0x20;
+    for m in [huge, fat_head, fat_chunk, orphan].iter().chain(&corrupt) {
+        peer.publish(m).await.unwrap();
+    }
+    let counters = agent.counters();
+    wait_until("the agent to refuse three transfers", WAIT, || {
+        let c = counters.borrow().clone();
+        async move { c.transfers_refused >= 3 && c.chunks_dropped >= 1 }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}; counters: {:?}", counters.borrow()));
+    let c = counters.borrow().clone();
+    assert_eq!(c.transfers_refused, 3, "{c:?}");
+    assert_eq!(c.transfers_completed, 0, "{c:?}");
+    assert_eq!(c.bundles_held, 0, "nothing stored: {c:?}");
+    let sim = agent.sim().unwrap();
+    assert!(sim.objects().is_empty(), "{:?}", sim.objects());
+
+    // The real transfer, whole, is applied.
+    for m in &good {
+        peer.publish(m).await.unwrap();
+    }
+    wait_until("the chunked spec to be applied", WAIT, || {
+        let sim = sim.clone();
+        async move { sim.get("ConfigMap", "default", "blob").is_some() }
+    })
+    .await
+    .unwrap();
+    let c = counters.borrow().clone();
+    assert_eq!(c.transfers_completed, 1, "{c:?}");
+    assert_eq!(c.specs_applied, 1, "{c:?}");
+    agent.shutdown().await.unwrap();
+}

@@ -32,6 +32,7 @@ use crate::core::outbox::Outbox;
 use crate::events::{AgentIdentity, Inbound, parse_inbound};
 use crate::store::{Store, StoreError};
 
+mod transfer;
 mod work;
 
 /// Errors that stop the agent.
@@ -110,6 +111,14 @@ pub struct AgentCounters {
     pub registration: Registration,
     /// Bundles held (desired).
     pub bundles_held: u64,
+    /// Chunks of large specs stored.
+    pub chunks_received: u64,
+    /// Chunks dropped because their transfer was unknown (refused, dropped or finished).
+    pub chunks_dropped: u64,
+    /// Chunked transfers assembled and checked.
+    pub transfers_completed: u64,
+    /// Chunked transfers refused (over a limit, inconsistent, wrong digest).
+    pub transfers_refused: u64,
 }
 
 /// A running agent.
@@ -284,6 +293,7 @@ impl Agent {
             format!("{}-agent", self.cfg.cluster_name),
         );
         session_cfg.keepalive = self.cfg.keepalive;
+        session_cfg.receive_maximum = Some(self.cfg.receive_maximum);
         session_cfg.credentials = self.cfg.broker_credentials();
         session_cfg.tls = self.cfg.tls.clone();
         session_cfg.backoff = ocm_edge_mqtt::Backoff {
@@ -443,6 +453,24 @@ impl Agent {
     }
 
     async fn on_message(&mut self, msg: &ocm_edge_schemas::wire::MqttMessage) {
+        use ocm_edge_schemas::wire::chunks::{Piece, classify};
+        let assembled = match classify(msg) {
+            Ok(Piece::Whole) => None,
+            Ok(Piece::Head(head)) => match self.on_transfer_head(msg, head, now()) {
+                Some(whole) => Some(whole),
+                None => return,
+            },
+            Ok(Piece::Chunk(chunk)) => match self.on_chunk(msg, chunk) {
+                Some(whole) => Some(whole),
+                None => return,
+            },
+            Err(e) => {
+                tracing::warn!(error = %e, topic = %msg.topic, "dropped a malformed chunk");
+                self.bump(|c| c.dropped_malformed += 1);
+                return;
+            }
+        };
+        let msg = assembled.as_ref().unwrap_or(msg);
         match parse_inbound(msg, &self.cfg.cluster_name) {
             Ok(Inbound::Spec(spec)) => self.on_spec(*spec, now()).await,
             Ok(Inbound::StatusResync(list)) => {

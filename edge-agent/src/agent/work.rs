@@ -357,7 +357,8 @@ impl Agent {
                 return;
             }
         };
-        if let Ok(ev) = self.id.spec_resync_request(versions, t)
+        let offer = self.transfer_offer();
+        if let Ok(ev) = self.id.spec_resync_request(versions, offer, t)
             && self.send(&ev)
         {
             self.bump(|c| c.spec_resyncs_sent += 1);

@@ -248,6 +248,8 @@ pub enum AgentInput {
     SpecResyncRequest {
         cluster: String,
         versions: ResourceVersionList,
+        /// The agent's offer of chunked transfers (the hub loop uses it when publishing).
+        transfer: Option<ocm_edge_schemas::wire::chunks::TransferOffer>,
     },
 }
 
@@ -502,7 +504,9 @@ impl HubCore {
                 self.lease_renewal(&cluster, &lease, now)
             }
             AgentInput::WorkStatus { event, hash } => self.work_status(*event, hash, now),
-            AgentInput::SpecResyncRequest { cluster, versions } => {
+            AgentInput::SpecResyncRequest {
+                cluster, versions, ..
+            } => {
                 let mut change = self.spec_resync(&cluster, &versions, now);
                 // An agent asks after every (re)connect: tell it which statuses the hub holds too.
                 // It marks the matching ones confirmed, so its next reconnect resends only what

@@ -156,6 +156,7 @@ mod tests {
             crate::core::AgentInput::SpecResyncRequest {
                 cluster: cluster.into(),
                 versions: list,
+                transfer: None,
             },
             50,
         )

@@ -100,6 +100,10 @@ pub struct SessionConfig {
     pub max_packet_bytes: u32,
     /// Outgoing QoS 1 messages in flight.
     pub inflight: u16,
+    /// MQTT 5 Receive Maximum: incoming QoS 1 messages the broker may have unacknowledged
+    /// (`None`: the protocol's 65,535). A small window keeps a ping reply from waiting behind
+    /// many large messages on a slow link.
+    pub receive_maximum: Option<u16>,
     /// MQTT 5 clean start: forget any session the broker kept for this client id.
     pub clean_start: bool,
     /// MQTT 5 session expiry interval in seconds (`None`: the session ends with the connection).
@@ -130,6 +134,7 @@ impl SessionConfig {
             keepalive: Duration::from_secs(30),
             max_packet_bytes: DEFAULT_MAX_PACKET_BYTES,
             inflight: DEFAULT_INFLIGHT,
+            receive_maximum: None,
             clean_start: true,
             session_expiry_secs: None,
             subscriptions: Vec::new(),
@@ -149,6 +154,7 @@ impl SessionConfig {
             .set_session_expiry_interval(self.session_expiry_secs)
             .set_max_packet_size(Some(self.max_packet_bytes))
             .set_outgoing_inflight_upper_limit(self.inflight)
+            .set_receive_maximum(self.receive_maximum)
             .set_connection_timeout(self.connect_timeout.as_secs().max(1));
         if self.url.is_tls() {
             let config = self.tls.client_config()?;

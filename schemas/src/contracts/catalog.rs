@@ -9,6 +9,7 @@ use crate::wire::event_type::{
     ADDON_PLACEMENT_SCORES, Action, DataType, LEASES, MANAGED_CLUSTERS, MANIFEST_BUNDLES,
     PRESENCES, SubResource,
 };
+use crate::wire::chunks;
 use crate::wire::extensions as ext;
 use crate::wire::topic::Topic;
 
@@ -248,8 +249,13 @@ fn messages() -> Vec<MessageSpec> {
         MessageSpec {
             id: "workSpecResyncRequest",
             title: "ManifestWork spec resync request",
-            summary: "The agent lists the bundle versions it holds, after every (re)subscribe.",
-            envelope: ce(ty(work, Spec, ResyncRequest), cluster_extensions()),
+            summary: "The agent lists the bundle versions it holds, after every (re)subscribe; an ocm-edge agent also offers chunked transfers (ocmedgechunkbytes) and lists the chunks of unfinished ones it holds (ocmedgeheldchunks).",
+            envelope: ce(ty(work, Spec, ResyncRequest), {
+                let mut e = cluster_extensions();
+                e.push((chunks::CHUNK_BYTES_EXTENSION, Optional));
+                e.push((chunks::HELD_CHUNKS_EXTENSION, Optional));
+                e
+            }),
             payload: files::RESOURCE_VERSION_LIST,
         },
         MessageSpec {

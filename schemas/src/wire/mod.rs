@@ -10,8 +10,10 @@
 //! - [`sequence`]: the snowflake `sequenceid` generator and ordering.
 //! - [`status_hash`]: the status hash exactly as Go peers compute it.
 //! - [`works`]: build and parse every work event (`WorkEvent`).
+//! - [`chunks`]: large messages split into a head and chunks for agents that offer it.
 //! - [`cluster_events`]: ocm-edge's registration, hub view, cluster status, lease and presence events.
 
+pub mod chunks;
 pub mod cluster_events;
 pub mod event_type;
 pub mod extensions;

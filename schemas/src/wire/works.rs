@@ -10,6 +10,7 @@
 //!
 //! Each struct has `to_event()` producing the exact types, extensions and data Go peers expect.
 
+use super::chunks::{ChunkError, TransferOffer};
 use super::event_type::{Action, EventType, EventTypeError, MANIFEST_BUNDLES, SubResource};
 use super::extensions::{self as ext, ExtensionError};
 use super::mqtt::APPLICATION_JSON;
@@ -48,6 +49,12 @@ pub enum WorkEventError {
     },
     #[error("event {id} ({ty}) is not a delete but carries no ManifestBundle data")]
     MissingBundle { id: String, ty: String },
+    #[error("event {id}: bad chunked-transfer offer: {source}")]
+    Transfer {
+        id: String,
+        #[source]
+        source: ChunkError,
+    },
     #[error("cannot build event: {0}")]
     Build(String),
 }
@@ -169,6 +176,8 @@ pub struct SpecResyncRequest {
     pub header: Header,
     pub cluster: String,
     pub versions: ResourceVersionList,
+    /// An ocm-edge agent's offer of chunked transfers (`None` from maestro and OCM agents).
+    pub transfer: Option<TransferOffer>,
 }
 
 impl SpecResyncRequest {
@@ -180,6 +189,9 @@ impl SpecResyncRequest {
             .event(MANIFEST_BUNDLES.event_type(SubResource::Spec, Action::ResyncRequest));
         ext::set_cluster_name(&mut e, &self.cluster);
         ext::set_original_source(&mut e, "");
+        if let Some(offer) = &self.transfer {
+            offer.set_on(&mut e);
+        }
         set_data(&mut e, &self.versions)?;
         Ok(e)
     }
@@ -336,10 +348,17 @@ impl WorkEvent {
                     None => ResourceVersionList::default(),
                     Some(_) => data_as(event, "ResourceVersionList").map_err(data_err)?,
                 };
+                let transfer = TransferOffer::from_event(event).map_err(|source| {
+                    WorkEventError::Transfer {
+                        id: id.clone(),
+                        source,
+                    }
+                })?;
                 Self::SpecResyncRequest(SpecResyncRequest {
                     header,
                     cluster,
                     versions,
+                    transfer,
                 })
             }
             (SubResource::Status, UpdateRequest | ResyncResponse) => Self::Status(StatusEvent {

@@ -1,0 +1,233 @@
+//! Chunked transfers (`ocm_edge_schemas::wire::chunks`): heads and chunks into the store, a
+//! whole message out once every chunk is there and the digest matches. The agent enforces its
+//! own limits (size, chunk size, number of unfinished transfers) whatever the hub sends.
+
+use chrono::{DateTime, Utc};
+use ocm_edge_schemas::validate::MAX_MANIFESTS_BYTES;
+use ocm_edge_schemas::wire::MqttMessage;
+use ocm_edge_schemas::wire::chunks::{self, ChunkInfo, Head, MAX_CHUNKS, TransferOffer};
+
+use super::Agent;
+use crate::store::TransferHead;
+
+/// Largest payload a transfer may announce: the manifests' limit plus room for the bundle's
+/// other fields. Anything larger would be refused as a spec anyway; it is refused before a byte
+/// of it is stored.
+pub const MAX_TRANSFER_BYTES: u32 = 2 * MAX_MANIFESTS_BYTES as u32;
+/// Unfinished transfers kept; a new head drops the oldest beyond this.
+pub const MAX_UNFINISHED_TRANSFERS: usize = 8;
+
+impl Agent {
+    /// What this agent offers in its spec resync request: its chunk size and the chunks it
+    /// holds. `None` when chunking is turned off.
+    pub(super) fn transfer_offer(&self) -> Option<TransferOffer> {
+        let chunk_bytes = self.cfg.chunk_bytes?;
+        let held = match self.store.held_chunks() {
+            Ok(h) => h
+                .into_iter()
+                .map(|(digest, (_, indexes))| (digest, indexes))
+                .collect(),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot read unfinished transfers");
+                Default::default()
+            }
+        };
+        Some(TransferOffer { chunk_bytes, held })
+    }
+
+    fn refuse_transfer(&self, digest: &str, why: &str) {
+        tracing::warn!(
+            digest,
+            why,
+            "chunked transfer refused; nothing of it is kept"
+        );
+        if let Err(e) = self.store.drop_transfer(digest) {
+            tracing::error!(error = %e, "cannot drop a transfer from the store");
+        }
+        self.bump(|c| c.transfers_refused += 1);
+    }
+
+    /// Stores a head; returns the whole message when every chunk was already held.
+    pub(super) fn on_transfer_head(
+        &mut self,
+        msg: &MqttMessage,
+        head: Head,
+        t: DateTime<Utc>,
+    ) -> Option<MqttMessage> {
+        if self.cfg.chunk_bytes.is_none() {
+            self.refuse_transfer(&head.digest, "this agent does not take chunked transfers");
+            return None;
+        }
+        if head.total > MAX_TRANSFER_BYTES {
+            self.refuse_transfer(
+                &head.digest,
+                &format!(
+                    "it announces {} bytes, over this agent's limit of {MAX_TRANSFER_BYTES}",
+                    head.total
+                ),
+            );
+            return None;
+        }
+        let largest = self.largest_chunk(head.total);
+        if u64::from(head.count) * u64::from(largest) < u64::from(head.total) {
+            self.refuse_transfer(
+                &head.digest,
+                &format!(
+                    "{} chunks of at most {largest} bytes cannot carry {} bytes",
+                    head.count, head.total
+                ),
+            );
+            return None;
+        }
+        let resource_id = msg.user_property("ce-resourceid").unwrap_or_default();
+        let stored = TransferHead {
+            topic: msg.topic.clone(),
+            content_type: msg.content_type.clone(),
+            user_properties: msg.user_properties.clone(),
+            count: head.count,
+            resource_id: resource_id.to_owned(),
+            received_ms: t.timestamp_millis(),
+        };
+        let held =
+            match self
+                .store
+                .put_transfer_head(&head.digest, &stored, MAX_UNFINISHED_TRANSFERS)
+            {
+                Ok(dropped) => {
+                    for d in dropped {
+                        tracing::info!(digest = %d, "dropped the oldest unfinished transfer");
+                    }
+                    self.store.transfer_chunks(&head.digest).map(|c| c.len())
+                }
+                Err(e) => Err(e),
+            };
+        let held = match held {
+            Ok(n) => n as u32,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot store a transfer head");
+                return None;
+            }
+        };
+        tracing::info!(
+            work = resource_id,
+            bytes = head.total,
+            chunks = head.count,
+            held,
+            "receiving a work in chunks"
+        );
+        if held >= head.count {
+            return self.complete_transfer(&head.digest, &stored);
+        }
+        None
+    }
+
+    /// Stores a chunk; returns the whole message when it was the last one missing.
+    pub(super) fn on_chunk(&mut self, msg: &MqttMessage, chunk: ChunkInfo) -> Option<MqttMessage> {
+        let head = match self.store.transfer_head(&chunk.digest) {
+            Ok(Some(h)) => h,
+            Ok(None) => {
+                // Its head was refused or dropped, or this chunk is a late duplicate of a
+                // finished transfer: nothing to add it to.
+                tracing::debug!(digest = %chunk.digest, index = chunk.index, "chunk without a head dropped");
+                self.bump(|c| c.chunks_dropped += 1);
+                return None;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "cannot read a transfer head");
+                return None;
+            }
+        };
+        let total = head_total(&head).unwrap_or(MAX_TRANSFER_BYTES);
+        if chunk.count != head.count {
+            self.refuse_transfer(
+                &chunk.digest,
+                &format!(
+                    "a chunk says {} chunks, its head {}",
+                    chunk.count, head.count
+                ),
+            );
+            return None;
+        }
+        if msg.payload.len() > self.largest_chunk(total) as usize {
+            self.refuse_transfer(
+                &chunk.digest,
+                &format!(
+                    "chunk {} is {} bytes, larger than the {} this agent asked for",
+                    chunk.index,
+                    msg.payload.len(),
+                    self.largest_chunk(total)
+                ),
+            );
+            return None;
+        }
+        self.bump(|c| c.chunks_received += 1);
+        let held = match self
+            .store
+            .put_chunk(&chunk.digest, chunk.index, &msg.payload)
+        {
+            Ok(n) => n,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot store a chunk");
+                return None;
+            }
+        };
+        tracing::debug!(digest = %chunk.digest, index = chunk.index, held, count = head.count, "chunk stored");
+        if held >= head.count {
+            return self.complete_transfer(&chunk.digest, &head);
+        }
+        None
+    }
+
+    fn complete_transfer(&mut self, digest: &str, head: &TransferHead) -> Option<MqttMessage> {
+        let chunks = match self.store.transfer_chunks(digest) {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot read a transfer's chunks");
+                return None;
+            }
+        };
+        let whole = match chunks::assemble(&head.message(), chunks) {
+            Ok(w) => w,
+            Err(e) => {
+                self.refuse_transfer(digest, &e.to_string());
+                return None;
+            }
+        };
+        // This transfer, and any older one of the same work, are done with.
+        let mut done = vec![digest.to_owned()];
+        if let Ok(all) = self.store.held_chunks() {
+            done.extend(
+                all.into_iter()
+                    .filter(|(d, (rid, _))| d != digest && *rid == head.resource_id)
+                    .map(|(d, _)| d),
+            );
+        }
+        for d in done {
+            if let Err(e) = self.store.drop_transfer(&d) {
+                tracing::error!(error = %e, "cannot drop a finished transfer");
+            }
+        }
+        self.bump(|c| c.transfers_completed += 1);
+        tracing::info!(
+            work = %head.resource_id,
+            bytes = whole.payload.len(),
+            chunks = head.count,
+            "chunked transfer complete"
+        );
+        Some(whole)
+    }
+
+    /// The largest chunk this agent takes for a payload of `total` bytes: its own chunk size,
+    /// or what [`MAX_CHUNKS`] chunks need for that payload.
+    fn largest_chunk(&self, total: u32) -> u32 {
+        let own = self.cfg.chunk_bytes.unwrap_or(0);
+        own.max(total.div_ceil(MAX_CHUNKS))
+    }
+}
+
+fn head_total(head: &TransferHead) -> Option<u32> {
+    match chunks::classify(&head.message()).ok()? {
+        chunks::Piece::Head(h) => Some(h.total),
+        _ => None,
+    }
+}
