@@ -8,8 +8,10 @@
 //! - [`forge`]: wire messages a test sends as a peer (OCM work agent, maestro, rogue client).
 //! - [`manifests`]: Kubernetes objects and work options for tests.
 //! - [`mosquitto`]: a real Mosquitto 2 with a generated config (and optional password file + ACL).
-//! - [`netns`]: an edge network namespace on a veth link that can be cut silently (root only).
+//! - [`netns`]: an edge network namespace on a veth link that can be cut silently, or on a shaped
+//!   2G link through `link-shaper` (root only).
 //! - [`pki`]: a CA and a broker certificate made with rcgen, for TLS tests.
+//! - [`shaper`]: a 2G link in user space (rate, delay, jitter, loss) between two TUN devices.
 //! - [`probe`]: a raw MQTT 5 client to speak the wire directly (maestro's role, spies, bad input).
 //! - [`process`]: a hub or agent in its own process (`test-hub`, `test-agent`) to kill with SIGKILL.
 //! - [`wait`]: `wait_until` / `wait_for`: poll an observable condition with a bounded timeout.
@@ -27,4 +29,5 @@ pub mod netns;
 pub mod pki;
 pub mod probe;
 pub mod process;
+pub mod shaper;
 pub mod wait;

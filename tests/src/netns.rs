@@ -213,3 +213,159 @@ pub fn require_edge_link(test: &str) -> Option<EdgeLink> {
     }
     Some(EdgeLink::create().unwrap_or_else(|e| panic!("{test}: cannot make the edge link: {e}")))
 }
+
+/// An edge namespace behind a slow, lossy link: two TUN devices joined by the `link-shaper`
+/// process ([`crate::shaper`]), the edge one moved into the namespace. Same use as [`EdgeLink`].
+#[derive(Debug)]
+pub struct ShapedLink {
+    ns: String,
+    host_if: String,
+    edge_if: String,
+    host_ip: Ipv4Addr,
+    edge_ip: Ipv4Addr,
+    shaper: std::process::Child,
+}
+
+impl ShapedLink {
+    /// Starts `shaper` (the `link-shaper` binary) with `params`, and makes the namespace and
+    /// the link, with addresses on a /30 of 10.234.0.0/16.
+    ///
+    /// # Errors
+    /// [`NetnsError`] when a step fails (what was made so far is removed).
+    pub fn create(
+        shaper: &Path,
+        params: crate::shaper::LinkParams,
+        seed: u64,
+    ) -> Result<ShapedLink, NetnsError> {
+        use std::io::BufRead;
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let id = (std::process::id() % 4000) * 16 + n % 16;
+        let base = (id % 16384) * 4;
+        let octets = |last: u32| {
+            let v = base + last;
+            Ipv4Addr::new(10, 234, (v >> 8) as u8, (v & 0xff) as u8)
+        };
+        let (host_if, edge_if) = (format!("oeth{id}"), format!("oete{id}"));
+        let command = format!("{} --edge-tun {edge_if}", shaper.display());
+        let fail = |detail: String| NetnsError {
+            command: command.clone(),
+            detail,
+        };
+        let mut child = Command::new(shaper)
+            .args(["--edge-tun", &edge_if, "--host-tun", &host_if])
+            .args(["--rate-bps", &params.rate_bps.to_string()])
+            .args(["--delay-ms", &params.delay.as_millis().to_string()])
+            .args(["--jitter-ms", &params.jitter.as_millis().to_string()])
+            .args(["--loss", &params.loss.to_string()])
+            .args(["--queue-packets", &params.queue_packets.to_string()])
+            .args(["--seed", &seed.to_string()])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| fail(e.to_string()))?;
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let mut line = String::new();
+        let ready = std::io::BufReader::new(stdout).read_line(&mut line);
+        let link = ShapedLink {
+            ns: format!("oe-shaped-{id}"),
+            host_if,
+            edge_if,
+            host_ip: octets(1),
+            edge_ip: octets(2),
+            shaper: child,
+        };
+        // From here on, drop stops the shaper and removes the namespace.
+        if !matches!(ready, Ok(n) if n > 0 && line.trim() == "READY") {
+            return Err(fail(format!("it did not print READY (got {line:?})")));
+        }
+        let ns = link.ns.as_str();
+        let (host, edge) = (
+            format!("{}/30", link.host_ip),
+            format!("{}/30", link.edge_ip),
+        );
+        run("ip", &["netns", "add", ns])?;
+        run("ip", &["link", "set", &link.edge_if, "netns", ns])?;
+        for (netns, dev) in [(None, &link.host_if), (Some(ns), &link.edge_if)] {
+            // No IPv6 chatter (router solicitations) on a link whose bytes a test counts.
+            let key = format!("net.ipv6.conf.{dev}.disable_ipv6=1");
+            let _ = match netns {
+                Some(ns) => run("ip", &["netns", "exec", ns, "sysctl", "-q", "-w", &key]),
+                None => run("sysctl", &["-q", "-w", &key]),
+            };
+        }
+        run("ip", &["addr", "add", &host, "dev", &link.host_if])?;
+        run("ip", &["link", "set", &link.host_if, "up"])?;
+        run(
+            "ip",
+            &["-n", ns, "addr", "add", &edge, "dev", &link.edge_if],
+        )?;
+        run("ip", &["-n", ns, "link", "set", &link.edge_if, "up"])?;
+        run("ip", &["-n", ns, "link", "set", "lo", "up"])?;
+        Ok(link)
+    }
+
+    /// The test namespace's address on the link (where a broker for the edge listens).
+    pub fn host_ip(&self) -> Ipv4Addr {
+        self.host_ip
+    }
+
+    /// The edge namespace's address.
+    pub fn edge_ip(&self) -> Ipv4Addr {
+        self.edge_ip
+    }
+
+    /// `ip` and the arguments that run `program args...` inside the edge namespace.
+    pub fn exec_args(&self, program: &Path, args: &[&str]) -> (PathBuf, Vec<String>) {
+        let mut all = vec![
+            "netns".to_owned(),
+            "exec".to_owned(),
+            self.ns.clone(),
+            program.display().to_string(),
+        ];
+        all.extend(args.iter().map(|a| (*a).to_owned()));
+        (PathBuf::from("ip"), all)
+    }
+
+    /// Bytes the test's namespace has sent toward the edge (before the link loses any).
+    pub fn bytes_to_edge(&self) -> u64 {
+        let path = format!("/sys/class/net/{}/statistics/tx_bytes", self.host_if);
+        std::fs::read_to_string(path)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for ShapedLink {
+    fn drop(&mut self) {
+        // Closing its stdin stops the shaper; its TUN devices go with it.
+        drop(self.shaper.stdin.take());
+        let _ = self.shaper.kill();
+        let _ = self.shaper.wait();
+        let _ = run("ip", &["netns", "del", &self.ns]);
+    }
+}
+
+/// A shaped link for a test, or `None` after printing why the test is skipped (as
+/// [`require_edge_link`]).
+///
+/// # Panics
+/// As [`require_edge_link`].
+pub fn require_shaped_link(
+    test: &str,
+    shaper: &Path,
+    params: crate::shaper::LinkParams,
+) -> Option<ShapedLink> {
+    if let Some(why) = EdgeLink::unavailable() {
+        assert!(
+            std::env::var_os("OCM_EDGE_REQUIRE_NETNS").is_none(),
+            "{test}: {why}, but OCM_EDGE_REQUIRE_NETNS is set"
+        );
+        eprintln!("SKIPPED {test}: {why}");
+        return None;
+    }
+    Some(
+        ShapedLink::create(shaper, params, 1)
+            .unwrap_or_else(|e| panic!("{test}: cannot make the shaped link: {e}")),
+    )
+}
