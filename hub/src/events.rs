@@ -148,6 +148,11 @@ pub fn decode_agent_event(cluster: &str, event: &Event) -> Result<Option<AgentIn
                 online: env.data.state == PresenceState::Online,
                 connection_seq: env.data.connection_seq,
             },
+            // A malformed offer costs the offer, not the birth.
+            transfer: ocm_edge_schemas::wire::chunks::TransferOffer::from_event(event)
+                .inspect_err(|e| tracing::warn!(error = %e, "chunked-transfer offer ignored"))
+                .ok()
+                .flatten(),
         }),
         // The hub's own view coming back, or a type we do not handle.
         ClusterEvent::HubView(_) | ClusterEvent::Unknown { .. } => None,
@@ -266,7 +271,8 @@ mod tests {
                 presence: Presence {
                     online: false,
                     connection_seq: 4
-                }
+                },
+                transfer: None,
             })
         );
         let msg = agent_event(

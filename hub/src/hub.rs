@@ -50,7 +50,7 @@ use crate::admin::messages::{
 use crate::admin::server;
 use crate::availability::AvailabilityConfig;
 use crate::config::{BrokerConfig, HubConfig};
-use crate::core::{AgentInput, Change, CoreConfig, HubCore, Outbound, Record, counter};
+use crate::core::{AgentInput, Change, CoreConfig, HubCore, Outbound, Presence, Record, counter};
 use crate::store::{Store, StoreError};
 use crate::{dashboard, events};
 
@@ -566,8 +566,15 @@ impl HubLoop {
                 Inbound::Malformed => self.core.count(counter::MALFORMED),
                 Inbound::Admin(received) => self.plan_admin(*received, now, &mut batch),
                 Inbound::Agent(Some(mut input)) => {
+                    // An agent offers chunked transfers in its birth (first thing on a new
+                    // connection) and again, with the chunks it holds, in its spec resync.
                     if let AgentInput::SpecResyncRequest {
                         cluster, transfer, ..
+                    }
+                    | AgentInput::Presence {
+                        cluster,
+                        transfer,
+                        presence: Presence { online: true, .. },
                     } = &mut input
                     {
                         match transfer.take() {

@@ -100,3 +100,26 @@ pub fn web_with_feedback(
         ..Default::default()
     }
 }
+
+/// Work `big` on `clusters`, of about `kib` KiB: namespace `big` and ConfigMap `big/payload`
+/// whose `data.blob` is text that starts with `tag` and does not compress (every line differs).
+pub fn large_work(
+    clusters: &[&str],
+    kib: usize,
+    tag: &str,
+    overwrite: bool,
+) -> ocm_edge_hub::admin::messages::CreateWork {
+    let lines: String = (0..kib * 16)
+        .map(|i| format!("{tag}-{i:08}-{:048x}\n", i * 7919))
+        .collect();
+    ocm_edge_hub::admin::messages::CreateWork {
+        name: "big".into(),
+        clusters: clusters.iter().map(|c| c.to_string()).collect(),
+        manifests: vec![
+            namespace("big"),
+            config_map("big", "payload", serde_json::json!({ "blob": lines })),
+        ],
+        overwrite,
+        ..Default::default()
+    }
+}

@@ -2,29 +2,9 @@
 //! chunks, stores them, checks the digest and applies the work; an agent that offers none gets
 //! whole messages, as maestro's agents do. On the embedded broker and on Mosquitto.
 
-use ocm_edge_hub::admin::messages::CreateWork;
 use ocm_edge_tests::fleet::{Fleet, FleetOptions, has_true_condition};
-use ocm_edge_tests::manifests::{config_map, namespace};
+use ocm_edge_tests::manifests::large_work;
 use ocm_edge_tests::mosquitto::{Mosquitto, require_mosquitto};
-use serde_json::json;
-
-/// A work of about `kib` KiB: a namespace and a ConfigMap whose data is text that does not
-/// compress into anything smaller (every line differs).
-fn large_work(clusters: &[&str], kib: usize, tag: &str, overwrite: bool) -> CreateWork {
-    let lines: String = (0..kib * 16)
-        .map(|i| format!("{tag}-{i:08}-{:048x}\n", i * 7919))
-        .collect();
-    CreateWork {
-        name: "big".into(),
-        clusters: clusters.iter().map(|c| c.to_string()).collect(),
-        manifests: vec![
-            namespace("big"),
-            config_map("big", "payload", json!({ "blob": lines })),
-        ],
-        overwrite,
-        ..CreateWork::default()
-    }
-}
 
 async fn large_works_cross_in_chunks(mut fleet: Fleet) {
     fleet

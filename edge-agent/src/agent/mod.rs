@@ -407,7 +407,12 @@ impl Agent {
                     c.connection_seq = connection_seq;
                 });
                 let t = now();
-                if let Ok(birth) = self.id.presence(true, connection_seq, t) {
+                if let Ok(mut birth) = self.id.presence(true, connection_seq, t) {
+                    // The hub learns the chunk size with the first message of the connection,
+                    // before it sends anything (the spec resync comes after the SUBACK).
+                    if let Some(offer) = self.transfer_offer() {
+                        offer.set_on(&mut birth);
+                    }
                     self.send(&birth);
                 }
                 if !matches!(

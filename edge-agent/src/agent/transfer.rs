@@ -80,6 +80,23 @@ impl Agent {
             return None;
         }
         let resource_id = msg.user_property("ce-resourceid").unwrap_or_default();
+        let version = msg
+            .user_property("ce-resourceversion")
+            .and_then(|v| v.parse::<i64>().ok());
+        if let (Some(version), Ok(Some(held))) = (version, self.store.desired(resource_id))
+            && held.resource_version >= version
+        {
+            // A copy of what the agent already applied (the hub answered a resync that crossed
+            // its first send): its chunks are dropped as they come, nothing is stored.
+            tracing::debug!(
+                work = resource_id,
+                version,
+                held = held.resource_version,
+                "chunked transfer of a version already held ignored"
+            );
+            let _ = self.store.drop_transfer(&head.digest);
+            return None;
+        }
         let stored = TransferHead {
             topic: msg.topic.clone(),
             content_type: msg.content_type.clone(),

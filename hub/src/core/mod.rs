@@ -231,7 +231,12 @@ pub enum AgentInput {
     /// `leases.spec.update_request`.
     LeaseRenewal { cluster: String, lease: Box<Lease> },
     /// `presences.status.update_request` (birth, or the will).
-    Presence { cluster: String, presence: Presence },
+    Presence {
+        cluster: String,
+        presence: Presence,
+        /// The chunked-transfer offer an ocm-edge agent's birth carries (the hub loop keeps it).
+        transfer: Option<ocm_edge_schemas::wire::chunks::TransferOffer>,
+    },
     /// `manifestbundles.status.update_request` or `status.resync_response`; its `cluster` is the
     /// topic's. `hash` is the status hash of its status, computed where it was decoded (an
     /// intake task, not the hub task; never taken from the sender).
@@ -493,7 +498,9 @@ impl HubCore {
             AgentInput::JoinRequest { cluster, request } => {
                 self.join_request(&cluster, &request, now)
             }
-            AgentInput::Presence { cluster, presence } => self.presence(&cluster, presence, now),
+            AgentInput::Presence {
+                cluster, presence, ..
+            } => self.presence(&cluster, presence, now),
             other if !self.is_accepted(other.cluster()) => {
                 self.count(counter::IGNORED_NOT_ACCEPTED)
             }

@@ -61,6 +61,7 @@ pub fn presence(cluster: &str, online: bool, seq: u64) -> AgentInput {
             online,
             connection_seq: seq,
         },
+        transfer: None,
     }
 }
 

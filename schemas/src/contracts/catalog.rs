@@ -5,11 +5,11 @@
 //! names, topic formats), so the AsyncAPI document and the guide rendered from it cannot drift from
 //! what the hub and the agent really send.
 
+use crate::wire::chunks;
 use crate::wire::event_type::{
     ADDON_PLACEMENT_SCORES, Action, DataType, LEASES, MANAGED_CLUSTERS, MANIFEST_BUNDLES,
     PRESENCES, SubResource,
 };
-use crate::wire::chunks;
 use crate::wire::extensions as ext;
 use crate::wire::topic::Topic;
 
@@ -340,7 +340,12 @@ fn messages() -> Vec<MessageSpec> {
             id: "presenceBirth",
             title: "Presence: birth",
             summary: "Published on every connect: state online and the connection's sequence number.",
-            envelope: ce(ty(&PRESENCES, Status, UpdateRequest), cluster_extensions()),
+            envelope: ce(ty(&PRESENCES, Status, UpdateRequest), {
+                let mut e = cluster_extensions();
+                e.push((chunks::CHUNK_BYTES_EXTENSION, Optional));
+                e.push((chunks::HELD_CHUNKS_EXTENSION, Optional));
+                e
+            }),
             payload: files::PRESENCE,
         },
         MessageSpec {

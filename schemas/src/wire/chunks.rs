@@ -3,8 +3,9 @@
 //! used only with an agent that offers it, so maestro and OCM agents never see a chunk.
 //!
 //! # Negotiation
-//! An ocm-edge agent's `spec.resync_request` carries two extension attributes (Go peers keep
-//! unknown extensions and ignore them):
+//! An ocm-edge agent's birth (presence online, the first message of every connection) and its
+//! `spec.resync_request` carry two extension attributes (Go peers keep unknown extensions and
+//! ignore them):
 //! - `ocmedgechunkbytes`: the largest chunk payload the agent takes, e.g. `16384`. The hub splits
 //!   a message to that agent whose payload is larger.
 //! - `ocmedgeheldchunks`: the chunks of unfinished transfers the agent holds, as

@@ -2,7 +2,7 @@
 //! (`kill -9`), with the fleet's fast test timings. Prints `ready` once started; stops gracefully
 //! when stdin closes.
 //!
-//! `test-agent --cluster c1 --broker mqtt://127.0.0.1:PORT --data-dir DIR`
+//! `test-agent --cluster c1 --broker mqtt://127.0.0.1:PORT --data-dir DIR [--product-link-settings]`
 
 use std::io::Write;
 use std::time::Duration;
@@ -16,6 +16,10 @@ use ocm_edge_tests::process::{ChildArgs, init_child_logging, wait_stdin_closed};
 struct Args {
     #[arg(long)]
     cluster: String,
+    /// Keep the product's link settings (keepalive 60 s, lease 600 s, 16 KiB chunks, Receive
+    /// Maximum 4) instead of the fast test timings: for tests of slow links.
+    #[arg(long)]
+    product_link_settings: bool,
     #[command(flatten)]
     child: ChildArgs,
 }
@@ -31,8 +35,10 @@ async fn main() -> anyhow::Result<()> {
         ready_delay: SIM_READY_DELAY,
     };
     cfg.reconcile_interval = RECONCILE_INTERVAL;
-    cfg.keepalive = Duration::from_secs(5);
-    cfg.lease_duration_seconds = 5;
+    if !args.product_link_settings {
+        cfg.keepalive = Duration::from_secs(5);
+        cfg.lease_duration_seconds = 5;
+    }
     cfg.join_retry = Duration::from_secs(1);
     cfg.reconnect_min = Duration::from_millis(100);
     cfg.reconnect_max = Duration::from_secs(1);

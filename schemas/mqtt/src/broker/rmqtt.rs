@@ -34,6 +34,12 @@ const MAX_QUEUED: usize = 1_000_000;
 const MAX_HANDSHAKES: usize = MAX_CONNECTIONS;
 /// A queued message older than this is dropped.
 const MESSAGE_EXPIRY: Duration = Duration::from_secs(5 * 60);
+/// How long one write to a client may take before the broker drops it (rmqtt's default, 10 s,
+/// drops a 2G client, 64 kbit/s, in the middle of any message over ~80 KB).
+const SEND_TIMEOUT: Duration = Duration::from_secs(180);
+/// When an unacknowledged delivery is sent again on the same connection (rmqtt's default, 20 s,
+/// sends a slow link's chunks twice while they are still crossing it).
+const RETRY_INTERVAL: Duration = Duration::from_secs(180);
 /// Worker threads of the broker's runtime.
 const WORKERS: usize = 2;
 
@@ -158,6 +164,8 @@ async fn build(
         .max_inflight(NonZeroU16::new(MAX_INFLIGHT).unwrap_or(NonZeroU16::MIN))
         .max_mqueue_len(MAX_QUEUED)
         .message_expiry_interval(MESSAGE_EXPIRY)
+        .send_timeout(SEND_TIMEOUT)
+        .message_retry_interval(RETRY_INTERVAL)
         .allow_anonymous(allow_anonymous)
         .bind()
         .map_err(|e| bind_error(&e))?;
