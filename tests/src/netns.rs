@@ -36,6 +36,18 @@ fn run(program: &str, args: &[&str]) -> Result<(), NetnsError> {
     }
 }
 
+/// `ip netns exec NS program args...` as a program and its arguments.
+fn exec_in(ns: &str, program: &Path, args: &[&str]) -> (PathBuf, Vec<String>) {
+    let mut all = vec![
+        "netns".to_owned(),
+        "exec".to_owned(),
+        ns.to_owned(),
+        program.display().to_string(),
+    ];
+    all.extend(args.iter().map(|a| (*a).to_owned()));
+    (PathBuf::from("ip"), all)
+}
+
 /// Numbers the links of one test process (names and subnets must not collide).
 static NEXT: AtomicU32 = AtomicU32::new(0);
 
@@ -141,14 +153,7 @@ impl EdgeLink {
 
     /// `ip` and the arguments that run `program args...` inside the edge namespace.
     pub fn exec_args(&self, program: &Path, args: &[&str]) -> (PathBuf, Vec<String>) {
-        let mut all = vec![
-            "netns".to_owned(),
-            "exec".to_owned(),
-            self.ns.clone(),
-            program.display().to_string(),
-        ];
-        all.extend(args.iter().map(|a| (*a).to_owned()));
-        (PathBuf::from("ip"), all)
+        exec_in(&self.ns, program, args)
     }
 
     /// Cuts the link silently: every packet either way is dropped, nobody is told.
@@ -316,14 +321,7 @@ impl ShapedLink {
 
     /// `ip` and the arguments that run `program args...` inside the edge namespace.
     pub fn exec_args(&self, program: &Path, args: &[&str]) -> (PathBuf, Vec<String>) {
-        let mut all = vec![
-            "netns".to_owned(),
-            "exec".to_owned(),
-            self.ns.clone(),
-            program.display().to_string(),
-        ];
-        all.extend(args.iter().map(|a| (*a).to_owned()));
-        (PathBuf::from("ip"), all)
+        exec_in(&self.ns, program, args)
     }
 
     /// Bytes the test's namespace has sent toward the edge (before the link loses any).

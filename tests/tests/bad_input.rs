@@ -111,30 +111,64 @@ fn malformed_messages(
     ]
 }
 
+/// A sim agent served by source `maestro` on a fresh broker, and a raw peer in maestro's place
+/// that hears the agent's events; returned once the agent has asked for its resync.
+struct MaestroPeer {
+    _broker: TestBroker,
+    peer: Probe,
+    _dir: tempfile::TempDir,
+    agent: ocm_edge_agent::AgentHandle,
+    cluster: String,
+    source_events: String,
+}
+
+impl MaestroPeer {
+    async fn start(spec: &cloudevents::Event, configure: impl FnOnce(&mut AgentConfig)) -> Self {
+        let broker = TestBroker::start_async().await;
+        let cluster = ext::cluster_name(spec).unwrap().to_owned();
+        let source_events = format!("sources/maestro/consumers/{cluster}/sourceevents");
+        let mut peer = Probe::connect(&broker.url()).await.unwrap();
+        peer.subscribe("sources/maestro/consumers/+/agentevents")
+            .await
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = AgentConfig::new(&cluster, broker.url(), dir.path());
+        cfg.source_id = "maestro".into();
+        cfg.applier = ApplierConfig::Sim {
+            ready_delay: Duration::from_millis(200),
+        };
+        configure(&mut cfg);
+        let agent = start_agent(cfg).await.expect("agent starts");
+        peer.recv_matching(WAIT, |m| {
+            decode(m).is_ok_and(|e| e.ty().ends_with("spec.resync_request"))
+        })
+        .await
+        .expect("the agent subscribes and asks for a resync");
+        MaestroPeer {
+            _broker: broker,
+            peer,
+            _dir: dir,
+            agent,
+            cluster,
+            source_events,
+        }
+    }
+}
+
 #[tokio::test]
 async fn malformed_mqtt_payloads_to_an_agent_are_counted_and_dropped_and_it_keeps_working() {
-    let broker = TestBroker::start_async().await;
     let spec = structured::parse(SPEC_VECTOR).unwrap();
-    let cluster = ext::cluster_name(&spec).unwrap().to_owned();
-    let source_events = format!("sources/maestro/consumers/{cluster}/sourceevents");
-
-    let mut peer = Probe::connect(&broker.url()).await.unwrap();
-    peer.subscribe("sources/maestro/consumers/+/agentevents")
-        .await
-        .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let mut cfg = AgentConfig::new(&cluster, broker.url(), dir.path());
-    cfg.source_id = "maestro".into();
-    cfg.applier = ApplierConfig::Sim {
-        ready_delay: Duration::from_millis(200),
-    };
-    cfg.reconcile_interval = Duration::from_millis(500);
-    let agent = start_agent(cfg).await.expect("agent starts");
-    peer.recv_matching(WAIT, |m| {
-        decode(m).is_ok_and(|e| e.ty().ends_with("spec.resync_request"))
+    let MaestroPeer {
+        _broker,
+        mut peer,
+        _dir,
+        agent,
+        cluster,
+        source_events,
+    } = MaestroPeer::start(&spec, |cfg| {
+        cfg.reconcile_interval = Duration::from_millis(500);
     })
-    .await
-    .expect("the agent subscribes and asks for a resync");
+    .await;
 
     // A status event on sourceevents is well formed, just not for an agent: not part of this list.
     let bad: Vec<_> = malformed_messages(&source_events, "maestro", &cluster)
@@ -337,27 +371,15 @@ async fn forged_chunked_transfers_are_refused_by_the_agent_and_a_good_one_is_app
     use ocm_edge_schemas::wire::chunks::{self, CHUNK_PROPERTY, HEAD_PROPERTY};
     use std::collections::BTreeSet;
 
-    let broker = TestBroker::start_async().await;
     let spec = large_spec(8);
-    let cluster = ext::cluster_name(&spec).unwrap().to_owned();
-    let source_events = format!("sources/maestro/consumers/{cluster}/sourceevents");
-    let mut peer = Probe::connect(&broker.url()).await.unwrap();
-    peer.subscribe("sources/maestro/consumers/+/agentevents")
-        .await
-        .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let mut cfg = AgentConfig::new(&cluster, broker.url(), dir.path());
-    cfg.source_id = "maestro".into();
-    cfg.chunk_bytes = Some(1024);
-    cfg.applier = ApplierConfig::Sim {
-        ready_delay: Duration::from_millis(200),
-    };
-    let agent = start_agent(cfg).await.expect("agent starts");
-    peer.recv_matching(WAIT, |m| {
-        decode(m).is_ok_and(|e| e.ty().ends_with("spec.resync_request"))
-    })
-    .await
-    .expect("the agent subscribes and asks for a resync");
+    let MaestroPeer {
+        _broker,
+        mut peer,
+        _dir,
+        agent,
+        source_events,
+        ..
+    } = MaestroPeer::start(&spec, |cfg| cfg.chunk_bytes = Some(1024)).await;
 
     let whole = encode(&spec, source_events.clone()).unwrap();
     let good = chunks::split(whole.clone(), 1024, &BTreeSet::new());

@@ -6,6 +6,7 @@
 
 use std::path::Path;
 
+use ocm_edge_hub::admin::client::AdminClient;
 use ocm_edge_hub::admin::messages::ClusterView;
 use ocm_edge_tests::broker::TestBroker;
 use ocm_edge_tests::fleet::{Fleet, FleetOptions, WAIT, has_true_condition};
@@ -120,6 +121,21 @@ async fn agent_behind(link: &ShapedLink, broker_url: &str, data_dir: &str) -> Sp
     Spawned::start("test-agent edge-1 (behind a 2G link)", &ip, &args).await
 }
 
+/// Waits until the hub shows version `version` of work `big` applied on edge-1.
+async fn applied(admin: &AdminClient, version: i64) {
+    wait_for(
+        &format!("version {version} applied over the 2G link"),
+        SLOW_WAIT,
+        || async {
+            admin.get_work("edge-1", "big").await.ok().filter(|w| {
+                w.status_version == Some(version) && has_true_condition(&w.conditions, "Applied")
+            })
+        },
+    )
+    .await
+    .unwrap();
+}
+
 /// What the spy has seen the agent send so far: (births, spec resync requests).
 fn seen(spy: &mut Probe, count: &mut (usize, usize)) -> (usize, usize) {
     for m in spy.drain() {
@@ -176,15 +192,7 @@ async fn a_300_kib_work_crosses_a_2g_link_without_a_flap_and_a_transfer_cut_by_a
         .await;
     let admin = fleet.admin().await;
     let started = std::time::Instant::now();
-    wait_for("version 1 applied over the 2G link", SLOW_WAIT, || async {
-        admin
-            .get_work("edge-1", "big")
-            .await
-            .ok()
-            .filter(|w| w.status_version == Some(1) && has_true_condition(&w.conditions, "Applied"))
-    })
-    .await
-    .unwrap();
+    applied(admin, 1).await;
     let whole = link.bytes_to_edge() - before;
     eprintln!(
         "2G link: {WORK_KIB} KiB work applied in {:?}, {whole} bytes sent toward the edge",
@@ -213,15 +221,7 @@ async fn a_300_kib_work_crosses_a_2g_link_without_a_flap_and_a_transfer_cut_by_a
     .unwrap();
     agent.kill9().await;
     let agent = agent_behind(&link, &broker.url(), &data_dir).await;
-    wait_for("version 2 applied after the restart", SLOW_WAIT, || async {
-        admin
-            .get_work("edge-1", "big")
-            .await
-            .ok()
-            .filter(|w| w.status_version == Some(2) && has_true_condition(&w.conditions, "Applied"))
-    })
-    .await
-    .unwrap();
+    applied(admin, 2).await;
     let resumed = link.bytes_to_edge() - before;
     eprintln!(
         "2G link: update cut at 70 % by a killed agent, then resumed: {resumed} bytes sent toward \
