@@ -36,6 +36,16 @@ fn run(program: &str, args: &[&str]) -> Result<(), NetnsError> {
     }
 }
 
+/// Gives the host end (in the test's namespace) and the edge end (in `ns`) their addresses and
+/// brings both up, with the namespace's loopback.
+fn addresses_up(ns: &str, host: (&str, &str), edge: (&str, &str)) -> Result<(), NetnsError> {
+    run("ip", &["addr", "add", host.1, "dev", host.0])?;
+    run("ip", &["link", "set", host.0, "up"])?;
+    run("ip", &["-n", ns, "addr", "add", edge.1, "dev", edge.0])?;
+    run("ip", &["-n", ns, "link", "set", edge.0, "up"])?;
+    run("ip", &["-n", ns, "link", "set", "lo", "up"])
+}
+
 /// `ip netns exec NS program args...` as a program and its arguments.
 fn exec_in(ns: &str, program: &Path, args: &[&str]) -> (PathBuf, Vec<String>) {
     let mut all = vec![
@@ -130,14 +140,7 @@ impl EdgeLink {
             ],
         )?;
         run("ip", &["link", "set", &link.edge_if, "netns", ns])?;
-        run("ip", &["addr", "add", &host, "dev", &link.host_if])?;
-        run("ip", &["link", "set", &link.host_if, "up"])?;
-        run(
-            "ip",
-            &["-n", ns, "addr", "add", &edge, "dev", &link.edge_if],
-        )?;
-        run("ip", &["-n", ns, "link", "set", &link.edge_if, "up"])?;
-        run("ip", &["-n", ns, "link", "set", "lo", "up"])?;
+        addresses_up(ns, (&link.host_if, &host), (&link.edge_if, &edge))?;
         Ok(link)
     }
 
@@ -298,14 +301,7 @@ impl ShapedLink {
                 None => run("sysctl", &["-q", "-w", &key]),
             };
         }
-        run("ip", &["addr", "add", &host, "dev", &link.host_if])?;
-        run("ip", &["link", "set", &link.host_if, "up"])?;
-        run(
-            "ip",
-            &["-n", ns, "addr", "add", &edge, "dev", &link.edge_if],
-        )?;
-        run("ip", &["-n", ns, "link", "set", &link.edge_if, "up"])?;
-        run("ip", &["-n", ns, "link", "set", "lo", "up"])?;
+        addresses_up(ns, (&link.host_if, &host), (&link.edge_if, &edge))?;
         Ok(link)
     }
 
