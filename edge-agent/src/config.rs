@@ -29,6 +29,10 @@ pub const DEFAULT_CHUNK_BYTES: u32 = 16 * 1024;
 /// 16 KiB chunks, a ping reply waits behind at most 64 KiB (8 s at 64 kbit/s), so a slow link
 /// stays up while a large work crosses it.
 pub const DEFAULT_RECEIVE_MAXIMUM: u16 = 4;
+/// Default stall after which the agent asks for the rest of an unfinished chunked transfer: a
+/// 16 KiB chunk takes 2 s at 64 kbit/s, so two minutes without one means it is not coming (e.g.
+/// a broker dropped it).
+pub const DEFAULT_TRANSFER_STALL: Duration = Duration::from_secs(120);
 /// Shortest lease the hub accepts (issue 4).
 pub const MIN_LEASE_DURATION_SECONDS: i32 = 5;
 /// Shortest MQTT keepalive rumqttc accepts.
@@ -99,6 +103,9 @@ pub struct AgentConfig {
     pub chunk_bytes: Option<u32>,
     /// MQTT Receive Maximum announced to the broker (at least 1).
     pub receive_maximum: u16,
+    /// How long an unfinished chunked transfer may go without a new piece, while connected,
+    /// before the agent asks the hub for the rest (a spec resync listing the chunks it holds).
+    pub transfer_stall: Duration,
 }
 
 impl AgentConfig {
@@ -132,6 +139,7 @@ impl AgentConfig {
             reconnect_max: Backoff::default().max,
             chunk_bytes: Some(DEFAULT_CHUNK_BYTES),
             receive_maximum: DEFAULT_RECEIVE_MAXIMUM,
+            transfer_stall: DEFAULT_TRANSFER_STALL,
         }
     }
 

@@ -441,3 +441,64 @@ async fn forged_chunked_transfers_are_refused_by_the_agent_and_a_good_one_is_app
     assert_eq!(c.specs_applied, 1, "{c:?}");
     agent.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn an_agent_whose_chunked_transfer_stalls_asks_for_the_missing_chunks_only() {
+    use ocm_edge_schemas::wire::chunks::{self, HELD_CHUNKS_EXTENSION};
+    use std::collections::BTreeSet;
+
+    let spec = large_spec(8);
+    let MaestroPeer {
+        _broker,
+        mut peer,
+        _dir,
+        agent,
+        source_events,
+        ..
+    } = MaestroPeer::start(&spec, |cfg| {
+        cfg.chunk_bytes = Some(1024);
+        cfg.transfer_stall = Duration::from_secs(1);
+        cfg.health_interval = Duration::from_millis(200);
+    })
+    .await;
+    let pieces = chunks::split(
+        encode(&spec, source_events).unwrap(),
+        1024,
+        &BTreeSet::new(),
+    );
+    // The head and three chunks arrive; the rest never does (a broker dropped them).
+    for m in &pieces[..4] {
+        peer.publish(m).await.unwrap();
+    }
+    let digest = chunks::digest(&encode(&spec, "t").unwrap().payload);
+    let asked = peer
+        .recv_matching(WAIT, |m| {
+            decode(m).is_ok_and(|e| {
+                e.ty().ends_with("spec.resync_request")
+                    && e.extension(HELD_CHUNKS_EXTENSION).is_some()
+            })
+        })
+        .await
+        .expect("the agent asks for the rest of the stalled transfer");
+    let held = decode(&asked).unwrap();
+    assert_eq!(
+        held.extension(HELD_CHUNKS_EXTENSION)
+            .map(ToString::to_string),
+        Some(format!("{digest}:0-2")),
+        "it lists exactly the chunks it holds"
+    );
+    // The rest (a head again, as a resend starts with one, and the missing chunks) completes it.
+    peer.publish(&pieces[0]).await.unwrap();
+    for m in &pieces[4..] {
+        peer.publish(m).await.unwrap();
+    }
+    let sim = agent.sim().unwrap();
+    wait_until("the stalled spec to be applied", WAIT, || {
+        let sim = sim.clone();
+        async move { sim.get("ConfigMap", "default", "blob").is_some() }
+    })
+    .await
+    .unwrap();
+    assert_eq!(agent.counters().borrow().transfers_completed, 1);
+    agent.shutdown().await.unwrap();
+}

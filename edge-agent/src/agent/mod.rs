@@ -241,6 +241,7 @@ pub async fn start_agent(cfg: AgentConfig) -> Result<AgentHandle, AgentError> {
         counters: counters_tx,
         publisher: None,
         api_healthy: None,
+        last_chunk_at: None,
     };
     // Started here, not in the task: certificates are read now, so a wrong path fails the start
     // instead of every reconnect.
@@ -270,6 +271,9 @@ pub(crate) struct Agent {
     join_retry: LeaseSchedule,
     api_healthy: Option<bool>,
     registration: Option<ManagedCluster>,
+    /// When the last piece of an unfinished chunked transfer arrived (or the agent last asked
+    /// for the rest of one).
+    last_chunk_at: Option<DateTime<Utc>>,
 }
 
 /// The only place the agent reads the clock: the shell passes `now` down to the pure core.
@@ -465,7 +469,7 @@ impl Agent {
                 Some(whole) => Some(whole),
                 None => return,
             },
-            Ok(Piece::Chunk(chunk)) => match self.on_chunk(msg, chunk) {
+            Ok(Piece::Chunk(chunk)) => match self.on_chunk(msg, chunk, now()) {
                 Some(whole) => Some(whole),
                 None => return,
             },
@@ -631,5 +635,6 @@ impl Agent {
             self.send_join_request(t);
         }
         self.renew_lease(t);
+        self.repair_stalled_transfer(t);
     }
 }

@@ -47,6 +47,31 @@ impl Agent {
         self.bump(|c| c.transfers_refused += 1);
     }
 
+    /// Asks the hub for the rest of an unfinished transfer that has had no new piece for
+    /// [`crate::AgentConfig::transfer_stall`] while connected: a spec resync, which lists the
+    /// chunks held, so the hub sends only the missing ones.
+    pub(super) fn repair_stalled_transfer(&mut self, t: DateTime<Utc>) {
+        let Some(since) = self.last_chunk_at else {
+            return;
+        };
+        let stall = chrono::Duration::from_std(self.cfg.transfer_stall).unwrap_or_default();
+        if self.publisher.is_none() || t - since < stall {
+            return;
+        }
+        let unfinished = self.store.held_chunks().map(|h| h.len()).unwrap_or(0);
+        if unfinished == 0 {
+            self.last_chunk_at = None;
+            return;
+        }
+        tracing::info!(
+            unfinished,
+            stalled_for = ?(t - since).to_std().unwrap_or_default(),
+            "a chunked transfer stalled; asking the hub for the rest"
+        );
+        self.last_chunk_at = Some(t);
+        self.send_spec_resync(t);
+    }
+
     /// Stores a head; returns the whole message when every chunk was already held.
     pub(super) fn on_transfer_head(
         &mut self,
@@ -135,11 +160,17 @@ impl Agent {
         if held >= head.count {
             return self.complete_transfer(&head.digest, &stored);
         }
+        self.last_chunk_at = Some(t);
         None
     }
 
     /// Stores a chunk; returns the whole message when it was the last one missing.
-    pub(super) fn on_chunk(&mut self, msg: &MqttMessage, chunk: ChunkInfo) -> Option<MqttMessage> {
+    pub(super) fn on_chunk(
+        &mut self,
+        msg: &MqttMessage,
+        chunk: ChunkInfo,
+        t: DateTime<Utc>,
+    ) -> Option<MqttMessage> {
         let head = match self.store.transfer_head(&chunk.digest) {
             Ok(Some(h)) => h,
             Ok(None) => {
@@ -189,6 +220,7 @@ impl Agent {
             }
         };
         tracing::debug!(digest = %chunk.digest, index = chunk.index, held, count = head.count, "chunk stored");
+        self.last_chunk_at = Some(t);
         if held >= head.count {
             return self.complete_transfer(&chunk.digest, &head);
         }
