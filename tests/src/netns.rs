@@ -58,6 +58,31 @@ fn exec_in(ns: &str, program: &Path, args: &[&str]) -> (PathBuf, Vec<String>) {
     (PathBuf::from("ip"), all)
 }
 
+/// Cuts a link silently: a `blackhole` qdisc on the host end (in the test's namespace) and on
+/// the edge end (in `ns`) drops every packet either way, nobody is told.
+fn blackhole(ns: &str, host_if: &str, edge_if: &str) -> Result<(), NetnsError> {
+    run("tc", &["qdisc", "add", "dev", host_if, "root", "blackhole"])?;
+    run(
+        "tc",
+        &[
+            "-n",
+            ns,
+            "qdisc",
+            "add",
+            "dev",
+            edge_if,
+            "root",
+            "blackhole",
+        ],
+    )
+}
+
+/// Removes the qdiscs [`blackhole`] added.
+fn unblackhole(ns: &str, host_if: &str, edge_if: &str) -> Result<(), NetnsError> {
+    run("tc", &["qdisc", "del", "dev", host_if, "root"])?;
+    run("tc", &["-n", ns, "qdisc", "del", "dev", edge_if, "root"])
+}
+
 /// Numbers the links of one test process (names and subnets must not collide).
 static NEXT: AtomicU32 = AtomicU32::new(0);
 
@@ -164,23 +189,7 @@ impl EdgeLink {
     /// # Errors
     /// [`NetnsError`] when `tc` fails.
     pub fn cut(&self) -> Result<(), NetnsError> {
-        run(
-            "tc",
-            &["qdisc", "add", "dev", &self.host_if, "root", "blackhole"],
-        )?;
-        run(
-            "tc",
-            &[
-                "-n",
-                &self.ns,
-                "qdisc",
-                "add",
-                "dev",
-                &self.edge_if,
-                "root",
-                "blackhole",
-            ],
-        )
+        blackhole(&self.ns, &self.host_if, &self.edge_if)
     }
 
     /// Restores a cut link.
@@ -188,11 +197,7 @@ impl EdgeLink {
     /// # Errors
     /// [`NetnsError`] when `tc` fails.
     pub fn restore(&self) -> Result<(), NetnsError> {
-        run("tc", &["qdisc", "del", "dev", &self.host_if, "root"])?;
-        run(
-            "tc",
-            &["-n", &self.ns, "qdisc", "del", "dev", &self.edge_if, "root"],
-        )
+        unblackhole(&self.ns, &self.host_if, &self.edge_if)
     }
 }
 
@@ -222,8 +227,38 @@ pub fn require_edge_link(test: &str) -> Option<EdgeLink> {
     Some(EdgeLink::create().unwrap_or_else(|e| panic!("{test}: cannot make the edge link: {e}")))
 }
 
+/// The /30s of 10.234.0.0/16, one for each shaped-link namespace `oe-shaped-{index}`.
+const SHAPED_SLOTS: u32 = 16_384;
+
+/// Claims a slot for a shaped link by creating its namespace `oe-shaped-{index}`, starting from
+/// an index picked from the process id and a counter and moving past names that exist. `ip netns
+/// add` refuses an existing name (it creates `/run/netns/NAME` exclusively), so links made at the
+/// same time, in this process or another, never share a namespace, device names or a subnet (all
+/// follow from the index); a namespace left behind by a killed test only takes its own slot.
+fn claim_shaped_slot() -> Result<(String, u32), NetnsError> {
+    const TRIES: u32 = 64;
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let first = ((std::process::id() % 1024) * 16 + n % 16) % SHAPED_SLOTS;
+    for k in 0..TRIES {
+        let index = (first + k) % SHAPED_SLOTS;
+        let ns = format!("oe-shaped-{index}");
+        match run("ip", &["netns", "add", &ns]) {
+            Ok(()) => return Ok((ns, index)),
+            Err(e) if e.detail.contains("File exists") => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Err(NetnsError {
+        command: format!("ip netns add oe-shaped-{first}.."),
+        detail: format!("{TRIES} namespaces in a row exist (left behind? see `ip netns list`)"),
+    })
+}
+
 /// An edge namespace behind a slow, lossy link: two TUN devices joined by the `link-shaper`
 /// process ([`crate::shaper`]), the edge one moved into the namespace. Same use as [`EdgeLink`].
+///
+/// Its counts (packets and bytes forwarded, lost, dropped by the queue, each way) are printed
+/// to stderr by the shaper when the link is dropped.
 #[derive(Debug)]
 pub struct ShapedLink {
     ns: String,
@@ -235,8 +270,18 @@ pub struct ShapedLink {
 }
 
 impl ShapedLink {
-    /// Starts `shaper` (the `link-shaper` binary) with `params`, and makes the namespace and
-    /// the link, with addresses on a /30 of 10.234.0.0/16.
+    /// Why shaped-link tests cannot run here (as [`EdgeLink::unavailable`], or no TUN devices),
+    /// or `None`.
+    pub fn unavailable() -> Option<String> {
+        EdgeLink::unavailable().or_else(|| {
+            (!Path::new("/dev/net/tun").exists())
+                .then(|| "no /dev/net/tun (TUN devices: `modprobe tun`)".to_owned())
+        })
+    }
+
+    /// Starts `shaper` (the `link-shaper` binary) with `params` and `seed` (the same seed loses
+    /// and delays the same packets), and makes the namespace and the link, with addresses on a
+    /// /30 of 10.234.0.0/16.
     ///
     /// # Errors
     /// [`NetnsError`] when a step fails (what was made so far is removed).
@@ -246,20 +291,22 @@ impl ShapedLink {
         seed: u64,
     ) -> Result<ShapedLink, NetnsError> {
         use std::io::BufRead;
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let id = (std::process::id() % 4000) * 16 + n % 16;
-        let base = (id % 16384) * 4;
+        let (ns, index) = claim_shaped_slot()?;
+        let base = index * 4;
         let octets = |last: u32| {
             let v = base + last;
             Ipv4Addr::new(10, 234, (v >> 8) as u8, (v & 0xff) as u8)
         };
-        let (host_if, edge_if) = (format!("oeth{id}"), format!("oete{id}"));
-        let command = format!("{} --edge-tun {edge_if}", shaper.display());
+        let (host_if, edge_if) = (format!("oeth{index}"), format!("oete{index}"));
+        let command = format!(
+            "{} --edge-tun {edge_if} --host-tun {host_if}",
+            shaper.display()
+        );
         let fail = |detail: String| NetnsError {
             command: command.clone(),
             detail,
         };
-        let mut child = Command::new(shaper)
+        let spawned = Command::new(shaper)
             .args(["--edge-tun", &edge_if, "--host-tun", &host_if])
             .args(["--rate-bps", &params.rate_bps.to_string()])
             .args(["--delay-ms", &params.delay.as_millis().to_string()])
@@ -269,13 +316,16 @@ impl ShapedLink {
             .args(["--seed", &seed.to_string()])
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
-            .spawn()
-            .map_err(|e| fail(e.to_string()))?;
-        let stdout = child.stdout.take().expect("stdout is piped");
-        let mut line = String::new();
-        let ready = std::io::BufReader::new(stdout).read_line(&mut line);
-        let link = ShapedLink {
-            ns: format!("oe-shaped-{id}"),
+            .spawn();
+        let child = match spawned {
+            Ok(child) => child,
+            Err(e) => {
+                let _ = run("ip", &["netns", "del", &ns]);
+                return Err(fail(e.to_string()));
+            }
+        };
+        let mut link = ShapedLink {
+            ns,
             host_if,
             edge_if,
             host_ip: octets(1),
@@ -283,15 +333,21 @@ impl ShapedLink {
             shaper: child,
         };
         // From here on, drop stops the shaper and removes the namespace.
+        let stdout = link.shaper.stdout.take().expect("stdout is piped");
+        let mut line = String::new();
+        let ready = std::io::BufReader::new(stdout).read_line(&mut line);
         if !matches!(ready, Ok(n) if n > 0 && line.trim() == "READY") {
-            return Err(fail(format!("it did not print READY (got {line:?})")));
+            let status = link.shaper.try_wait().ok().flatten();
+            return Err(fail(format!(
+                "it did not print READY (got {line:?}, exit status {status:?}; its stderr says why)"
+            )));
         }
         let ns = link.ns.as_str();
         let (host, edge) = (
             format!("{}/30", link.host_ip),
             format!("{}/30", link.edge_ip),
         );
-        run("ip", &["netns", "add", ns])?;
+        // The shaper holds the edge device's file descriptor; the device still moves.
         run("ip", &["link", "set", &link.edge_if, "netns", ns])?;
         for (netns, dev) in [(None, &link.host_if), (Some(ns), &link.edge_if)] {
             // No IPv6 chatter (router solicitations) on a link whose bytes a test counts.
@@ -320,6 +376,23 @@ impl ShapedLink {
         exec_in(&self.ns, program, args)
     }
 
+    /// Cuts the link silently, as [`EdgeLink::cut`]: nothing more enters it either way, nobody
+    /// is told. Packets already inside the shaper (queued or in flight) still arrive.
+    ///
+    /// # Errors
+    /// [`NetnsError`] when `tc` fails.
+    pub fn cut(&self) -> Result<(), NetnsError> {
+        blackhole(&self.ns, &self.host_if, &self.edge_if)
+    }
+
+    /// Restores a cut link.
+    ///
+    /// # Errors
+    /// [`NetnsError`] when `tc` fails.
+    pub fn restore(&self) -> Result<(), NetnsError> {
+        unblackhole(&self.ns, &self.host_if, &self.edge_if)
+    }
+
     /// Bytes the test's namespace has sent toward the edge (before the link loses any).
     pub fn bytes_to_edge(&self) -> u64 {
         let path = format!("/sys/class/net/{}/statistics/tx_bytes", self.host_if);
@@ -332,15 +405,20 @@ impl ShapedLink {
 
 impl Drop for ShapedLink {
     fn drop(&mut self) {
-        // Closing its stdin stops the shaper; its TUN devices go with it.
+        // Closing its stdin makes the shaper print its counts and exit (its TUN devices go with
+        // it); it is killed if it has not within a second.
         drop(self.shaper.stdin.take());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+        while matches!(self.shaper.try_wait(), Ok(None)) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         let _ = self.shaper.kill();
         let _ = self.shaper.wait();
         let _ = run("ip", &["netns", "del", &self.ns]);
     }
 }
 
-/// A shaped link for a test, or `None` after printing why the test is skipped (as
+/// A shaped link for a test (seed 1), or `None` after printing why the test is skipped (as
 /// [`require_edge_link`]).
 ///
 /// # Panics
@@ -350,7 +428,7 @@ pub fn require_shaped_link(
     shaper: &Path,
     params: crate::shaper::LinkParams,
 ) -> Option<ShapedLink> {
-    if let Some(why) = EdgeLink::unavailable() {
+    if let Some(why) = ShapedLink::unavailable() {
         assert!(
             std::env::var_os("OCM_EDGE_REQUIRE_NETNS").is_none(),
             "{test}: {why}, but OCM_EDGE_REQUIRE_NETNS is set"

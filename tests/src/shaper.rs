@@ -125,25 +125,31 @@ pub struct DirectionStats {
     pub lost: AtomicU64,
     /// Packets dropped by a full queue.
     pub queue_drops: AtomicU64,
+    /// Packets the far device refused when their time came (it was down, e.g. while being moved
+    /// into its namespace); the link goes on.
+    pub write_errors: AtomicU64,
 }
 
 impl std::fmt::Display for DirectionStats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "packets={} bytes={} lost={} queue_drops={}",
+            "packets={} bytes={} lost={} queue_drops={} write_errors={}",
             self.packets.load(Ordering::Relaxed),
             self.bytes.load(Ordering::Relaxed),
             self.lost.load(Ordering::Relaxed),
-            self.queue_drops.load(Ordering::Relaxed)
+            self.queue_drops.load(Ordering::Relaxed),
+            self.write_errors.load(Ordering::Relaxed)
         )
     }
 }
 
-/// Moves packets from `from` to `to` through one [`Direction`] until an I/O error.
+/// Moves packets from `from` to `to` through one [`Direction`] until reading `from` fails.
+/// A packet `to` refuses (a device that is down answers EIO) is counted in
+/// [`DirectionStats::write_errors`] and dropped, as a real link would lose it.
 ///
 /// # Errors
-/// The first read or write error of a device.
+/// The first read error of `from`.
 pub async fn run(
     from: Arc<tun_rs::AsyncDevice>,
     to: Arc<tun_rs::AsyncDevice>,
@@ -156,13 +162,15 @@ pub async fn run(
     let writer = tokio::spawn(async move {
         while let Some((at, packet)) = rx.recv().await {
             tokio::time::sleep_until(start + at).await;
-            to.send(&packet).await?;
+            if to.send(&packet).await.is_err() {
+                writer_stats.write_errors.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
             writer_stats.packets.fetch_add(1, Ordering::Relaxed);
             writer_stats
                 .bytes
                 .fetch_add(packet.len() as u64, Ordering::Relaxed);
         }
-        Ok::<(), std::io::Error>(())
     });
     let mut buf = vec![0u8; 65_536];
     let result = loop {

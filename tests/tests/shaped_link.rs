@@ -1,5 +1,6 @@
 //! The link shaper itself, with real TCP through it: a 64 kbit/s link cannot carry 64 KiB in less
-//! than 8 s, and a link that loses everything carries nothing. Needs root; skipped otherwise.
+//! than 8 s, a link that loses everything carries nothing, a cut link carries nothing until it is
+//! restored, and the shaper reports its counts when told to stop. Needs root; skipped otherwise.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -90,4 +91,93 @@ async fn a_link_that_loses_everything_carries_nothing() {
     assert!(!status.success(), "no connection can be made");
     let accepted = tokio::time::timeout(Duration::from_millis(100), listener.accept()).await;
     assert!(accepted.is_err(), "nobody connected");
+}
+
+/// Whether bash in the edge namespace connects to `port` on the host side within `secs`.
+async fn connects_from_edge(link: &ShapedLink, port: u16, secs: u32) -> bool {
+    let script = format!("echo hi > /dev/tcp/{}/{port}", link.host_ip());
+    let (ip, args) = link.exec_args(
+        Path::new("timeout"),
+        &[&secs.to_string(), "bash", "-c", &script],
+    );
+    tokio::process::Command::new(ip)
+        .args(args)
+        .status()
+        .await
+        .is_ok_and(|s| s.success())
+}
+
+#[tokio::test]
+async fn a_cut_shaped_link_carries_nothing_until_it_is_restored() {
+    let params = LinkParams {
+        loss: 0.0,
+        ..LinkParams::two_g()
+    };
+    let Some(link) = require_shaped_link("shaped, cut", Path::new(SHAPER), params) else {
+        return;
+    };
+    let listener = tokio::net::TcpListener::bind((link.host_ip(), 0))
+        .await
+        .unwrap();
+    let port = listener.local_addr().unwrap().port();
+    link.cut().unwrap();
+    assert!(
+        !connects_from_edge(&link, port, 3).await,
+        "cut: no connection"
+    );
+    link.restore().unwrap();
+    // A handshake takes about two one-way delays; 10 s leaves room for a slow machine.
+    assert!(
+        connects_from_edge(&link, port, 10).await,
+        "restored: connects"
+    );
+    let accepted = tokio::time::timeout(Duration::from_secs(5), listener.accept()).await;
+    assert!(accepted.is_ok(), "the connection arrived");
+}
+
+#[tokio::test]
+async fn the_shaper_prints_its_counts_and_exits_on_sigterm() {
+    if let Some(why) = ShapedLink::unavailable() {
+        assert!(
+            std::env::var_os("OCM_EDGE_REQUIRE_NETNS").is_none(),
+            "{why}, but OCM_EDGE_REQUIRE_NETNS is set"
+        );
+        eprintln!("SKIPPED the_shaper_prints_its_counts_and_exits_on_sigterm: {why}");
+        return;
+    }
+    // Devices of its own (no link needed): names no other test or process uses.
+    let id = std::process::id();
+    let (edge, host) = (format!("oetqe{id}"), format!("oetqh{id}"));
+    let mut shaper = tokio::process::Command::new(SHAPER)
+        .args(["--edge-tun", &edge, "--host-tun", &host])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdout = shaper.stdout.take().unwrap();
+    let mut ready = [0u8; 6];
+    stdout.read_exact(&mut ready).await.unwrap();
+    assert_eq!(&ready, b"READY\n");
+    // Its stdin stays open: the signal alone must end it.
+    let pid = shaper.id().unwrap().to_string();
+    let killed = tokio::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .await
+        .unwrap();
+    assert!(killed.success());
+    let mut stderr = shaper.stderr.take().unwrap();
+    let mut said = String::new();
+    let exited = tokio::time::timeout(Duration::from_secs(5), async {
+        stderr.read_to_string(&mut said).await.unwrap();
+        shaper.wait().await.unwrap()
+    })
+    .await
+    .expect("the shaper exits on SIGTERM");
+    assert!(exited.success(), "{exited:?}: {said}");
+    for direction in ["host->edge packets=", "edge->host packets="] {
+        assert!(said.contains(direction), "{said}");
+    }
 }

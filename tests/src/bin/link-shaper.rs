@@ -3,7 +3,7 @@
 //! --loss 0.03 --queue-packets 50 --seed 1]`. Prints `READY` once both devices exist (the caller
 //! then moves E into the edge namespace and gives both addresses), shapes both directions with
 //! `ocm_edge_tests::shaper`, and on SIGTERM, SIGINT or a closed stdin prints one line of counts
-//! per direction to stderr and exits.
+//! per direction to stderr and exits (with an error instead if a device can no longer be read).
 
 use std::io::Write;
 use std::sync::Arc;
@@ -77,21 +77,27 @@ async fn main() -> anyhow::Result<()> {
         Direction::new(params, args.seed.wrapping_add(1)),
         up.clone(),
     ));
-    let stdin_closed = async {
-        use tokio::io::AsyncReadExt;
-        let mut stdin = tokio::io::stdin();
+    // A plain thread, not `tokio::io::stdin`: its blocking read cannot be cancelled and would
+    // keep the runtime from shutting down after SIGTERM while the caller still holds stdin.
+    let (closed, stdin_closed) = tokio::sync::oneshot::channel::<()>();
+    std::thread::spawn(move || {
+        use std::io::Read;
         let mut buf = [0u8; 64];
-        while stdin.read(&mut buf).await.is_ok_and(|n| n > 0) {}
-    };
+        while std::io::stdin().read(&mut buf).is_ok_and(|n| n > 0) {}
+        let _ = closed.send(());
+    });
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = tokio::signal::ctrl_c() => {}
-        () = stdin_closed => {}
-        r = to_edge => eprintln!("host-to-edge direction stopped: {r:?}"),
-        r = to_host => eprintln!("edge-to-host direction stopped: {r:?}"),
-    }
+    let stopped = tokio::select! {
+        _ = term.recv() => None,
+        _ = tokio::signal::ctrl_c() => None,
+        _ = stdin_closed => None,
+        r = to_edge => Some(format!("host-to-edge direction stopped: {r:?}")),
+        r = to_host => Some(format!("edge-to-host direction stopped: {r:?}")),
+    };
     eprintln!("link-shaper host->edge {down}");
     eprintln!("link-shaper edge->host {up}");
-    Ok(())
+    match stopped {
+        Some(why) => anyhow::bail!(why),
+        None => Ok(()),
+    }
 }
