@@ -61,6 +61,11 @@ async fn main() -> anyhow::Result<()> {
     };
     let edge = device(&args.edge_tun)?;
     let host = device(&args.host_tun)?;
+    // Handlers before READY: a caller may signal as soon as it reads it, and an unhandled
+    // SIGTERM would kill the shaper without its counts.
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
     println!("READY");
     std::io::stdout().flush()?;
     let down = Arc::new(DirectionStats::default());
@@ -86,10 +91,9 @@ async fn main() -> anyhow::Result<()> {
         while std::io::stdin().read(&mut buf).is_ok_and(|n| n > 0) {}
         let _ = closed.send(());
     });
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let stopped = tokio::select! {
         _ = term.recv() => None,
-        _ = tokio::signal::ctrl_c() => None,
+        _ = int.recv() => None,
         _ = stdin_closed => None,
         r = to_edge => Some(format!("host-to-edge direction stopped: {r:?}")),
         r = to_host => Some(format!("edge-to-host direction stopped: {r:?}")),
