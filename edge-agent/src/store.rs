@@ -106,6 +106,8 @@ pub struct TransferHead {
     pub user_properties: Vec<(String, String)>,
     /// Number of chunks.
     pub count: u32,
+    /// Payload bytes in total.
+    pub total: u32,
     /// `ce-resourceid` of the spec it carries (older transfers of it are dropped).
     pub resource_id: String,
     /// When the head arrived, in Unix milliseconds (the oldest transfer is dropped first).
@@ -122,6 +124,15 @@ impl TransferHead {
             user_properties: self.user_properties.clone(),
         }
     }
+}
+
+/// Chunks of `digest` in `table`, counted by key.
+fn count_chunks(
+    table: &impl ReadableTable<&'static str, &'static [u8]>,
+    digest: &str,
+) -> Result<u32> {
+    let (from, to) = chunk_range(digest);
+    Ok(table.range(from.as_str()..to.as_str())?.count() as u32)
 }
 
 fn chunk_key(digest: &str, index: u32) -> String {
@@ -354,11 +365,16 @@ impl Store {
         let held = {
             let mut t = tx.open_table(TRANSFER_CHUNKS)?;
             t.insert(chunk_key(digest, index).as_str(), bytes)?;
-            let (from, to) = chunk_range(digest);
-            t.range(from.as_str()..to.as_str())?.count() as u32
+            count_chunks(&t, digest)?
         };
         tx.commit()?;
         Ok(held)
+    }
+
+    /// How many chunks of a transfer are held (their keys counted, their bytes not read).
+    pub fn chunks_held(&self, digest: &str) -> Result<u32> {
+        let tx = self.db.begin_read()?;
+        count_chunks(&tx.open_table(TRANSFER_CHUNKS)?, digest)
     }
 
     /// The chunks of a transfer, in index order.
@@ -438,6 +454,7 @@ mod tests {
             content_type: None,
             user_properties: vec![],
             count: 3,
+            total: 3000,
             resource_id: resource_id.into(),
             received_ms,
         }

@@ -753,11 +753,17 @@ impl HubLoop {
             return vec![msg];
         }
         // What the agent held when it asked; used once (afterwards it may have finished and
-        // dropped them, so a later resend sends everything).
-        let held = offer
-            .held
-            .remove(&chunks::digest(&msg.payload))
-            .unwrap_or_default();
+        // dropped them, so a later resend sends everything). The payload is hashed here only
+        // when the agent holds something (`split` hashes it anyway): a fleet-wide write of a
+        // large work hashes each cluster's copy once, not twice.
+        let held = if offer.held.is_empty() {
+            Default::default()
+        } else {
+            offer
+                .held
+                .remove(&chunks::digest(&msg.payload))
+                .unwrap_or_default()
+        };
         let bytes = msg.payload.len();
         let pieces = chunks::split(msg, offer.chunk_bytes, &held);
         let sending = pieces.len().saturating_sub(1);

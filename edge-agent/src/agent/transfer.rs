@@ -127,6 +127,7 @@ impl Agent {
             content_type: msg.content_type.clone(),
             user_properties: msg.user_properties.clone(),
             count: head.count,
+            total: head.total,
             resource_id: resource_id.to_owned(),
             received_ms: t.timestamp_millis(),
         };
@@ -139,12 +140,12 @@ impl Agent {
                     for d in dropped {
                         tracing::info!(digest = %d, "dropped the oldest unfinished transfer");
                     }
-                    self.store.transfer_chunks(&head.digest).map(|c| c.len())
+                    self.store.chunks_held(&head.digest)
                 }
                 Err(e) => Err(e),
             };
         let held = match held {
-            Ok(n) => n as u32,
+            Ok(n) => n,
             Err(e) => {
                 tracing::error!(error = %e, "cannot store a transfer head");
                 return None;
@@ -185,7 +186,7 @@ impl Agent {
                 return None;
             }
         };
-        let total = head_total(&head).unwrap_or(MAX_TRANSFER_BYTES);
+        let largest = self.largest_chunk(head.total);
         if chunk.count != head.count {
             self.refuse_transfer(
                 &chunk.digest,
@@ -196,14 +197,13 @@ impl Agent {
             );
             return None;
         }
-        if msg.payload.len() > self.largest_chunk(total) as usize {
+        if msg.payload.len() > largest as usize {
             self.refuse_transfer(
                 &chunk.digest,
                 &format!(
-                    "chunk {} is {} bytes, larger than the {} this agent asked for",
+                    "chunk {} is {} bytes, larger than the {largest} this agent asked for",
                     chunk.index,
                     msg.payload.len(),
-                    self.largest_chunk(total)
                 ),
             );
             return None;
@@ -271,12 +271,5 @@ impl Agent {
     fn largest_chunk(&self, total: u32) -> u32 {
         let own = self.cfg.chunk_bytes.unwrap_or(0);
         own.max(total.div_ceil(MAX_CHUNKS))
-    }
-}
-
-fn head_total(head: &TransferHead) -> Option<u32> {
-    match chunks::classify(&head.message()).ok()? {
-        chunks::Piece::Head(h) => Some(h.total),
-        _ => None,
     }
 }
