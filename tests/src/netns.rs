@@ -86,14 +86,69 @@ fn unblackhole(ns: &str, host_if: &str, edge_if: &str) -> Result<(), NetnsError>
 /// Numbers the links of one test process (names and subnets must not collide).
 static NEXT: AtomicU32 = AtomicU32::new(0);
 
-/// An edge namespace and its veth link to the test's namespace.
+/// The two ends of a link between the test's namespace and an edge namespace, and what a test
+/// does with them; [`EdgeLink`] and [`ShapedLink`] dereference to it.
 #[derive(Debug)]
-pub struct EdgeLink {
+pub struct LinkEnds {
     ns: String,
     host_if: String,
     edge_if: String,
     host_ip: Ipv4Addr,
     edge_ip: Ipv4Addr,
+}
+
+impl LinkEnds {
+    /// The test namespace's address on the link (where a broker for the edge listens).
+    pub fn host_ip(&self) -> Ipv4Addr {
+        self.host_ip
+    }
+
+    /// The edge namespace's address.
+    pub fn edge_ip(&self) -> Ipv4Addr {
+        self.edge_ip
+    }
+
+    /// `ip` and the arguments that run `program args...` inside the edge namespace.
+    pub fn exec_args(&self, program: &Path, args: &[&str]) -> (PathBuf, Vec<String>) {
+        exec_in(&self.ns, program, args)
+    }
+
+    /// Cuts the link silently: nothing more enters it either way (a `blackhole` qdisc on both
+    /// ends), nobody is told. On a shaped link, packets already inside the shaper still arrive.
+    ///
+    /// # Errors
+    /// [`NetnsError`] when `tc` fails.
+    pub fn cut(&self) -> Result<(), NetnsError> {
+        blackhole(&self.ns, &self.host_if, &self.edge_if)
+    }
+
+    /// Restores a cut link.
+    ///
+    /// # Errors
+    /// [`NetnsError`] when `tc` fails.
+    pub fn restore(&self) -> Result<(), NetnsError> {
+        unblackhole(&self.ns, &self.host_if, &self.edge_if)
+    }
+
+    /// Bytes the test's namespace has sent toward the edge (before a shaped link loses any).
+    pub fn bytes_to_edge(&self) -> u64 {
+        let path = format!("/sys/class/net/{}/statistics/tx_bytes", self.host_if);
+        std::fs::read_to_string(path)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+/// An edge namespace and its veth link to the test's namespace.
+#[derive(Debug)]
+pub struct EdgeLink(LinkEnds);
+
+impl std::ops::Deref for EdgeLink {
+    type Target = LinkEnds;
+    fn deref(&self) -> &LinkEnds {
+        &self.0
+    }
 }
 
 impl EdgeLink {
@@ -139,13 +194,13 @@ impl EdgeLink {
             let v = base + last;
             Ipv4Addr::new(10, 233, (v >> 8) as u8, (v & 0xff) as u8)
         };
-        let link = EdgeLink {
+        let link = EdgeLink(LinkEnds {
             ns: format!("oe-edge-{id}"),
             host_if: format!("oeh{id}"),
             edge_if: format!("oee{id}"),
             host_ip: octets(1),
             edge_ip: octets(2),
-        };
+        });
         let host = format!("{}/30", link.host_ip);
         let edge = format!("{}/30", link.edge_ip);
         let ns = link.ns.as_str();
@@ -168,37 +223,6 @@ impl EdgeLink {
         addresses_up(ns, (&link.host_if, &host), (&link.edge_if, &edge))?;
         Ok(link)
     }
-
-    /// The test namespace's address on the link (where a broker for the edge listens).
-    pub fn host_ip(&self) -> Ipv4Addr {
-        self.host_ip
-    }
-
-    /// The edge namespace's address.
-    pub fn edge_ip(&self) -> Ipv4Addr {
-        self.edge_ip
-    }
-
-    /// `ip` and the arguments that run `program args...` inside the edge namespace.
-    pub fn exec_args(&self, program: &Path, args: &[&str]) -> (PathBuf, Vec<String>) {
-        exec_in(&self.ns, program, args)
-    }
-
-    /// Cuts the link silently: every packet either way is dropped, nobody is told.
-    ///
-    /// # Errors
-    /// [`NetnsError`] when `tc` fails.
-    pub fn cut(&self) -> Result<(), NetnsError> {
-        blackhole(&self.ns, &self.host_if, &self.edge_if)
-    }
-
-    /// Restores a cut link.
-    ///
-    /// # Errors
-    /// [`NetnsError`] when `tc` fails.
-    pub fn restore(&self) -> Result<(), NetnsError> {
-        unblackhole(&self.ns, &self.host_if, &self.edge_if)
-    }
 }
 
 impl Drop for EdgeLink {
@@ -210,18 +234,30 @@ impl Drop for EdgeLink {
     }
 }
 
+/// Whether `test` must be skipped because of `unavailable` (then it says why on stderr).
+///
+/// # Panics
+/// When it must be skipped but `OCM_EDGE_REQUIRE_NETNS` is set (CI on a machine that must run
+/// these tests).
+pub fn skipped(test: &str, unavailable: Option<String>) -> bool {
+    let Some(why) = unavailable else {
+        return false;
+    };
+    assert!(
+        std::env::var_os("OCM_EDGE_REQUIRE_NETNS").is_none(),
+        "{test}: {why}, but OCM_EDGE_REQUIRE_NETNS is set"
+    );
+    eprintln!("SKIPPED {test}: {why}");
+    true
+}
+
 /// The link for a test, or `None` after printing why the test is skipped.
 ///
 /// # Panics
 /// When the link cannot be made although the machine can (a harness failure), or when it cannot
 /// and `OCM_EDGE_REQUIRE_NETNS` is set (CI on a machine that must run these tests).
 pub fn require_edge_link(test: &str) -> Option<EdgeLink> {
-    if let Some(why) = EdgeLink::unavailable() {
-        assert!(
-            std::env::var_os("OCM_EDGE_REQUIRE_NETNS").is_none(),
-            "{test}: {why}, but OCM_EDGE_REQUIRE_NETNS is set"
-        );
-        eprintln!("SKIPPED {test}: {why}");
+    if skipped(test, EdgeLink::unavailable()) {
         return None;
     }
     Some(EdgeLink::create().unwrap_or_else(|e| panic!("{test}: cannot make the edge link: {e}")))
@@ -261,12 +297,15 @@ fn claim_shaped_slot() -> Result<(String, u32), NetnsError> {
 /// to stderr by the shaper when the link is dropped.
 #[derive(Debug)]
 pub struct ShapedLink {
-    ns: String,
-    host_if: String,
-    edge_if: String,
-    host_ip: Ipv4Addr,
-    edge_ip: Ipv4Addr,
+    ends: LinkEnds,
     shaper: std::process::Child,
+}
+
+impl std::ops::Deref for ShapedLink {
+    type Target = LinkEnds;
+    fn deref(&self) -> &LinkEnds {
+        &self.ends
+    }
 }
 
 impl ShapedLink {
@@ -325,11 +364,13 @@ impl ShapedLink {
             }
         };
         let mut link = ShapedLink {
-            ns,
-            host_if,
-            edge_if,
-            host_ip: octets(1),
-            edge_ip: octets(2),
+            ends: LinkEnds {
+                ns,
+                host_if,
+                edge_if,
+                host_ip: octets(1),
+                edge_ip: octets(2),
+            },
             shaper: child,
         };
         // From here on, drop stops the shaper and removes the namespace.
@@ -360,47 +401,6 @@ impl ShapedLink {
         addresses_up(ns, (&link.host_if, &host), (&link.edge_if, &edge))?;
         Ok(link)
     }
-
-    /// The test namespace's address on the link (where a broker for the edge listens).
-    pub fn host_ip(&self) -> Ipv4Addr {
-        self.host_ip
-    }
-
-    /// The edge namespace's address.
-    pub fn edge_ip(&self) -> Ipv4Addr {
-        self.edge_ip
-    }
-
-    /// `ip` and the arguments that run `program args...` inside the edge namespace.
-    pub fn exec_args(&self, program: &Path, args: &[&str]) -> (PathBuf, Vec<String>) {
-        exec_in(&self.ns, program, args)
-    }
-
-    /// Cuts the link silently, as [`EdgeLink::cut`]: nothing more enters it either way, nobody
-    /// is told. Packets already inside the shaper (queued or in flight) still arrive.
-    ///
-    /// # Errors
-    /// [`NetnsError`] when `tc` fails.
-    pub fn cut(&self) -> Result<(), NetnsError> {
-        blackhole(&self.ns, &self.host_if, &self.edge_if)
-    }
-
-    /// Restores a cut link.
-    ///
-    /// # Errors
-    /// [`NetnsError`] when `tc` fails.
-    pub fn restore(&self) -> Result<(), NetnsError> {
-        unblackhole(&self.ns, &self.host_if, &self.edge_if)
-    }
-
-    /// Bytes the test's namespace has sent toward the edge (before the link loses any).
-    pub fn bytes_to_edge(&self) -> u64 {
-        let path = format!("/sys/class/net/{}/statistics/tx_bytes", self.host_if);
-        std::fs::read_to_string(path)
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-            .unwrap_or(0)
-    }
 }
 
 impl Drop for ShapedLink {
@@ -428,12 +428,7 @@ pub fn require_shaped_link(
     shaper: &Path,
     params: crate::shaper::LinkParams,
 ) -> Option<ShapedLink> {
-    if let Some(why) = ShapedLink::unavailable() {
-        assert!(
-            std::env::var_os("OCM_EDGE_REQUIRE_NETNS").is_none(),
-            "{test}: {why}, but OCM_EDGE_REQUIRE_NETNS is set"
-        );
-        eprintln!("SKIPPED {test}: {why}");
+    if skipped(test, ShapedLink::unavailable()) {
         return None;
     }
     Some(

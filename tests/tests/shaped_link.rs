@@ -5,25 +5,45 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use ocm_edge_tests::netns::{ShapedLink, require_shaped_link};
+use ocm_edge_tests::netns::{ShapedLink, require_shaped_link, skipped};
 use ocm_edge_tests::shaper::LinkParams;
 use tokio::io::AsyncReadExt;
 
 const SHAPER: &str = env!("CARGO_BIN_EXE_link-shaper");
 
-/// Sends `bytes` zero bytes from the edge namespace to `port` on the host side with bash's
-/// /dev/tcp; returns whether bash succeeded.
-async fn send_from_edge(link: &ShapedLink, port: u16, bytes: usize) -> bool {
-    let script = format!(
-        "head -c {bytes} /dev/zero > /dev/tcp/{}/{port}",
-        link.host_ip()
+/// Runs `bash -c script` in the edge namespace for at most `secs`; whether it succeeded.
+///
+/// # Panics
+/// When it cannot be run at all (a harness failure, never a "no").
+async fn edge_bash(link: &ShapedLink, secs: u32, script: &str) -> bool {
+    let (ip, args) = link.exec_args(
+        Path::new("timeout"),
+        &[&secs.to_string(), "bash", "-c", script],
     );
-    let (ip, args) = link.exec_args(Path::new("timeout"), &["20", "bash", "-c", &script]);
     tokio::process::Command::new(ip)
         .args(args)
         .status()
         .await
-        .is_ok_and(|s| s.success())
+        .expect("ip netns exec runs")
+        .success()
+}
+
+/// Sends `bytes` zero bytes from the edge namespace to `port` on the host side with bash's
+/// /dev/tcp; returns whether bash succeeded.
+async fn send_from_edge(link: &ShapedLink, port: u16, bytes: usize) -> bool {
+    let host = link.host_ip();
+    edge_bash(
+        link,
+        20,
+        &format!("head -c {bytes} /dev/zero > /dev/tcp/{host}/{port}"),
+    )
+    .await
+}
+
+/// Whether bash in the edge namespace connects to `port` on the host side within `secs`.
+async fn connects_from_edge(link: &ShapedLink, port: u16, secs: u32) -> bool {
+    let host = link.host_ip();
+    edge_bash(link, secs, &format!("echo hi > /dev/tcp/{host}/{port}")).await
 }
 
 #[tokio::test]
@@ -74,37 +94,12 @@ async fn a_link_that_loses_everything_carries_nothing() {
         .await
         .unwrap();
     let port = listener.local_addr().unwrap().port();
-    let (ip, args) = link.exec_args(
-        Path::new("timeout"),
-        &[
-            "3",
-            "bash",
-            "-c",
-            &format!("echo hi > /dev/tcp/{}/{port}", link.host_ip()),
-        ],
+    assert!(
+        !connects_from_edge(&link, port, 3).await,
+        "no connection can be made"
     );
-    let status = tokio::process::Command::new(ip)
-        .args(args)
-        .status()
-        .await
-        .unwrap();
-    assert!(!status.success(), "no connection can be made");
     let accepted = tokio::time::timeout(Duration::from_millis(100), listener.accept()).await;
     assert!(accepted.is_err(), "nobody connected");
-}
-
-/// Whether bash in the edge namespace connects to `port` on the host side within `secs`.
-async fn connects_from_edge(link: &ShapedLink, port: u16, secs: u32) -> bool {
-    let script = format!("echo hi > /dev/tcp/{}/{port}", link.host_ip());
-    let (ip, args) = link.exec_args(
-        Path::new("timeout"),
-        &[&secs.to_string(), "bash", "-c", &script],
-    );
-    tokio::process::Command::new(ip)
-        .args(args)
-        .status()
-        .await
-        .is_ok_and(|s| s.success())
 }
 
 #[tokio::test]
@@ -137,12 +132,10 @@ async fn a_cut_shaped_link_carries_nothing_until_it_is_restored() {
 
 #[tokio::test]
 async fn the_shaper_prints_its_counts_and_exits_on_sigterm() {
-    if let Some(why) = ShapedLink::unavailable() {
-        assert!(
-            std::env::var_os("OCM_EDGE_REQUIRE_NETNS").is_none(),
-            "{why}, but OCM_EDGE_REQUIRE_NETNS is set"
-        );
-        eprintln!("SKIPPED the_shaper_prints_its_counts_and_exits_on_sigterm: {why}");
+    if skipped(
+        "the_shaper_prints_its_counts_and_exits_on_sigterm",
+        ShapedLink::unavailable(),
+    ) {
         return;
     }
     // Devices of its own (no link needed): names no other test or process uses.
