@@ -2,9 +2,11 @@
 //! alone on the same broker, with the ratio of the two. Wall-clock figures, printed, never asserted.
 //!
 //! - [`worker`]: the worker processes that run the agents (real or ideal).
+//! - [`hub_process`]: the hub in a process of its own (its figures are the hub's, not the bench's).
 //! - [`procfs`]: memory and CPU figures from `/proc`.
 //! - this file: the two runs and the [`Report`].
 
+pub mod hub_process;
 pub mod procfs;
 pub mod worker;
 
@@ -18,14 +20,16 @@ use anyhow::{Context, bail};
 use futures::StreamExt;
 use ocm_edge_hub::admin::client::AdminClient;
 use ocm_edge_hub::admin::messages::CreateWork;
-use ocm_edge_hub::{BrokerConfig, HubConfig, start_hub};
 use ocm_edge_mqtt::{BrokerUrl, Session, SessionConfig, SessionEvent};
 use ocm_edge_schemas::api::meta::{ConditionStatus, find_condition};
 use ocm_edge_schemas::wire::MqttMessage;
 use tokio::process::{Child, ChildStdin, Command};
 
-use crate::broker::{MAX_PACKET_BYTES, TestBroker};
+use crate::broker::MAX_PACKET_BYTES;
+#[cfg(feature = "rumqttd")]
+use crate::broker::TestBroker;
 use crate::probe::Probe;
+use hub_process::HubProcess;
 use worker::{IDEAL_READY, IDEAL_SOURCE, cluster_name};
 
 /// Options of one benchmark run.
@@ -67,7 +71,7 @@ pub fn default_agents_dir() -> Option<PathBuf> {
 /// The broker of a run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BenchBroker {
-    /// The hub's embedded broker, in the hub's (the bench's) process.
+    /// The hub's embedded broker, in the hub's process (as `ocm-edge hub` runs by default).
     Embedded,
     /// A Mosquitto the bench starts on a free port (installed: `apt-get install mosquitto`).
     Mosquitto,
@@ -122,10 +126,14 @@ impl std::fmt::Display for BenchBroker {
     }
 }
 
-/// A running broker of a run (stopped when dropped, if the bench started it).
+/// A running broker of a run that is not the hub's own (stopped when dropped, if the bench
+/// started it).
 #[derive(Debug)]
 enum RunningBroker {
-    Embedded(TestBroker),
+    /// The hub child's embedded broker.
+    InHub,
+    #[cfg(feature = "rumqttd")]
+    Rumqttd(TestBroker),
     Mosquitto(crate::mosquitto::Mosquitto),
     External(String),
 }
@@ -133,7 +141,7 @@ enum RunningBroker {
 impl RunningBroker {
     async fn start(which: &BenchBroker) -> anyhow::Result<Self> {
         Ok(match which {
-            BenchBroker::Embedded => RunningBroker::Embedded(TestBroker::start_async().await),
+            BenchBroker::Embedded => RunningBroker::InHub,
             BenchBroker::Mosquitto => {
                 let program = crate::mosquitto::find_program("mosquitto").ok_or_else(|| {
                     anyhow::anyhow!("--broker mosquitto: `mosquitto` is not installed (apt-get install mosquitto)")
@@ -143,7 +151,7 @@ impl RunningBroker {
             #[cfg(feature = "rumqttd")]
             BenchBroker::Rumqttd(tuning) => {
                 let tuning = *tuning;
-                RunningBroker::Embedded(
+                RunningBroker::Rumqttd(
                     tokio::task::spawn_blocking(move || TestBroker::start_rumqttd(tuning))
                         .await??,
                 )
@@ -152,9 +160,12 @@ impl RunningBroker {
         })
     }
 
-    fn url(&self) -> String {
+    /// What the hub child is told: `embedded` or the broker's URL.
+    fn for_hub(&self) -> String {
         match self {
-            RunningBroker::Embedded(b) => b.url(),
+            RunningBroker::InHub => "embedded".to_owned(),
+            #[cfg(feature = "rumqttd")]
+            RunningBroker::Rumqttd(b) => b.url(),
             RunningBroker::Mosquitto(m) => m.url(),
             RunningBroker::External(u) => u.clone(),
         }
@@ -187,7 +198,7 @@ pub struct Report {
     pub statuses_counted: Duration,
     /// Transport alone: one spec-sized message per cluster, one status-sized reply each.
     pub transport: Duration,
-    /// Hub process (hub + embedded broker + admin client + spy) CPU per converging round
+    /// Hub process (hub + its embedded broker when it has one) CPU per converging round
     /// (rounds 2..R; round 1 when there is only one).
     pub hub_cpu_converge: Duration,
     /// Worker processes' (the agents') CPU per converging round, summed: on one box the agents
@@ -477,13 +488,11 @@ where
 pub async fn run(opts: &BenchOptions, dir: &Path) -> anyhow::Result<Report> {
     let n = opts.agents;
     let broker = RunningBroker::start(&opts.broker).await?;
-    let url = broker.url();
+    let hub = HubProcess::start(&dir.join("hub"), &broker.for_hub(), opts.intakes)
+        .await
+        .context("hub starts")?;
+    let url = hub.url().to_owned();
     let (tally, spy_task) = spy(&url).await?;
-
-    let mut hub_cfg = HubConfig::new(dir.join("hub"));
-    hub_cfg.broker = BrokerConfig::External { url: url.clone() };
-    hub_cfg.intakes = opts.intakes;
-    let hub = start_hub(hub_cfg).await.context("hub starts")?;
     let admin = AdminClient::connect_with_timeout(&url, "ocm-edge", opts.timeout).await?;
 
     // Real fleet.
@@ -542,7 +551,7 @@ pub async fn run(opts: &BenchOptions, dir: &Path) -> anyhow::Result<Report> {
     let mut cpu_rounds = Duration::ZERO;
     let mut agents_cpu_rounds = Duration::ZERO;
     for round in 1..=opts.rounds.max(1) {
-        let cpu0 = procfs::cpu_time("self");
+        let cpu0 = hub.cpu_time();
         let agents_cpu0 = workers.cpu_time();
         let t0 = Instant::now();
         // Each round changes the image, so every cluster gets a new version of the work.
@@ -582,10 +591,10 @@ pub async fn run(opts: &BenchOptions, dir: &Path) -> anyhow::Result<Report> {
         })
         .await?;
         rounds.push(t0.elapsed());
-        let cpu = procfs::cpu_time("self").saturating_sub(cpu0);
+        let cpu = hub.cpu_time().saturating_sub(cpu0);
         let agents_cpu = workers.cpu_time().saturating_sub(agents_cpu0);
         if round == 1 {
-            hub_memory_first = procfs::memory("self");
+            hub_memory_first = hub.memory();
         }
         if round > 1 || opts.rounds <= 1 {
             cpu_rounds += cpu;
@@ -600,8 +609,8 @@ pub async fn run(opts: &BenchOptions, dir: &Path) -> anyhow::Result<Report> {
     });
     let hub_cpu_converge = cpu_rounds / (opts.rounds.max(2) - 1) as u32;
     let agents_cpu_converge = agents_cpu_rounds / (opts.rounds.max(2) - 1) as u32;
-    let hub_memory = procfs::memory("self");
-    let hub_open_files = procfs::open_files();
+    let hub_memory = hub.memory();
+    let hub_open_files = hub.open_files();
     let agents_rss_kib = workers.rss_kib();
 
     let (spec_bytes, status_bytes, bytes_per_cluster, messages_per_cluster_by_type) = {
@@ -634,11 +643,7 @@ pub async fn run(opts: &BenchOptions, dir: &Path) -> anyhow::Result<Report> {
 
     spy_task.abort();
     admin.disconnect().await;
-    hub.shutdown().await?;
-    let broker_dropped = match (&broker, &opts.broker) {
-        (RunningBroker::Embedded(b), BenchBroker::Embedded) => Some(b.dropped()),
-        _ => None,
-    };
+    let broker_dropped = hub.stop().await?;
     drop(broker);
     Ok(Report {
         broker_dropped,

@@ -45,9 +45,9 @@ pub fn cpu_time(pid: &str) -> Duration {
     Duration::from_millis(total * 1000 / TICKS_PER_SECOND)
 }
 
-/// Open file descriptors of this process.
-pub fn open_files() -> usize {
-    std::fs::read_dir("/proc/self/fd")
+/// Open file descriptors of `pid` (`"self"` for this process).
+pub fn open_files(pid: &str) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
         .map(|d| d.count())
         .unwrap_or(0)
 }

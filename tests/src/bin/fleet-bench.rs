@@ -81,6 +81,16 @@ enum Worker {
         #[arg(long, default_value_t = 0)]
         reply_bytes: usize,
     },
+    /// Internal: run the hub of a run in its own process (started by fleet-bench itself).
+    Hub {
+        #[arg(long)]
+        data_dir: PathBuf,
+        /// `embedded` or a broker URL.
+        #[arg(long)]
+        broker: String,
+        #[arg(long)]
+        intakes: usize,
+    },
 }
 
 #[tokio::main]
@@ -93,6 +103,14 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let args = Args::parse();
+    if let Some(Worker::Hub {
+        data_dir,
+        broker,
+        intakes,
+    }) = args.worker
+    {
+        return ocm_edge_tests::bench::hub_process::serve(data_dir, &broker, intakes).await;
+    }
     if let Some(Worker::Worker {
         mode,
         broker,
