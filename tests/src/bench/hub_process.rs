@@ -3,8 +3,11 @@
 //! admin client lists every work while it polls and its spy receives every message, and neither
 //! runs in a real hub.
 //!
-//! The child prints `ready <broker-url>` once the hub is subscribed, stops when its stdin closes,
+//! The child prints `ready <broker-url> <pid>` once the hub is subscribed, stops when its stdin closes,
 //! and prints `broker-dropped <n>` (embedded broker) before it exits.
+//!
+//! To profile the hub, set [`WRAPPER_ENV`] to a command line the hub child runs under, e.g.
+//! `FLEET_BENCH_HUB_WRAPPER="heaptrack -o /tmp/hub"` or `"perf record -e cpu-clock -g -o /tmp/hub.perf"`.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -16,6 +19,9 @@ use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 use super::procfs;
+
+/// Environment variable: a command (split on spaces) the hub child is started under.
+pub const WRAPPER_ENV: &str = "FLEET_BENCH_HUB_WRAPPER";
 
 /// How long the hub child may take to say `ready`.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
@@ -45,7 +51,8 @@ pub async fn serve(data_dir: PathBuf, broker: &str, intakes: usize) -> anyhow::R
     tokio::time::timeout(START_TIMEOUT, hub.subscribed())
         .await
         .context("the hub did not subscribe to its broker")?;
-    println!("ready {}", hub.broker_url());
+    // Its own pid: under a wrapper the bench's child is the wrapper.
+    println!("ready {} {}", hub.broker_url(), std::process::id());
     crate::process::wait_stdin_closed().await;
     let dropped = hub.embedded_broker().map(|b| b.stats().dropped());
     hub.shutdown().await?;
@@ -72,7 +79,17 @@ impl HubProcess {
     /// When it cannot start or does not say `ready` in time.
     pub async fn start(data_dir: &Path, broker: &str, intakes: usize) -> anyhow::Result<Self> {
         let exe = std::env::current_exe().context("path of fleet-bench")?;
-        let mut child = Command::new(&exe)
+        let wrapper = std::env::var(WRAPPER_ENV).unwrap_or_default();
+        let mut wrapper = wrapper.split_whitespace();
+        let mut cmd = match wrapper.next() {
+            Some(program) => {
+                let mut cmd = Command::new(program);
+                cmd.args(wrapper).arg(&exe);
+                cmd
+            }
+            None => Command::new(&exe),
+        };
+        let mut child = cmd
             .arg("hub")
             .arg("--data-dir")
             .arg(data_dir)
@@ -82,17 +99,16 @@ impl HubProcess {
             .kill_on_drop(true)
             .spawn()
             .with_context(|| format!("start the hub process ({} hub)", exe.display()))?;
-        let pid = child
-            .id()
-            .context("the hub process has no pid")?
-            .to_string();
         let stdin = child.stdin.take();
         let mut stdout =
             BufReader::new(child.stdout.take().context("hub stdout is piped")?).lines();
-        let url = tokio::time::timeout(START_TIMEOUT, async {
+        let (url, pid) = tokio::time::timeout(START_TIMEOUT, async {
             while let Some(line) = stdout.next_line().await? {
-                if let Some(url) = line.strip_prefix("ready ") {
-                    return Ok(url.to_owned());
+                if let Some((url, pid)) = line
+                    .strip_prefix("ready ")
+                    .and_then(|rest| rest.split_once(' '))
+                {
+                    return Ok((url.to_owned(), pid.trim().to_owned()));
                 }
             }
             bail!("the hub process exited before `ready` (see its stderr above)")

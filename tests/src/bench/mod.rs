@@ -208,6 +208,8 @@ pub struct Report {
     pub hub_memory_first: procfs::Memory,
     /// Hub process memory after the last round.
     pub hub_memory: procfs::Memory,
+    /// Hub process RSS after each round, round 1 first (where it levels off).
+    pub hub_rss_by_round_kib: Vec<u64>,
     /// Worker processes' resident memory after convergence, summed.
     pub agents_rss_kib: u64,
     /// Open files of the hub process after convergence.
@@ -290,6 +292,16 @@ impl std::fmt::Display for Report {
             self.rounds.len(),
             self.hub_memory.peak_kib,
             self.hub_open_files
+        )?;
+        let by_round: Vec<String> = self
+            .hub_rss_by_round_kib
+            .iter()
+            .map(|kib| format!("{:.0}", *kib as f64 / 1024.0))
+            .collect();
+        writeln!(
+            f,
+            "  hub process RSS by round (MB): {}",
+            by_round.join(", ")
         )?;
         writeln!(
             f,
@@ -548,6 +560,7 @@ pub async fn run(opts: &BenchOptions, dir: &Path) -> anyhow::Result<Report> {
     let mut rounds = Vec::with_capacity(opts.rounds.max(1));
     let mut statuses_counted = Duration::ZERO;
     let mut hub_memory_first = procfs::Memory::default();
+    let mut hub_rss_by_round_kib = Vec::with_capacity(opts.rounds.max(1));
     let mut cpu_rounds = Duration::ZERO;
     let mut agents_cpu_rounds = Duration::ZERO;
     for round in 1..=opts.rounds.max(1) {
@@ -593,9 +606,11 @@ pub async fn run(opts: &BenchOptions, dir: &Path) -> anyhow::Result<Report> {
         rounds.push(t0.elapsed());
         let cpu = hub.cpu_time().saturating_sub(cpu0);
         let agents_cpu = workers.cpu_time().saturating_sub(agents_cpu0);
+        let memory = hub.memory();
         if round == 1 {
-            hub_memory_first = hub.memory();
+            hub_memory_first = memory;
         }
+        hub_rss_by_round_kib.push(memory.rss_kib);
         if round > 1 || opts.rounds <= 1 {
             cpu_rounds += cpu;
             agents_cpu_rounds += agents_cpu;
@@ -610,6 +625,7 @@ pub async fn run(opts: &BenchOptions, dir: &Path) -> anyhow::Result<Report> {
     let hub_cpu_converge = cpu_rounds / (opts.rounds.max(2) - 1) as u32;
     let agents_cpu_converge = agents_cpu_rounds / (opts.rounds.max(2) - 1) as u32;
     let hub_memory = hub.memory();
+    hold_for_a_profiler().await;
     let hub_open_files = hub.open_files();
     let agents_rss_kib = workers.rss_kib();
 
@@ -663,6 +679,7 @@ pub async fn run(opts: &BenchOptions, dir: &Path) -> anyhow::Result<Report> {
         agents_cpu_converge,
         hub_memory_first,
         hub_memory,
+        hub_rss_by_round_kib,
         agents_rss_kib,
         hub_open_files,
         spec_bytes,
@@ -671,6 +688,23 @@ pub async fn run(opts: &BenchOptions, dir: &Path) -> anyhow::Result<Report> {
         messages_per_cluster_by_type,
     })
 }
+
+/// With [`HOLD_ENV`] set to N, waits N seconds after the last round with every agent still
+/// connected (the state `hub_rss_end_mb` is measured in), so a profiler attached to the hub (see
+/// [`hub_process::WRAPPER_ENV`]) can take its snapshot then.
+async fn hold_for_a_profiler() {
+    let Some(secs) = std::env::var(HOLD_ENV)
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+    else {
+        return;
+    };
+    eprintln!("fleet-bench: holding {secs} s after the last round ({HOLD_ENV})");
+    tokio::time::sleep(Duration::from_secs(secs)).await;
+}
+
+/// Environment variable: seconds to hold after the last round (profiling).
+pub const HOLD_ENV: &str = "FLEET_BENCH_HOLD_SECS";
 
 /// Whether the hub holds an Applied status for the version it has (not an older one's).
 fn applied(w: &ocm_edge_hub::admin::messages::WorkView) -> bool {
