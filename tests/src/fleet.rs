@@ -17,7 +17,7 @@ use std::time::Duration;
 use ocm_edge_agent::{
     AgentConfig, AgentCounters, AgentHandle, ApplierConfig, SimControl, start_agent,
 };
-use ocm_edge_hub::admin::client::AdminClient;
+use ocm_edge_hub::admin::client::{AdminClient, ConnectOptions};
 use ocm_edge_hub::admin::messages::CreateWork;
 use ocm_edge_hub::admin::messages::{ClusterState, ClusterView, HubStats, WorkView, WorkWritten};
 use ocm_edge_hub::{BrokerConfig, HubConfig, HubHandle, start_hub};
@@ -49,6 +49,20 @@ pub struct FleetOptions {
     pub lease_duration_seconds: i32,
     /// MQTT sessions the hub takes agent events on (`HubConfig::intakes`).
     pub hub_intakes: usize,
+    /// Every party logs in with a username and [`password_of`] it (a broker that wants
+    /// passwords): the hub as [`HUB_USER`], the admin client as [`OPERATOR_USER`], each agent
+    /// as its cluster name.
+    pub logins: bool,
+}
+
+/// The hub's broker username when [`FleetOptions::logins`] is set.
+pub const HUB_USER: &str = "ocm-edge-hub";
+/// The admin client's broker username when [`FleetOptions::logins`] is set.
+pub const OPERATOR_USER: &str = "ocm-edge-operator";
+
+/// The test password of broker user `user`.
+pub fn password_of(user: &str) -> String {
+    format!("{user}-secret")
 }
 
 impl Default for FleetOptions {
@@ -60,6 +74,7 @@ impl Default for FleetOptions {
             keepalive: Duration::from_secs(5),
             lease_duration_seconds: 5,
             hub_intakes: 1,
+            logins: false,
         }
     }
 }
@@ -178,6 +193,10 @@ impl Fleet {
         cfg.source_id = self.opts.source_id.clone();
         cfg.keepalive = Duration::from_secs(5);
         cfg.intakes = self.opts.hub_intakes;
+        if self.opts.logins {
+            cfg.broker_username = Some(HUB_USER.to_owned());
+            cfg.broker_password = Some(password_of(HUB_USER));
+        }
         cfg
     }
 
@@ -221,6 +240,10 @@ impl Fleet {
         cfg.join_retry = Duration::from_secs(1);
         cfg.reconnect_min = Duration::from_millis(100);
         cfg.reconnect_max = Duration::from_secs(1);
+        if self.opts.logins {
+            // The username defaults to the cluster name.
+            cfg.broker_password = Some(password_of(cluster));
+        }
         cfg
     }
 
@@ -309,7 +332,12 @@ impl Fleet {
     pub async fn admin(&self) -> &AdminClient {
         self.admin
             .get_or_init(|| async {
-                AdminClient::connect(&self.broker_url, &self.opts.source_id)
+                let connect = ConnectOptions {
+                    username: self.opts.logins.then(|| OPERATOR_USER.to_owned()),
+                    password: self.opts.logins.then(|| password_of(OPERATOR_USER)),
+                    ..ConnectOptions::default()
+                };
+                AdminClient::connect_with(&self.broker_url, &self.opts.source_id, &connect)
                     .await
                     .expect("admin client connects to the broker")
             })

@@ -29,5 +29,6 @@ pub mod netns;
 pub mod pki;
 pub mod probe;
 pub mod process;
+pub mod rmqtt_cluster;
 pub mod shaper;
 pub mod wait;
