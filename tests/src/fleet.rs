@@ -12,6 +12,8 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+
+use ocm_edge_mqtt::TlsFiles;
 use std::time::Duration;
 
 use ocm_edge_agent::{
@@ -53,6 +55,8 @@ pub struct FleetOptions {
     /// passwords): the hub as [`HUB_USER`], the admin client as [`OPERATOR_USER`], each agent
     /// as its cluster name.
     pub logins: bool,
+    /// The CA every party trusts for an `mqtts://` broker (the system's roots when `None`).
+    pub broker_ca_file: Option<PathBuf>,
 }
 
 /// The hub's broker username when [`FleetOptions::logins`] is set.
@@ -75,6 +79,7 @@ impl Default for FleetOptions {
             lease_duration_seconds: 5,
             hub_intakes: 1,
             logins: false,
+            broker_ca_file: None,
         }
     }
 }
@@ -193,6 +198,7 @@ impl Fleet {
         cfg.source_id = self.opts.source_id.clone();
         cfg.keepalive = Duration::from_secs(5);
         cfg.intakes = self.opts.hub_intakes;
+        cfg.broker_tls.ca_file = self.opts.broker_ca_file.clone();
         if self.opts.logins {
             cfg.broker_username = Some(HUB_USER.to_owned());
             cfg.broker_password = Some(password_of(HUB_USER));
@@ -240,6 +246,7 @@ impl Fleet {
         cfg.join_retry = Duration::from_secs(1);
         cfg.reconnect_min = Duration::from_millis(100);
         cfg.reconnect_max = Duration::from_secs(1);
+        cfg.tls.ca_file = self.opts.broker_ca_file.clone();
         if self.opts.logins {
             // The username defaults to the cluster name.
             cfg.broker_password = Some(password_of(cluster));
@@ -335,6 +342,10 @@ impl Fleet {
                 let connect = ConnectOptions {
                     username: self.opts.logins.then(|| OPERATOR_USER.to_owned()),
                     password: self.opts.logins.then(|| password_of(OPERATOR_USER)),
+                    tls: TlsFiles {
+                        ca_file: self.opts.broker_ca_file.clone(),
+                        ..TlsFiles::default()
+                    },
                     ..ConnectOptions::default()
                 };
                 AdminClient::connect_with(&self.broker_url, &self.opts.source_id, &connect)

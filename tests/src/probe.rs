@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use ocm_edge_mqtt::{Ack, BrokerUrl, Credentials, Publisher, Session, SessionConfig, SessionEvent};
+use ocm_edge_mqtt::{
+    Ack, BrokerUrl, Credentials, Publisher, Session, SessionConfig, SessionEvent, TlsFiles,
+};
 use ocm_edge_schemas::wire::MqttMessage;
 use tokio::sync::mpsc;
 
@@ -44,6 +46,8 @@ pub struct ProbeOptions {
     pub client_id: String,
     /// Username and password, for brokers with authentication.
     pub credentials: Option<(String, String)>,
+    /// CA (and client certificate) for an `mqtts://` broker.
+    pub tls: TlsFiles,
 }
 
 /// A connected raw MQTT 5 client (an [`ocm_edge_mqtt::Session`] that reports every SUBACK and
@@ -84,6 +88,7 @@ impl Probe {
         cfg.keepalive = Duration::from_secs(5);
         cfg.max_packet_bytes = MAX_PACKET_BYTES as u32;
         cfg.report_acks = true;
+        cfg.tls = opts.tls;
         cfg.credentials = opts
             .credentials
             .map(|(username, password)| Credentials { username, password });

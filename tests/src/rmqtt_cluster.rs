@@ -1,6 +1,7 @@
 //! An rmqtt broker cluster for tests: N `rmqtt-node` processes (tests/rmqtt-node, rmqtt 0.24 with
 //! its cluster-broadcast plugin) configured by the shipped files in
-//! `broker-config/rmqtt-cluster/`, with only the addresses, node ids and logins replaced.
+//! `broker-config/rmqtt-cluster/`, with only the addresses, node ids, certificate files and logins
+//! replaced. Clients connect with TLS (`mqtts://`) and trust the [`TestPki`]'s CA.
 //!
 //! `rmqtt-node` needs `protoc` to build, so it is not a workspace member: `.ci/run` builds it and
 //! sets [`NODE_ENV`]; locally, `cargo build --manifest-path tests/rmqtt-node/Cargo.toml` (with
@@ -11,13 +12,16 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use crate::broker::free_port;
+use crate::pki::TestPki;
 
 /// Environment variable naming the `rmqtt-node` binary.
 pub const NODE_ENV: &str = "OCM_EDGE_RMQTT_NODE";
 /// How long a node may take to listen.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// The addresses in the shipped files that a test replaces.
-const SHIPPED_LISTENER: &str = "0.0.0.0:1883";
+const SHIPPED_LISTENER: &str = "0.0.0.0:8883";
+const SHIPPED_CERT: &str = "/etc/rmqtt/certs/broker.pem";
+const SHIPPED_KEY: &str = "/etc/rmqtt/certs/broker-key.pem";
 const SHIPPED_RPC: &str = "0.0.0.0:5363";
 const SHIPPED_PEERS: &str = r#"node_grpc_addrs = ["1@10.0.0.1:5363", "2@10.0.0.2:5363"]"#;
 const LOGINS_BEGIN: &str = "# --- BEGIN logins";
@@ -77,12 +81,17 @@ impl Drop for Node {
 }
 
 impl RmqttCluster {
-    /// Starts `nodes` nodes that know each other, letting in exactly `logins` (username,
-    /// password) in place of the shipped file's logins.
+    /// Starts `nodes` nodes that know each other, serving `pki`'s broker certificate and letting
+    /// in exactly `logins` (username, password) in place of the shipped file's logins.
     ///
     /// # Panics
     /// When a node cannot be configured or does not listen: a harness failure.
-    pub fn start(program: &Path, nodes: usize, logins: &[(String, String)]) -> RmqttCluster {
+    pub fn start(
+        program: &Path,
+        nodes: usize,
+        pki: &TestPki,
+        logins: &[(String, String)],
+    ) -> RmqttCluster {
         let dir = tempfile::tempdir().expect("temporary directory");
         let ports: Vec<(u16, u16)> = (0..nodes)
             .map(|_| {
@@ -113,7 +122,10 @@ impl RmqttCluster {
         let acl = replace_logins(&read("plugins/rmqtt-acl.toml"), &rules);
         let broadcast = read("plugins/rmqtt-cluster-broadcast.toml");
         assert!(
-            broadcast.contains(SHIPPED_PEERS) && node_toml.contains(SHIPPED_LISTENER),
+            broadcast.contains(SHIPPED_PEERS)
+                && [SHIPPED_LISTENER, SHIPPED_RPC, SHIPPED_CERT, SHIPPED_KEY]
+                    .iter()
+                    .all(|shipped| node_toml.contains(shipped)),
             "broker-config/rmqtt-cluster changed its example addresses: update this harness"
         );
         let broadcast = broadcast.replace(SHIPPED_PEERS, &format!("node_grpc_addrs = [{peers}]"));
@@ -124,7 +136,9 @@ impl RmqttCluster {
             std::fs::create_dir_all(node_dir.join("plugins")).expect("node directory");
             let toml = node_toml
                 .replace(SHIPPED_LISTENER, &format!("127.0.0.1:{port}"))
-                .replace(SHIPPED_RPC, &format!("127.0.0.1:{rpc}"));
+                .replace(SHIPPED_RPC, &format!("127.0.0.1:{rpc}"))
+                .replace(SHIPPED_CERT, &pki.server_cert_file.display().to_string())
+                .replace(SHIPPED_KEY, &pki.server_key_file.display().to_string());
             let write = |name: &str, text: &str| {
                 std::fs::write(node_dir.join(name), text).expect("write node config")
             };
@@ -170,9 +184,9 @@ impl RmqttCluster {
         }
     }
 
-    /// `mqtt://127.0.0.1:PORT` of node `i` (0-based).
+    /// `mqtts://127.0.0.1:PORT` of node `i` (0-based).
     pub fn url(&self, i: usize) -> String {
-        format!("mqtt://127.0.0.1:{}", self.nodes[i].port)
+        format!("mqtts://127.0.0.1:{}", self.nodes[i].port)
     }
 
     /// Every node's log (for a failure message).

@@ -1,10 +1,12 @@
 //! ocm-edge on a broker cluster: two rmqtt nodes (rmqtt-cluster-broadcast) configured by the
-//! shipped `broker-config/rmqtt-cluster/` files, the hub on node 1 with two intakes sharing one
+//! shipped `broker-config/rmqtt-cluster/` files (TLS only, logins, per-cluster topic rules), the hub on node 1 with two intakes sharing one
 //! `$share/` subscription, one agent on each node. Works reach the agent on the other node, its
 //! statuses come back through the shared intake, and the shipped ACL holds across nodes.
 
+use ocm_edge_mqtt::TlsFiles;
 use ocm_edge_tests::fleet::{Fleet, FleetOptions, HUB_USER, OPERATOR_USER, password_of};
 use ocm_edge_tests::manifests::{feedback_integer, web_with_feedback};
+use ocm_edge_tests::pki::TestPki;
 use ocm_edge_tests::probe::{Probe, ProbeOptions};
 use ocm_edge_tests::rmqtt_cluster::{RmqttCluster, require_rmqtt_node};
 
@@ -23,15 +25,22 @@ async fn a_hub_on_one_rmqtt_node_serves_agents_on_both_nodes_through_shared_inta
     let Some(program) = require_rmqtt_node(test) else {
         return;
     };
-    let brokers = RmqttCluster::start(&program, 2, &logins());
+    let certs = tempfile::tempdir().unwrap();
+    let pki = TestPki::create(certs.path(), "cluster");
+    let brokers = RmqttCluster::start(&program, 2, &pki, &logins());
     let mut fleet = Fleet::on_broker(
         brokers.url(0),
         FleetOptions {
             hub_intakes: 2,
             logins: true,
+            broker_ca_file: Some(pki.ca_file.clone()),
             ..FleetOptions::default()
         },
     );
+    let tls = TlsFiles {
+        ca_file: Some(pki.ca_file.clone()),
+        ..TlsFiles::default()
+    };
     fleet.start_hub().await;
     fleet.agent(CLUSTERS[0]).start().await;
     let node_2 = brokers.url(1);
@@ -57,17 +66,29 @@ async fn a_hub_on_one_rmqtt_node_serves_agents_on_both_nodes_through_shared_inta
         }
     }
 
-    // The shipped ACL, on the node the hub is not on: no anonymous client, and edge-1 may not
-    // read edge-2's works (neither its topic nor a wildcard over every cluster).
+    // The shipped configuration, on the node the hub is not on: no plaintext (the TLS port does
+    // not speak it), no anonymous client, and edge-1 may not read edge-2's works (neither its
+    // topic nor a wildcard over every cluster).
+    let plaintext = node_2.replacen("mqtts://", "mqtt://", 1);
     assert!(
-        Probe::connect(&node_2).await.is_err(),
-        "an anonymous client was let in"
+        Probe::connect(&plaintext).await.is_err(),
+        "a plaintext client was let in"
     );
+    let anonymous = Probe::connect_with(
+        &node_2,
+        ProbeOptions {
+            tls: tls.clone(),
+            ..ProbeOptions::default()
+        },
+    )
+    .await;
+    assert!(anonymous.is_err(), "an anonymous client was let in");
     let mut edge_1 = Probe::connect_with(
         &node_2,
         ProbeOptions {
             client_id: "edge-1-intruder".into(),
             credentials: Some((CLUSTERS[0].into(), password_of(CLUSTERS[0]))),
+            tls,
         },
     )
     .await

@@ -44,6 +44,7 @@ async fn login(url: &str, user: &str) -> Probe {
         ProbeOptions {
             client_id: format!("{user}-client"),
             credentials: Some((user.to_owned(), format!("{user}-secret"))),
+            ..ProbeOptions::default()
         },
     )
     .await

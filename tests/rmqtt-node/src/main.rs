@@ -57,8 +57,16 @@ async fn main() -> anyhow::Result<()> {
 
     let mut server = MqttServer::new(scx);
     for l in conf.listeners.tcps.values() {
-        let listener = listener(l).bind()?.tcp()?;
-        server = server.listener(listener);
+        server = server.listener(listener(l).bind()?.tcp()?);
+    }
+    for l in conf.listeners.tlss.values() {
+        let tls = listener(l)
+            .tls_cert(l.cert.clone())
+            .tls_key(l.key.clone())
+            .tls_client_ca_certs(l.client_ca_certs.clone())
+            .tls_cross_certificate(l.cross_certificate)
+            .cert_cn_as_username(l.cert_cn_as_username);
+        server = server.listener(tls.bind()?.tls()?);
     }
     println!("ready");
     tokio::select! {
@@ -68,7 +76,7 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The listener a `[listener.tcp.NAME]` section describes (the settings ocm-edge relies on).
+/// The listener a `[listener.tcp.NAME]` or `[listener.tls.NAME]` section describes (the settings ocm-edge relies on).
 fn listener(l: &ListenerInner) -> Builder {
     Builder::new()
         .name(&l.name)
