@@ -19,7 +19,9 @@
 //! - [`request`]: [`Requester`], MQTT 5 request/response (the admin API's client side).
 //! - [`shutdown`]: the process shutdown signal (Ctrl-C, SIGTERM).
 //! - `broker` (feature `embedded-broker`): the embedded broker the hub runs by default.
+//! - [`acl`]: which identity may use which topic (the embedded broker's topic rules).
 
+pub mod acl;
 pub mod args;
 #[cfg(feature = "embedded-broker")]
 pub mod broker;

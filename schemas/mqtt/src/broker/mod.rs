@@ -53,7 +53,9 @@ pub enum BrokerLogin {
     /// Any client, without a username.
     #[default]
     Anonymous,
-    /// Only these username / password pairs; anything else is refused at CONNECT.
+    /// Only these username / password pairs; anything else is refused at CONNECT. Each user
+    /// may then use only its own topics ([`crate::acl`]: the hub, operator and dashboard
+    /// identities by name, any other username as the edge cluster of that name).
     Users(HashMap<String, String>),
 }
 
@@ -72,6 +74,7 @@ impl std::fmt::Debug for BrokerLogin {
 pub struct BrokerStats {
     dropped: AtomicU64,
     refused_logins: AtomicU64,
+    refused_topics: AtomicU64,
 }
 
 impl BrokerStats {
@@ -84,6 +87,15 @@ impl BrokerStats {
     /// CONNECTs refused for a wrong or missing username / password.
     pub fn refused_logins(&self) -> u64 {
         self.refused_logins.load(Ordering::Relaxed)
+    }
+
+    /// Subscriptions and publishes refused by the topic rules ([`crate::acl`]).
+    pub fn refused_topics(&self) -> u64 {
+        self.refused_topics.load(Ordering::Relaxed)
+    }
+
+    fn count_refused_topic(&self) -> u64 {
+        self.refused_topics.fetch_add(1, Ordering::Relaxed) + 1
     }
 
     fn count_dropped(&self) -> u64 {

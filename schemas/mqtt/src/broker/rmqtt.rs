@@ -17,12 +17,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use rmqtt::codec::v5::SubscribeAckReason;
 use rmqtt::context::ServerContext;
 use rmqtt::hook::{Handler, HookResult, Parameter, ReturnType, Type};
 use rmqtt::net::Builder;
 use rmqtt::server::MqttServer;
-use rmqtt::types::AuthResult;
+use rmqtt::types::{AuthResult, PublishAclResult, SubscribeAclResult};
 use tokio::sync::oneshot;
+
+use crate::acl::{self, Access};
 
 use super::{BrokerError, BrokerLogin, BrokerStats, MAX_CONNECTIONS, MAX_PACKET_BYTES};
 
@@ -145,9 +148,22 @@ async fn build(
             hooks
                 .add(
                     Type::ClientAuthenticate,
-                    Box::new(CheckLogin { users, stats }),
+                    Box::new(CheckLogin {
+                        users,
+                        stats: stats.clone(),
+                    }),
                 )
                 .await;
+            for hook in [Type::ClientSubscribeCheckAcl, Type::MessagePublishCheckAcl] {
+                hooks
+                    .add(
+                        hook,
+                        Box::new(TopicRules {
+                            stats: stats.clone(),
+                        }),
+                    )
+                    .await;
+            }
             false
         }
     };
@@ -202,6 +218,67 @@ impl Handler for CountDrops {
             }
         }
         (true, acc)
+    }
+}
+
+/// Lets each logged-in client use only its identity's topics ([`crate::acl`]); a refusal is
+/// counted ([`BrokerStats::refused_topics`]) and logged sparingly, and the client stays connected
+/// (a refused subscription gets a failure SUBACK, a refused publish is not delivered).
+struct TopicRules {
+    stats: Arc<BrokerStats>,
+}
+
+impl TopicRules {
+    fn refused(&self, user: &str, access: Access, topic: &str) {
+        let n = self.stats.count_refused_topic();
+        if n.is_power_of_two() {
+            tracing::warn!(
+                refused_so_far = n,
+                user,
+                ?access,
+                topic,
+                "embedded broker refused a topic this identity may not use (see ocm_edge_mqtt::acl)"
+            );
+        }
+    }
+}
+
+// rmqtt's trait elides `Parameter`'s lifetime; naming it here would not match the trait.
+#[allow(elided_lifetimes_in_paths)]
+#[async_trait]
+impl Handler for TopicRules {
+    async fn hook(&self, param: &Parameter, acc: Option<HookResult>) -> ReturnType {
+        match param {
+            Parameter::ClientSubscribeCheckAcl(session, subscribe) => {
+                let user = session.id.username.as_deref().unwrap_or_default();
+                let filter = &subscribe.topic_filter[..];
+                if acl::allowed(user, Access::Subscribe, filter) {
+                    return (true, acc);
+                }
+                self.refused(user, Access::Subscribe, filter);
+                (
+                    false,
+                    Some(HookResult::SubscribeAclResult(
+                        SubscribeAclResult::new_failure(SubscribeAckReason::NotAuthorized),
+                    )),
+                )
+            }
+            Parameter::MessagePublishCheckAcl(session, publish) => {
+                let user = session.id.username.as_deref().unwrap_or_default();
+                let topic = &publish.inner.topic[..];
+                if acl::allowed(user, Access::Publish, topic) {
+                    return (true, acc);
+                }
+                self.refused(user, Access::Publish, topic);
+                (
+                    false,
+                    Some(HookResult::PublishAclResult(PublishAclResult::rejected(
+                        false, None,
+                    ))),
+                )
+            }
+            _ => (true, acc),
+        }
     }
 }
 

@@ -1,0 +1,203 @@
+//! Who may use which topic: ocm-edge's topic rules per broker identity, the same rules as
+//! `broker-config/mosquitto/ocm-edge.acl` and `broker-config/rmqtt-cluster/plugins/rmqtt-acl.toml`,
+//! for the embedded broker when it knows its clients' identities.
+//!
+//! - [`HUB_USER`]: every work and registration topic (`sources/#`), the admin API and the
+//!   dashboard (`ocm-edge/#`).
+//! - [`OPERATOR_USER`] (the CLI): publish admin requests, read admin responses and dashboards.
+//! - [`DASHBOARD_USER`]: read dashboards.
+//! - any other username is an edge cluster of that name: read its own spec topic and the
+//!   broadcast, publish its own agent events and agent broadcast. Nothing else.
+//!
+//! A subscription filter is allowed only when every topic it can match is allowed (a cluster may
+//! not subscribe to `sources/+/consumers/+/sourceevents`). A username that could act as a
+//! wildcard or a topic level (`+`, `#`, `/`, empty) is no cluster: it may use nothing.
+
+/// The hub's identity.
+pub const HUB_USER: &str = "ocm-edge-hub";
+/// The CLI's identity (operators).
+pub const OPERATOR_USER: &str = "ocm-edge-operator";
+/// The read-only dashboard identity.
+pub const DASHBOARD_USER: &str = "ocm-edge-dashboard";
+
+/// What a client wants to do with a topic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Publish on a topic name.
+    Publish,
+    /// Subscribe to a topic filter (a `$share/GROUP/` prefix already removed).
+    Subscribe,
+}
+
+/// Whether `username` may `access` `topic` (a topic name to publish on, or a filter to subscribe
+/// to).
+pub fn allowed(username: &str, access: Access, topic: &str) -> bool {
+    let patterns: Vec<String> = match (username, access) {
+        (HUB_USER, _) => vec!["sources/#".into(), "ocm-edge/#".into()],
+        (OPERATOR_USER, Access::Publish) => vec!["ocm-edge/+/admin/requests".into()],
+        (OPERATOR_USER, Access::Subscribe) => vec![
+            "ocm-edge/+/admin/responses/#".into(),
+            "ocm-edge/+/dashboard/#".into(),
+        ],
+        (DASHBOARD_USER, Access::Subscribe) => vec!["ocm-edge/+/dashboard/#".into()],
+        (DASHBOARD_USER, Access::Publish) => vec![],
+        (cluster, _) if !is_plain_level(cluster) => vec![],
+        (cluster, Access::Subscribe) => vec![
+            format!("sources/+/consumers/{cluster}/sourceevents"),
+            "sources/+/sourcebroadcast".into(),
+        ],
+        (cluster, Access::Publish) => vec![
+            format!("sources/+/consumers/{cluster}/agentevents"),
+            format!("sources/{cluster}/agentbroadcast"),
+        ],
+    };
+    let is_name = access == Access::Publish;
+    if is_name && topic.contains(['+', '#']) {
+        return false;
+    }
+    patterns.iter().any(|p| covers(p, topic))
+}
+
+/// A username that is one literal topic level.
+fn is_plain_level(name: &str) -> bool {
+    !name.is_empty() && !name.contains(['+', '#', '/']) && !name.starts_with('$')
+}
+
+/// Whether every topic `filter` matches is matched by `pattern` (both MQTT filters).
+fn covers(pattern: &str, filter: &str) -> bool {
+    let mut f = filter.split('/');
+    for p in pattern.split('/') {
+        if p == "#" {
+            // `a/#` matches `a` and everything below it.
+            return true;
+        }
+        let Some(level) = f.next() else {
+            return false;
+        };
+        let ok = match (p, level) {
+            (_, "#") => false,
+            ("+", _) => true,
+            (_, "+") => false,
+            (p, level) => p == level,
+        };
+        if !ok {
+            return false;
+        }
+    }
+    f.next().is_none()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A_SPEC: &str = "sources/ocm-edge/consumers/edge-a/sourceevents";
+    const B_SPEC: &str = "sources/ocm-edge/consumers/edge-b/sourceevents";
+    const A_STATUS: &str = "sources/ocm-edge/consumers/edge-a/agentevents";
+    const B_STATUS: &str = "sources/ocm-edge/consumers/edge-b/agentevents";
+
+    #[test]
+    fn a_cluster_reads_its_own_works_and_the_broadcast_and_nothing_else() {
+        let sub = |t| allowed("edge-a", Access::Subscribe, t);
+        assert!(sub(A_SPEC));
+        assert!(sub("sources/+/consumers/edge-a/sourceevents"));
+        assert!(sub("sources/ocm-edge/sourcebroadcast"));
+        assert!(!sub(B_SPEC));
+        assert!(!sub("sources/ocm-edge/consumers/+/sourceevents"));
+        assert!(!sub("sources/#"));
+        assert!(!sub("#"));
+        assert!(!sub("sources/ocm-edge/consumers/edge-a/#"));
+        assert!(!sub(A_STATUS), "its own statuses are the hub's to read");
+        assert!(!sub("ocm-edge/ocm-edge/admin/responses/x"));
+        assert!(!sub("ocm-edge/ocm-edge/dashboard/summary"));
+    }
+
+    #[test]
+    fn a_cluster_publishes_only_its_own_events() {
+        let publish = |t| allowed("edge-a", Access::Publish, t);
+        assert!(publish(A_STATUS));
+        assert!(publish("sources/edge-a/agentbroadcast"));
+        assert!(!publish(B_STATUS));
+        assert!(
+            !publish(A_SPEC),
+            "a cluster cannot write its own desired state"
+        );
+        assert!(!publish("sources/edge-b/agentbroadcast"));
+        assert!(!publish("ocm-edge/ocm-edge/admin/requests"));
+        assert!(!publish("sources/ocm-edge/consumers/+/agentevents"));
+    }
+
+    #[test]
+    fn a_username_that_would_act_as_a_wildcard_or_a_level_may_use_nothing() {
+        for user in ["+", "#", "a/b", "", "$SYS"] {
+            for access in [Access::Publish, Access::Subscribe] {
+                for topic in [A_SPEC, A_STATUS, "sources/+/consumers/+/sourceevents", "#"] {
+                    assert!(!allowed(user, access, topic), "{user:?} {access:?} {topic}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_hub_the_operator_and_the_dashboard_get_their_own_topics() {
+        assert!(allowed(
+            HUB_USER,
+            Access::Subscribe,
+            "sources/ocm-edge/consumers/+/agentevents"
+        ));
+        assert!(allowed(HUB_USER, Access::Publish, B_SPEC));
+        assert!(allowed(
+            HUB_USER,
+            Access::Publish,
+            "ocm-edge/ocm-edge/dashboard/summary"
+        ));
+        assert!(!allowed(HUB_USER, Access::Subscribe, "#"));
+        assert!(!allowed(HUB_USER, Access::Subscribe, "$SYS/brokers"));
+
+        assert!(allowed(
+            OPERATOR_USER,
+            Access::Publish,
+            "ocm-edge/ocm-edge/admin/requests"
+        ));
+        assert!(allowed(
+            OPERATOR_USER,
+            Access::Subscribe,
+            "ocm-edge/ocm-edge/admin/responses/cli-1"
+        ));
+        assert!(allowed(
+            OPERATOR_USER,
+            Access::Subscribe,
+            "ocm-edge/+/dashboard/#"
+        ));
+        assert!(!allowed(OPERATOR_USER, Access::Subscribe, A_SPEC));
+        assert!(!allowed(OPERATOR_USER, Access::Publish, A_SPEC));
+
+        assert!(allowed(
+            DASHBOARD_USER,
+            Access::Subscribe,
+            "ocm-edge/ocm-edge/dashboard/clusters/edge-a"
+        ));
+        assert!(!allowed(
+            DASHBOARD_USER,
+            Access::Publish,
+            "ocm-edge/ocm-edge/dashboard/summary"
+        ));
+        assert!(!allowed(
+            DASHBOARD_USER,
+            Access::Subscribe,
+            "ocm-edge/ocm-edge/admin/responses/#"
+        ));
+    }
+
+    #[test]
+    fn coverage_follows_mqtt_matching() {
+        assert!(covers("a/#", "a"));
+        assert!(covers("a/#", "a/b/c"));
+        assert!(covers("a/#", "a/+/#"));
+        assert!(covers("a/+/c", "a/+/c"));
+        assert!(!covers("a/+/c", "a/#"));
+        assert!(!covers("a/b", "a/+"));
+        assert!(!covers("a/b", "a/b/c"));
+        assert!(!covers("a/b/c", "a/b"));
+    }
+}
