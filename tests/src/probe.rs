@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use ocm_edge_mqtt::session::WillFn;
 use ocm_edge_mqtt::{
     Ack, BrokerUrl, Credentials, Publisher, Session, SessionConfig, SessionEvent, TlsFiles,
 };
@@ -48,6 +49,8 @@ pub struct ProbeOptions {
     pub credentials: Option<(String, String)>,
     /// CA (and client certificate) for an `mqtts://` broker.
     pub tls: TlsFiles,
+    /// A will the broker publishes if the connection dies.
+    pub will: Option<MqttMessage>,
 }
 
 /// A connected raw MQTT 5 client (an [`ocm_edge_mqtt::Session`] that reports every SUBACK and
@@ -92,7 +95,10 @@ impl Probe {
         cfg.credentials = opts
             .credentials
             .map(|(username, password)| Credentials { username, password });
-        let (session, mut events) = Session::connect(cfg, ACK_TIMEOUT).await?;
+        let will = opts
+            .will
+            .map(|m| -> WillFn { Box::new(move || (0, Some(m.clone()))) });
+        let (session, mut events) = Session::connect_with_will(cfg, will, ACK_TIMEOUT).await?;
         let (msg_tx, messages) = mpsc::unbounded_channel();
         let (ack_tx, acks) = mpsc::unbounded_channel();
         // Ends when the session stops (its event channel closes).

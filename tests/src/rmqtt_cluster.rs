@@ -46,7 +46,7 @@ pub fn require_rmqtt_node(test: &str) -> Option<PathBuf> {
         Some(p) => Some(p),
         None if std::env::var_os("CI").is_some() => panic!(
             "{test}: no rmqtt-node binary but CI is set; build it as .ci/run does \
-             (apt-get install protobuf-compiler; cargo build --release --manifest-path tests/rmqtt-node/Cargo.toml) \
+             (apt-get install protobuf-compiler; cargo build --manifest-path tests/rmqtt-node/Cargo.toml) \
              or set {NODE_ENV}"
         ),
         None => {

@@ -67,11 +67,18 @@ async fn a_hub_on_one_rmqtt_node_serves_agents_on_both_nodes_through_shared_inta
     }
 
     // The shipped configuration, on the node the hub is not on: no plaintext (the TLS port does
-    // not speak it), no anonymous client, and edge-1 may not read edge-2's works (neither its
-    // topic nor a wildcard over every cluster).
+    // not speak it, even with good credentials), no anonymous client, and edge-1 may not read
+    // edge-2's works (neither its topic nor a wildcard over every cluster).
     let plaintext = node_2.replacen("mqtts://", "mqtt://", 1);
+    let with_password = ProbeOptions {
+        client_id: "edge-1-plaintext".into(),
+        credentials: Some((CLUSTERS[0].into(), password_of(CLUSTERS[0]))),
+        ..ProbeOptions::default()
+    };
     assert!(
-        Probe::connect(&plaintext).await.is_err(),
+        Probe::connect_with(&plaintext, with_password)
+            .await
+            .is_err(),
         "a plaintext client was let in"
     );
     let anonymous = Probe::connect_with(
@@ -89,6 +96,7 @@ async fn a_hub_on_one_rmqtt_node_serves_agents_on_both_nodes_through_shared_inta
             client_id: "edge-1-intruder".into(),
             credentials: Some((CLUSTERS[0].into(), password_of(CLUSTERS[0]))),
             tls,
+            ..ProbeOptions::default()
         },
     )
     .await

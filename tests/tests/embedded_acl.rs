@@ -1,7 +1,9 @@
 //! The embedded broker with logins enforces ocm-edge's topic rules (`ocm_edge_mqtt::acl`, the same
-//! rules as the Mosquitto ACL): a real hub and real agents logged in as their identities run a
-//! work end to end, while a client holding cluster A's password can neither read cluster B's works
-//! nor forge B's status, and a dashboard cannot write. Every refusal is counted by the broker.
+//! topic rules as the Mosquitto ACL): a real hub and real agents logged in as their identities run
+//! a work end to end, while a client holding another cluster's password (edge-c) can neither read
+//! cluster B's works, nor forge B's status (by publishing or with a will), nor take over B's
+//! agent's client id, and a dashboard can neither write nor take the hub's id. Every refusal is
+//! counted by the broker.
 
 use std::collections::HashMap;
 
@@ -13,11 +15,14 @@ use ocm_edge_tests::manifests::{feedback_integer, web_with_feedback};
 use ocm_edge_tests::probe::{Probe, ProbeOptions};
 
 const CLUSTERS: [&str; 2] = ["edge-a", "edge-b"];
+/// A registered identity with no agent running: the attacker.
+const INTRUDER: &str = "edge-c";
 
 async fn broker() -> EmbeddedBroker {
     let users: HashMap<String, String> = [HUB_USER, OPERATOR_USER, DASHBOARD_USER]
         .into_iter()
         .chain(CLUSTERS)
+        .chain([INTRUDER])
         .map(|u| (u.to_owned(), password_of(u)))
         .collect();
     tokio::task::spawn_blocking(move || {
@@ -28,17 +33,18 @@ async fn broker() -> EmbeddedBroker {
     .expect("embedded broker starts")
 }
 
-async fn login(url: &str, user: &str) -> Probe {
-    Probe::connect_with(
-        url,
-        ProbeOptions {
-            client_id: format!("{user}-probe"),
-            credentials: Some((user.to_owned(), password_of(user))),
-            ..ProbeOptions::default()
-        },
-    )
-    .await
-    .unwrap_or_else(|e| panic!("{user} logs in: {e}"))
+fn as_user(user: &str, client_id: &str) -> ProbeOptions {
+    ProbeOptions {
+        client_id: client_id.to_owned(),
+        credentials: Some((user.to_owned(), password_of(user))),
+        ..ProbeOptions::default()
+    }
+}
+
+async fn login(url: &str, user: &str, client_id: &str) -> Probe {
+    Probe::connect_with(url, as_user(user, client_id))
+        .await
+        .unwrap_or_else(|e| panic!("{user} logs in as {client_id}: {e}"))
 }
 
 fn status_of(cluster: &str) -> String {
@@ -76,8 +82,9 @@ async fn the_embedded_broker_keeps_each_identity_to_its_own_topics_while_a_fleet
         "the hub, the CLI and the agents use only topics their identities may use"
     );
 
-    // Cluster A's password: B's works and every cluster's works are refused, its own allowed.
-    let mut a = login(&url, "edge-a").await;
+    // Another cluster's password: B's works and every cluster's works are refused, its own
+    // allowed.
+    let mut a = login(&url, INTRUDER, "edge-c-agent").await;
     for filter in [
         "sources/ocm-edge/consumers/edge-b/sourceevents",
         "sources/ocm-edge/consumers/+/sourceevents",
@@ -91,13 +98,13 @@ async fn the_embedded_broker_keeps_each_identity_to_its_own_topics_while_a_fleet
         );
     }
     let own = a
-        .subscribe("sources/ocm-edge/consumers/edge-a/sourceevents")
+        .subscribe("sources/ocm-edge/consumers/edge-c/sourceevents")
         .await
         .unwrap();
     assert!(own.iter().all(Result::is_ok), "{own:?}");
 
     // A forged status for B is refused at the broker; the hub sees B's only from B.
-    let mut hub_spy = login(&url, HUB_USER).await;
+    let mut hub_spy = login(&url, HUB_USER, "spy-hub").await;
     hub_spy.subscribe(&status_of("edge-b")).await.unwrap();
     let forged = MqttMessage {
         topic: status_of("edge-b"),
@@ -110,23 +117,58 @@ async fn the_embedded_broker_keeps_each_identity_to_its_own_topics_while_a_fleet
         ack.refused.is_some(),
         "the forged status was accepted: {ack:?}"
     );
-    let mut b = login(&url, "edge-b").await;
+    // B's genuine status arrives (among its agent's own lease renewals), and no forged one.
+    let mut b = login(&url, "edge-b", "edge-b-agent").await;
     let genuine = MqttMessage {
         payload: br#"{"genuine":true}"#.to_vec(),
         ..forged.clone()
     };
     assert_eq!(b.publish(&genuine).await.unwrap().refused, None);
-    let first = hub_spy
-        .recv(ocm_edge_tests::fleet::WAIT)
-        .await
-        .expect("B's genuine status arrives");
+    let mut seen = Vec::new();
+    let got = hub_spy
+        .recv_matching(ocm_edge_tests::fleet::WAIT, |m| {
+            seen.push(m.payload.clone());
+            m.payload.starts_with(br#"{"genuine""#)
+        })
+        .await;
+    assert!(got.is_some(), "B's genuine status arrives");
     assert!(
-        first.payload.starts_with(br#"{"genuine""#),
-        "the first status on B's topic is not B's own: {first:?}"
+        !seen.iter().any(|p| p.starts_with(br#"{"forged""#)),
+        "a forged status for B reached the hub"
     );
+    drop(b);
+
+    // Logins that would reach B's or the hub's topics some other way are refused at CONNECT:
+    // B's agent's client id (its session and subscriptions), a will on B's status topic (rmqtt
+    // publishes wills without a publish check), and the dashboard taking the hub's client id.
+    let refused_logins = broker.stats().refused_logins();
+    assert!(
+        Probe::connect_with(&url, as_user(INTRUDER, "edge-b-agent"))
+            .await
+            .is_err(),
+        "edge-c took edge-b's agent's client id"
+    );
+    let will = ProbeOptions {
+        will: Some(MqttMessage {
+            payload: br#"{"forged":"will"}"#.to_vec(),
+            ..forged.clone()
+        }),
+        ..as_user(INTRUDER, "edge-c-agent")
+    };
+    assert!(
+        Probe::connect_with(&url, will).await.is_err(),
+        "edge-c logged in with a will on edge-b's status topic"
+    );
+    assert!(
+        Probe::connect_with(&url, as_user(DASHBOARD_USER, "ocm-edge-hub"))
+            .await
+            .is_err(),
+        "the dashboard took the hub's client id"
+    );
+    assert_eq!(broker.stats().refused_logins(), refused_logins + 3);
 
     // A dashboard reads the views and cannot write them.
-    let mut dashboard = login(&url, DASHBOARD_USER).await;
+    let mut dashboard = login(&url, DASHBOARD_USER, "grafana").await;
     let views = dashboard
         .subscribe("ocm-edge/ocm-edge/dashboard/#")
         .await

@@ -11,7 +11,12 @@
 //!
 //! A subscription filter is allowed only when every topic it can match is allowed (a cluster may
 //! not subscribe to `sources/+/consumers/+/sourceevents`). A username that could act as a
-//! wildcard or a topic level (`+`, `#`, `/`, empty) is no cluster: it may use nothing.
+//! wildcard or a topic level (`+`, `#`, `/`, empty) is no cluster: it may use nothing. A will
+//! is a publish like any other ([`allowed`] with [`Access::Publish`] on its topic).
+//!
+//! Client ids are tied to identities ([`client_id_allowed`]): taking over a client id takes over
+//! its session and, with `clean_start = false`, its subscriptions, so no identity may use an id
+//! that belongs to another.
 
 /// The hub's identity.
 pub const HUB_USER: &str = "ocm-edge-hub";
@@ -56,6 +61,44 @@ pub fn allowed(username: &str, access: Access, topic: &str) -> bool {
         return false;
     }
     patterns.iter().any(|p| covers(p, topic))
+}
+
+/// Whether `username` may connect with `client_id`. The ids ocm-edge's own clients use belong
+/// to their identities: `<cluster>-agent` to that cluster (and a cluster may use no other id),
+/// `<anything>-hub` and `<anything>-hub-intake-<n>` to the hub, `ocm-edge-cli-<anything>` to the
+/// operator; the dashboard may use any id that belongs to nobody.
+pub fn client_id_allowed(username: &str, client_id: &str) -> bool {
+    let owner = id_owner(client_id);
+    match username {
+        HUB_USER => owner == IdOwner::Hub,
+        OPERATOR_USER => owner == IdOwner::Operator,
+        DASHBOARD_USER => owner == IdOwner::Nobody,
+        cluster => is_plain_level(cluster) && owner == IdOwner::Cluster(cluster),
+    }
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum IdOwner<'a> {
+    Cluster(&'a str),
+    Hub,
+    Operator,
+    Nobody,
+}
+
+fn id_owner(client_id: &str) -> IdOwner<'_> {
+    if let Some(cluster) = client_id.strip_suffix("-agent") {
+        return IdOwner::Cluster(cluster);
+    }
+    let intake = client_id
+        .rsplit_once("-hub-intake-")
+        .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    if client_id.ends_with("-hub") || intake {
+        return IdOwner::Hub;
+    }
+    if client_id.starts_with("ocm-edge-cli-") {
+        return IdOwner::Operator;
+    }
+    IdOwner::Nobody
 }
 
 /// A username that is one literal topic level.
@@ -187,6 +230,29 @@ mod tests {
             Access::Subscribe,
             "ocm-edge/ocm-edge/admin/responses/#"
         ));
+    }
+
+    #[test]
+    fn client_ids_belong_to_their_identities() {
+        assert!(client_id_allowed("edge-a", "edge-a-agent"));
+        assert!(!client_id_allowed("edge-a", "edge-b-agent"));
+        assert!(
+            !client_id_allowed("edge", "edge-a-agent"),
+            "no prefix games"
+        );
+        assert!(!client_id_allowed("edge-a", "edge-a-probe"));
+        assert!(!client_id_allowed("edge-a", "ocm-edge-hub"));
+        assert!(!client_id_allowed("+", "+-agent"));
+        assert!(client_id_allowed(HUB_USER, "ocm-edge-hub"));
+        assert!(client_id_allowed(HUB_USER, "ocm-edge-hub-intake-3"));
+        assert!(!client_id_allowed(HUB_USER, "edge-a-agent"));
+        assert!(!client_id_allowed(HUB_USER, "ocm-edge-hub-intake-x"));
+        assert!(client_id_allowed(OPERATOR_USER, "ocm-edge-cli-0af3"));
+        assert!(!client_id_allowed(OPERATOR_USER, "ocm-edge-hub"));
+        assert!(client_id_allowed(DASHBOARD_USER, "grafana-1"));
+        assert!(!client_id_allowed(DASHBOARD_USER, "ocm-edge-hub"));
+        assert!(!client_id_allowed(DASHBOARD_USER, "edge-a-agent"));
+        assert!(!client_id_allowed(DASHBOARD_USER, "ocm-edge-cli-x"));
     }
 
     #[test]

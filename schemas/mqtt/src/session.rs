@@ -385,8 +385,20 @@ impl Session {
         cfg: SessionConfig,
         timeout: Duration,
     ) -> Result<(Session, mpsc::UnboundedReceiver<SessionEvent>), ConnectError> {
+        Self::connect_with_will(cfg, None, timeout).await
+    }
+
+    /// [`Session::connect`] with a will the broker publishes if the connection dies.
+    ///
+    /// # Errors
+    /// As [`Session::connect`].
+    pub async fn connect_with_will(
+        cfg: SessionConfig,
+        will: Option<WillFn>,
+        timeout: Duration,
+    ) -> Result<(Session, mpsc::UnboundedReceiver<SessionEvent>), ConnectError> {
         let url = cfg.url.clone();
-        let (session, mut events) = Session::start(cfg, None)?;
+        let (session, mut events) = Session::start(cfg, will)?;
         let first = tokio::time::timeout(timeout, async {
             loop {
                 match events.recv().await {

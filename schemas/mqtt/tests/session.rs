@@ -269,7 +269,8 @@ async fn the_embedded_broker_with_users_refuses_a_wrong_password_and_counts_it()
     .unwrap()
     .unwrap();
     let login = |password: &str| {
-        let mut cfg = SessionConfig::new(broker.url(), format!("login-{password}"));
+        // The agent's client id: with logins, a cluster may use only `<cluster>-agent`.
+        let mut cfg = SessionConfig::new(broker.url(), "edge-1-agent");
         cfg.credentials = Some(ocm_edge_mqtt::Credentials {
             username: "edge-1".to_owned(),
             password: password.to_owned(),

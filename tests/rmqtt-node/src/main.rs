@@ -6,7 +6,7 @@
 //!
 //! Reads the rmqtt.toml given with `-f` (node id, gRPC address, TCP listeners, plugin directory)
 //! and the plugin files in that directory, like rmqttd. Prints `ready` on stdout once its
-//! listeners are bound; stops on SIGTERM / Ctrl-C.
+//! listeners are bound; stops on Ctrl-C (tests kill it).
 
 use clap::Parser;
 use rmqtt::args::CommandArgs;

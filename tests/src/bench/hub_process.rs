@@ -1,7 +1,8 @@
 //! The hub of a benchmark run in a process of its own (`fleet-bench hub`), so its CPU and memory
 //! figures are the hub's (with its embedded broker when it has one), not the bench's: the bench's
 //! admin client lists every work while it polls and its spy receives every message, and neither
-//! runs in a real hub.
+//! runs in a real hub. On the embedded broker, the broker's side of them (delivering every cluster
+//! message to the spy too, answering the admin polls) still runs in the hub process.
 //!
 //! The child prints `ready <broker-url> <pid>` once the hub is subscribed, stops when its stdin closes,
 //! and prints `broker-dropped <n>` (embedded broker) before it exits.
@@ -168,6 +169,10 @@ impl HubProcess {
             Ok(Ok(status)) => bail!("the hub process exited with {status}"),
             Ok(Err(e)) => Err(e).context("waiting for the hub process"),
             Err(_) => {
+                // Under a wrapper the child is the wrapper: the hub itself is `pid`.
+                let _ = std::process::Command::new("kill")
+                    .args(["-9", &self.pid])
+                    .status();
                 let _ = self.child.kill().await;
                 bail!("the hub process did not stop within {STOP_TIMEOUT:?}")
             }

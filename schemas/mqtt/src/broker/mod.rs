@@ -55,7 +55,8 @@ pub enum BrokerLogin {
     Anonymous,
     /// Only these username / password pairs; anything else is refused at CONNECT. Each user
     /// may then use only its own topics ([`crate::acl`]: the hub, operator and dashboard
-    /// identities by name, any other username as the edge cluster of that name).
+    /// identities by name, any other username as the edge cluster of that name), only client
+    /// ids of its own ([`crate::acl::client_id_allowed`]) and a will on its own topics.
     Users(HashMap<String, String>),
 }
 

@@ -22,7 +22,7 @@ use rmqtt::context::ServerContext;
 use rmqtt::hook::{Handler, HookResult, Parameter, ReturnType, Type};
 use rmqtt::net::Builder;
 use rmqtt::server::MqttServer;
-use rmqtt::types::{AuthResult, PublishAclResult, SubscribeAclResult};
+use rmqtt::types::{AuthResult, LastWill, PublishAclResult, SubscribeAclResult};
 use tokio::sync::oneshot;
 
 use crate::acl::{self, Access};
@@ -303,9 +303,33 @@ impl Handler for CheckLogin {
                 .is_some_and(|expected| expected.as_bytes() == &password[..])
         });
         if allowed {
+            let user = connect.username().map(|u| &u[..]).unwrap_or_default();
+            let client_id = &connect.id().client_id[..];
+            // rmqtt publishes a will without its publish ACL check: the will's topic is checked
+            // here, once, against the same rules.
+            let will = connect.last_will().map(|w| match w {
+                LastWill::V3(w) => w.topic.to_string(),
+                LastWill::V5(w) => w.topic.to_string(),
+            });
+            let bad_will = will
+                .as_deref()
+                .filter(|topic| !acl::allowed(user, Access::Publish, topic));
+            if acl::client_id_allowed(user, client_id) && bad_will.is_none() {
+                return (
+                    false,
+                    Some(HookResult::AuthResult(AuthResult::Allow(false, None))),
+                );
+            }
+            self.stats.count_refused_login();
+            tracing::warn!(
+                client = %client_id,
+                user,
+                will_topic = ?bad_will,
+                "embedded broker refused a login: the client id or the will's topic belongs to another identity (see ocm_edge_mqtt::acl)"
+            );
             return (
                 false,
-                Some(HookResult::AuthResult(AuthResult::Allow(false, None))),
+                Some(HookResult::AuthResult(AuthResult::NotAuthorized)),
             );
         }
         self.stats.count_refused_login();
