@@ -154,6 +154,9 @@ impl AgentConfig {
                 value: self.cluster_name.clone(),
             });
         }
+        if ocm_edge_schemas::validate::is_reserved_identity_name(&self.cluster_name) {
+            return Err(ConfigError::ReservedName(self.cluster_name.clone()));
+        }
         if !is_valid_name(&self.source_id) {
             return Err(ConfigError::BadName {
                 what: "source id",
@@ -224,6 +227,10 @@ pub enum ConfigError {
         "{what} {value:?} is not valid: use lowercase letters, digits and '-' only ([a-z0-9-]+)"
     )]
     BadName { what: &'static str, value: String },
+    #[error(
+        "cluster name {0:?} is the broker identity of one of ocm-edge's own parties (hub, CLI, dashboard), which has other rights on the broker: choose another name"
+    )]
+    ReservedName(String),
     #[error(transparent)]
     BrokerUrl(#[from] UrlError),
     #[error(transparent)]

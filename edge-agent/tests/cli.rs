@@ -54,6 +54,28 @@ fn a_bad_cluster_name_exits_non_zero_with_a_message_that_says_what_to_use() {
 }
 
 #[test]
+fn a_cluster_named_like_the_hubs_broker_identity_is_refused_before_it_connects() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = agent()
+        .args([
+            "--cluster-name",
+            "ocm-edge-hub",
+            "--applier",
+            "sim",
+            "--data-dir",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("\"ocm-edge-hub\"") && err.contains("choose another name"),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_lease_below_five_seconds_from_the_environment_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let out = agent()

@@ -229,6 +229,15 @@ fn describe_manifest(manifest: &Manifest) -> String {
 /// # Errors
 /// [`ValidationError::InvalidName`] saying which rule is broken.
 pub fn validate_cluster_name(name: &str) -> Result<(), ValidationError> {
+    if is_reserved_identity_name(name) {
+        return Err(ValidationError::InvalidName {
+            what: NameKind::Cluster,
+            name: name.to_string(),
+            reason: "it is the broker identity of one of ocm-edge's own parties (hub, CLI, \
+                     dashboard), which has other rights on the broker; choose another name"
+                .to_string(),
+        });
+    }
     let rule = "use lower case letters, digits and '-', starting and ending with a letter or digit, \
                 at most 63 characters (it is a Kubernetes namespace and an MQTT topic level)";
     dns1123_label_problem(name, MAX_CLUSTER_NAME_LEN).map_or(Ok(()), |problem| {
@@ -238,6 +247,17 @@ pub fn validate_cluster_name(name: &str) -> Result<(), ValidationError> {
             reason: format!("{problem}; {rule}"),
         })
     })
+}
+
+/// Broker usernames of ocm-edge's own parties: the hub, the CLI (operators) and dashboards. A
+/// broker that gives rights by username (`ocm_edge_mqtt::acl`, `broker-config/`) would give a
+/// cluster of such a name that party's rights, so no cluster may have one.
+pub const RESERVED_IDENTITY_NAMES: [&str; 3] =
+    ["ocm-edge-hub", "ocm-edge-operator", "ocm-edge-dashboard"];
+
+/// Whether `name` is one of [`RESERVED_IDENTITY_NAMES`].
+pub fn is_reserved_identity_name(name: &str) -> bool {
+    RESERVED_IDENTITY_NAMES.contains(&name)
 }
 
 /// Checks a work name: a DNS-1123 subdomain (see the module docs).

@@ -27,6 +27,18 @@ fn cluster_names_with_characters_a_topic_or_namespace_refuses_are_rejected_with_
 }
 
 #[test]
+fn the_names_of_ocm_edges_own_broker_identities_are_no_cluster_names() {
+    for name in ["ocm-edge-hub", "ocm-edge-operator", "ocm-edge-dashboard"] {
+        let e = validate_cluster_name(name).unwrap_err().to_string();
+        assert!(
+            e.contains("broker identity") && e.contains("choose another name"),
+            "{e}"
+        );
+    }
+    assert_eq!(validate_cluster_name("ocm-edge-hub-2"), Ok(()));
+}
+
+#[test]
 fn cluster_names_that_are_empty_too_long_or_dash_edged_are_rejected() {
     assert!(
         validate_cluster_name("")

@@ -238,7 +238,7 @@ mod tests {
     #[test]
     fn a_join_request_whose_name_is_not_a_dns_label_registers_nothing_and_is_counted() {
         let too_long = "a".repeat(64);
-        for name in ["-edge", "edge-", too_long.as_str()] {
+        for name in ["-edge", "edge-", too_long.as_str(), "ocm-edge-hub"] {
             let mut core = core();
             let change = core.handle_agent(join(name), t(0));
             core.apply(&change.records);

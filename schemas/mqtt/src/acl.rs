@@ -256,6 +256,14 @@ mod tests {
     }
 
     #[test]
+    fn the_identities_here_are_the_names_no_cluster_may_take() {
+        assert_eq!(
+            ocm_edge_schemas::validate::RESERVED_IDENTITY_NAMES,
+            [HUB_USER, OPERATOR_USER, DASHBOARD_USER]
+        );
+    }
+
+    #[test]
     fn coverage_follows_mqtt_matching() {
         assert!(covers("a/#", "a"));
         assert!(covers("a/#", "a/b/c"));
