@@ -37,16 +37,21 @@ fn help_lists_every_flag() {
     }
 }
 
-#[test]
-fn a_bad_cluster_name_exits_non_zero_with_a_message_that_says_what_to_use() {
+/// Runs the agent with `--cluster-name NAME` and returns its error output; it must fail.
+fn refused_cluster_name(name: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     let out = agent()
-        .args(["--cluster-name", "Edge_1", "--applier", "sim", "--data-dir"])
+        .args(["--cluster-name", name, "--applier", "sim", "--data-dir"])
         .arg(dir.path())
         .output()
         .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the agent started as {name:?}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn a_bad_cluster_name_exits_non_zero_with_a_message_that_says_what_to_use() {
+    let err = refused_cluster_name("Edge_1");
     assert!(
         err.contains("cluster name") && err.contains("[a-z0-9-]+"),
         "{err}"
@@ -55,20 +60,7 @@ fn a_bad_cluster_name_exits_non_zero_with_a_message_that_says_what_to_use() {
 
 #[test]
 fn a_cluster_named_like_the_hubs_broker_identity_is_refused_before_it_connects() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = agent()
-        .args([
-            "--cluster-name",
-            "ocm-edge-hub",
-            "--applier",
-            "sim",
-            "--data-dir",
-        ])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = refused_cluster_name("ocm-edge-hub");
     assert!(
         err.contains("\"ocm-edge-hub\"") && err.contains("choose another name"),
         "{err}"
