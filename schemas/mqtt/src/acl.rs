@@ -37,30 +37,29 @@ pub enum Access {
 /// Whether `username` may `access` `topic` (a topic name to publish on, or a filter to subscribe
 /// to).
 pub fn allowed(username: &str, access: Access, topic: &str) -> bool {
-    let patterns: Vec<String> = match (username, access) {
-        (HUB_USER, _) => vec!["sources/#".into(), "ocm-edge/#".into()],
-        (OPERATOR_USER, Access::Publish) => vec!["ocm-edge/+/admin/requests".into()],
-        (OPERATOR_USER, Access::Subscribe) => vec![
-            "ocm-edge/+/admin/responses/#".into(),
-            "ocm-edge/+/dashboard/#".into(),
+    // `%u` stands for the username, as in Mosquitto's pattern lines (one literal level).
+    let patterns: &[&str] = match (username, access) {
+        (HUB_USER, _) => &["sources/#", "ocm-edge/#"],
+        (OPERATOR_USER, Access::Publish) => &["ocm-edge/+/admin/requests"],
+        (OPERATOR_USER, Access::Subscribe) => {
+            &["ocm-edge/+/admin/responses/#", "ocm-edge/+/dashboard/#"]
+        }
+        (DASHBOARD_USER, Access::Subscribe) => &["ocm-edge/+/dashboard/#"],
+        (DASHBOARD_USER, Access::Publish) => &[],
+        (cluster, _) if !is_plain_level(cluster) => &[],
+        (_, Access::Subscribe) => &[
+            "sources/+/consumers/%u/sourceevents",
+            "sources/+/sourcebroadcast",
         ],
-        (DASHBOARD_USER, Access::Subscribe) => vec!["ocm-edge/+/dashboard/#".into()],
-        (DASHBOARD_USER, Access::Publish) => vec![],
-        (cluster, _) if !is_plain_level(cluster) => vec![],
-        (cluster, Access::Subscribe) => vec![
-            format!("sources/+/consumers/{cluster}/sourceevents"),
-            "sources/+/sourcebroadcast".into(),
-        ],
-        (cluster, Access::Publish) => vec![
-            format!("sources/+/consumers/{cluster}/agentevents"),
-            format!("sources/{cluster}/agentbroadcast"),
+        (_, Access::Publish) => &[
+            "sources/+/consumers/%u/agentevents",
+            "sources/%u/agentbroadcast",
         ],
     };
-    let is_name = access == Access::Publish;
-    if is_name && topic.contains(['+', '#']) {
+    if access == Access::Publish && topic.contains(['+', '#']) {
         return false;
     }
-    patterns.iter().any(|p| covers(p, topic))
+    patterns.iter().any(|p| covers(p, topic, username))
 }
 
 /// Whether `username` may connect with `client_id`. The ids ocm-edge's own clients use belong
@@ -106,8 +105,9 @@ fn is_plain_level(name: &str) -> bool {
     !name.is_empty() && !name.contains(['+', '#', '/']) && !name.starts_with('$')
 }
 
-/// Whether every topic `filter` matches is matched by `pattern` (both MQTT filters).
-fn covers(pattern: &str, filter: &str) -> bool {
+/// Whether every topic `filter` matches is matched by `pattern` (both MQTT filters; a `%u`
+/// level of `pattern` is the literal level `user`).
+fn covers(pattern: &str, filter: &str, user: &str) -> bool {
     let mut f = filter.split('/');
     for p in pattern.split('/') {
         if p == "#" {
@@ -121,6 +121,7 @@ fn covers(pattern: &str, filter: &str) -> bool {
             (_, "#") => false,
             ("+", _) => true,
             (_, "+") => false,
+            ("%u", level) => level == user,
             (p, level) => p == level,
         };
         if !ok {
@@ -265,13 +266,13 @@ mod tests {
 
     #[test]
     fn coverage_follows_mqtt_matching() {
-        assert!(covers("a/#", "a"));
-        assert!(covers("a/#", "a/b/c"));
-        assert!(covers("a/#", "a/+/#"));
-        assert!(covers("a/+/c", "a/+/c"));
-        assert!(!covers("a/+/c", "a/#"));
-        assert!(!covers("a/b", "a/+"));
-        assert!(!covers("a/b", "a/b/c"));
-        assert!(!covers("a/b/c", "a/b"));
+        assert!(covers("a/#", "a", "u"));
+        assert!(covers("a/#", "a/b/c", "u"));
+        assert!(covers("a/#", "a/+/#", "u"));
+        assert!(covers("a/+/c", "a/+/c", "u"));
+        assert!(!covers("a/+/c", "a/#", "u"));
+        assert!(!covers("a/b", "a/+", "u"));
+        assert!(!covers("a/b", "a/b/c", "u"));
+        assert!(!covers("a/b/c", "a/b", "u"));
     }
 }

@@ -296,51 +296,53 @@ impl Handler for CheckLogin {
         let Parameter::ClientAuthenticate(connect) = param else {
             return (true, acc);
         };
-        let given = connect.username().zip(connect.password());
-        let allowed = given.is_some_and(|(user, password)| {
-            self.users
-                .get(&user[..])
-                .is_some_and(|expected| expected.as_bytes() == &password[..])
-        });
-        if allowed {
-            let user = connect.username().map(|u| &u[..]).unwrap_or_default();
-            let client_id = &connect.id().client_id[..];
-            // rmqtt publishes a will without its publish ACL check: the will's topic is checked
-            // here, once, against the same rules.
-            let will = connect.last_will().map(|w| match w {
-                LastWill::V3(w) => w.topic.to_string(),
-                LastWill::V5(w) => w.topic.to_string(),
-            });
-            let bad_will = will
-                .as_deref()
-                .filter(|topic| !acl::allowed(user, Access::Publish, topic));
-            if acl::client_id_allowed(user, client_id) && bad_will.is_none() {
-                return (
-                    false,
-                    Some(HookResult::AuthResult(AuthResult::Allow(false, None))),
-                );
-            }
+        let user = connect
+            .username()
+            .zip(connect.password())
+            .filter(|(user, password)| {
+                self.users
+                    .get(&user[..])
+                    .is_some_and(|expected| expected.as_bytes() == &password[..])
+            })
+            .map(|(user, _)| &user[..]);
+        let client_id = &connect.id().client_id[..];
+        let Some(user) = user else {
             self.stats.count_refused_login();
-            tracing::warn!(
+            tracing::info!(
                 client = %client_id,
-                user,
-                will_topic = ?bad_will,
-                "embedded broker refused a login: the client id or the will's topic belongs to another identity (see ocm_edge_mqtt::acl)"
+                user = ?connect.username().map(|u| u.to_string()),
+                "embedded broker refused a login (unknown user or wrong password)"
             );
             return (
                 false,
-                Some(HookResult::AuthResult(AuthResult::NotAuthorized)),
+                Some(HookResult::AuthResult(AuthResult::BadUsernameOrPassword)),
+            );
+        };
+        // rmqtt publishes a will without its publish ACL check: the will's topic is checked
+        // here, once, against the same rules.
+        let bad_will = connect
+            .last_will()
+            .map(|w| match w {
+                LastWill::V3(w) => &w.topic[..],
+                LastWill::V5(w) => &w.topic[..],
+            })
+            .filter(|topic| !acl::allowed(user, Access::Publish, topic));
+        if acl::client_id_allowed(user, client_id) && bad_will.is_none() {
+            return (
+                false,
+                Some(HookResult::AuthResult(AuthResult::Allow(false, None))),
             );
         }
         self.stats.count_refused_login();
-        tracing::info!(
-            client = %connect.id().client_id,
-            user = ?connect.username().map(|u| u.to_string()),
-            "embedded broker refused a login (unknown user or wrong password)"
+        tracing::warn!(
+            client = %client_id,
+            user,
+            will_topic = ?bad_will,
+            "embedded broker refused a login: the client id or the will's topic belongs to another identity (see ocm_edge_mqtt::acl)"
         );
         (
             false,
-            Some(HookResult::AuthResult(AuthResult::BadUsernameOrPassword)),
+            Some(HookResult::AuthResult(AuthResult::NotAuthorized)),
         )
     }
 }
