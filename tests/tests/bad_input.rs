@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use cloudevents::AttributesReader;
 use ocm_edge_agent::{AgentConfig, ApplierConfig, start_agent};
-use ocm_edge_schemas::wire::{MqttMessage, decode, encode, extensions as ext, structured};
+use ocm_edge_schemas::wire::{MqttMessage, chunks, decode, encode, extensions as ext, structured};
 use ocm_edge_tests::broker::TestBroker;
 use ocm_edge_tests::fleet::{Fleet, WAIT as FLEET_WAIT};
 use ocm_edge_tests::forge::{agent_events_topic, applied_status, status_update};
@@ -153,6 +153,23 @@ impl MaestroPeer {
             source_events,
         }
     }
+
+    /// `spec` on this agent's topic as a chunked transfer (a head, then chunks of `chunk_bytes`).
+    fn chunked(&self, spec: &cloudevents::Event, chunk_bytes: u32) -> Vec<MqttMessage> {
+        let whole = encode(spec, self.source_events.clone()).unwrap();
+        chunks::split(whole, chunk_bytes, &std::collections::BTreeSet::new())
+    }
+}
+
+/// Waits until `agent` has applied [`large_spec`]'s ConfigMap.
+async fn wait_blob_applied(agent: &ocm_edge_agent::AgentHandle, what: &str) {
+    let sim = agent.sim().unwrap();
+    wait_until(what, WAIT, || {
+        let sim = sim.clone();
+        async move { sim.get("ConfigMap", "default", "blob").is_some() }
+    })
+    .await
+    .unwrap();
 }
 
 #[tokio::test]
@@ -368,21 +385,15 @@ fn large_spec(kib: usize) -> cloudevents::Event {
 
 #[tokio::test]
 async fn forged_chunked_transfers_are_refused_by_the_agent_and_a_good_one_is_applied() {
-    use ocm_edge_schemas::wire::chunks::{self, CHUNK_PROPERTY, HEAD_PROPERTY};
-    use std::collections::BTreeSet;
+    use ocm_edge_schemas::wire::chunks::{CHUNK_PROPERTY, HEAD_PROPERTY};
 
     let spec = large_spec(8);
+    let maestro = MaestroPeer::start(&spec, |cfg| cfg.chunk_bytes = Some(1024)).await;
+    let good = maestro.chunked(&spec, 1024);
+    // The broker and the data dir stay in `maestro` (partly moved) until the test ends.
     let MaestroPeer {
-        _broker,
-        mut peer,
-        _dir,
-        agent,
-        source_events,
-        ..
-    } = MaestroPeer::start(&spec, |cfg| cfg.chunk_bytes = Some(1024)).await;
-
-    let whole = encode(&spec, source_events.clone()).unwrap();
-    let good = chunks::split(whole.clone(), 1024, &BTreeSet::new());
+        mut peer, agent, ..
+    } = maestro;
     assert!(good.len() > 8, "8 KiB in 1 KiB chunks: {}", good.len());
     let set = |m: &MqttMessage, name: &str, value: String| {
         let mut m = m.clone();
@@ -430,12 +441,7 @@ async fn forged_chunked_transfers_are_refused_by_the_agent_and_a_good_one_is_app
     for m in &good {
         peer.publish(m).await.unwrap();
     }
-    wait_until("the chunked spec to be applied", WAIT, || {
-        let sim = sim.clone();
-        async move { sim.get("ConfigMap", "default", "blob").is_some() }
-    })
-    .await
-    .unwrap();
+    wait_blob_applied(&agent, "the chunked spec to be applied").await;
     let c = counters.borrow().clone();
     assert_eq!(c.transfers_completed, 1, "{c:?}");
     assert_eq!(c.specs_applied, 1, "{c:?}");
@@ -444,28 +450,20 @@ async fn forged_chunked_transfers_are_refused_by_the_agent_and_a_good_one_is_app
 
 #[tokio::test]
 async fn an_agent_whose_chunked_transfer_stalls_asks_for_the_missing_chunks_only() {
-    use ocm_edge_schemas::wire::chunks::{self, HELD_CHUNKS_EXTENSION};
-    use std::collections::BTreeSet;
+    use ocm_edge_schemas::wire::chunks::HELD_CHUNKS_EXTENSION;
 
     let spec = large_spec(8);
-    let MaestroPeer {
-        _broker,
-        mut peer,
-        _dir,
-        agent,
-        source_events,
-        ..
-    } = MaestroPeer::start(&spec, |cfg| {
+    let maestro = MaestroPeer::start(&spec, |cfg| {
         cfg.chunk_bytes = Some(1024);
         cfg.transfer_stall = Duration::from_secs(1);
         cfg.health_interval = Duration::from_millis(200);
     })
     .await;
-    let pieces = chunks::split(
-        encode(&spec, source_events).unwrap(),
-        1024,
-        &BTreeSet::new(),
-    );
+    let pieces = maestro.chunked(&spec, 1024);
+    // The broker and the data dir stay in `maestro` (partly moved) until the test ends.
+    let MaestroPeer {
+        mut peer, agent, ..
+    } = maestro;
     // The head and three chunks arrive; the rest never does (a broker dropped them).
     for m in &pieces[..4] {
         peer.publish(m).await.unwrap();
@@ -492,13 +490,7 @@ async fn an_agent_whose_chunked_transfer_stalls_asks_for_the_missing_chunks_only
     for m in &pieces[4..] {
         peer.publish(m).await.unwrap();
     }
-    let sim = agent.sim().unwrap();
-    wait_until("the stalled spec to be applied", WAIT, || {
-        let sim = sim.clone();
-        async move { sim.get("ConfigMap", "default", "blob").is_some() }
-    })
-    .await
-    .unwrap();
+    wait_blob_applied(&agent, "the stalled spec to be applied").await;
     assert_eq!(agent.counters().borrow().transfers_completed, 1);
     agent.shutdown().await.unwrap();
 }
