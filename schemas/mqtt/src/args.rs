@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use crate::tls::TlsFiles;
+use crate::tls::{CaPin, TlsFiles};
 
 /// Where the broker is, how to log in, and which certificates to use.
 #[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
@@ -39,6 +39,18 @@ pub struct BrokerArgs {
         value_name = "FILE"
     )]
     pub broker_ca_file: Option<PathBuf>,
+    /// Trust an mqtts:// broker only if its chain holds the CA with this SHA-256
+    /// (`sha256:<hex>`, printed by `ocm-edge hub` at start): how an agent trusts a hub it has
+    /// never seen.
+    #[arg(
+        long,
+        global = true,
+        alias = "ca-pin",
+        env = "OCM_EDGE_BROKER_CA_PIN",
+        value_name = "sha256:HEX",
+        value_parser = parse_pin
+    )]
+    pub broker_ca_pin: Option<CaPin>,
     /// PEM client certificate for a broker that wants mutual TLS (with --broker-client-key).
     #[arg(
         long,
@@ -69,8 +81,13 @@ impl BrokerArgs {
             ca_file: self.broker_ca_file.clone(),
             client_cert_file: self.broker_client_cert.clone(),
             client_key_file: self.broker_client_key.clone(),
+            ca_pin: self.broker_ca_pin,
         }
     }
+}
+
+fn parse_pin(s: &str) -> Result<CaPin, String> {
+    s.parse().map_err(|e: crate::TlsError| e.to_string())
 }
 
 #[cfg(test)]
@@ -95,11 +112,19 @@ mod tests {
             "op",
             "--broker-ca-file",
             "/ca.pem",
+            "--ca-pin",
+            &format!("sha256:{}", "ab".repeat(32)),
         ])
         .unwrap();
         assert_eq!(cli.broker.url_or("mqtt://d"), "mqtts://b:8883");
         assert_eq!(cli.broker.broker_username.as_deref(), Some("op"));
         assert_eq!(cli.broker.tls().ca_file, Some(PathBuf::from("/ca.pem")));
+        assert_eq!(
+            cli.broker.tls().ca_pin.unwrap().to_string(),
+            format!("sha256:{}", "ab".repeat(32))
+        );
+        let e = Cli::try_parse_from(["x", "--broker-ca-pin", "sha256:12"]).unwrap_err();
+        assert!(e.to_string().contains("sha256:<64 hex digits>"), "{e}");
         let none = Cli::try_parse_from(["x"]).unwrap();
         if std::env::var_os("OCM_EDGE_BROKER").is_none() {
             assert_eq!(none.broker.url_or("mqtt://d"), "mqtt://d");

@@ -42,5 +42,5 @@ pub use session::{
     SessionEvent, WillFn,
 };
 pub use shutdown::shutdown_signal;
-pub use tls::{TlsError, TlsFiles, install_crypto_provider};
+pub use tls::{CaPin, TlsError, TlsFiles, install_crypto_provider};
 pub use url::{BrokerUrl, Credentials, UrlError};

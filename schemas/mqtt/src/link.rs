@@ -22,7 +22,7 @@ pub enum LinkError {
     },
     /// The broker's certificate is not trusted. Not retryable as is.
     #[error(
-        "the MQTT broker at {url} presented a certificate that is not trusted ({reason}): give the CA that signed it with --broker-ca-file, or check the host name in the URL"
+        "the MQTT broker at {url} presented a certificate that is not trusted ({reason}): give the CA that signed it with --broker-ca-file or its pin with --broker-ca-pin (`ocm-edge hub` prints it), or check the host name in the URL"
     )]
     Untrusted {
         /// The broker.
@@ -156,6 +156,9 @@ fn untrusted(e: &rumqttc::TlsError) -> Option<String> {
         _ => None,
     }?;
     match rustls_error {
+        rustls::Error::InvalidCertificate(rustls::CertificateError::Other(e)) => {
+            Some(e.to_string())
+        }
         rustls::Error::InvalidCertificate(reason) => Some(format!("{reason:?}")),
         _ => None,
     }

@@ -1,14 +1,22 @@
 //! TLS for `mqtts://` with rustls and the ring provider (DESIGN.md decision 10): the broker is
-//! verified against the system's roots or a CA file, and a client certificate and key can be
-//! presented for brokers that want mutual TLS. Files are read once, when the session is built, so
-//! a wrong path fails the start instead of every reconnect.
+//! verified against the system's roots, a CA file, or only the CA whose SHA-256 is pinned
+//! ([`CaPin`], how an agent trusts a hub it has never seen, like kubeadm's
+//! `--discovery-token-ca-cert-hash`), and a client certificate and key can be presented for
+//! brokers that want mutual TLS. Files are read once, when the session is built, so a wrong path
+//! fails the start instead of every reconnect.
 
+use std::fmt;
 use std::path::{Path, PathBuf};
+use std::str::FromStr;
 use std::sync::{Arc, Once};
 
+use rustls::client::WebPkiServerVerifier;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use rustls::{ClientConfig, RootCertStore};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use sha2::{Digest, Sha256};
 
 /// Installs ring as rustls' process-wide provider, once per process. kube-rs and anything else
 /// that asks rustls for the default provider then agrees with the MQTT layer.
@@ -50,6 +58,64 @@ pub enum TlsError {
     /// rustls refused the material (e.g. a key that does not match).
     #[error("TLS configuration refused: {0}")]
     Refused(String),
+    /// A CA pin that is not `sha256:` and 64 hex digits.
+    #[error(
+        "CA pin {0:?} is not sha256:<64 hex digits> (the hub prints its pin at start; `openssl x509 -in ca.pem -outform der | sha256sum` computes it)"
+    )]
+    BadPin(String),
+    /// A CA file was given with a pin, and no certificate in it has the pinned hash.
+    #[error(
+        "no certificate in the CA file {path} matches the pin {pin}: give the hub's CA, or the pin of this file"
+    )]
+    PinMismatch {
+        /// The CA file.
+        path: String,
+        /// The pin given.
+        pin: CaPin,
+    },
+}
+
+/// The SHA-256 of a CA certificate (its DER encoding), written `sha256:<hex>`: a client given a
+/// pin trusts a broker only when the chain the broker presents holds a CA with that hash and the
+/// broker's certificate verifies against it (name, validity, signature). `ocm-edge hub` prints
+/// the pin of the CA it created; `openssl x509 -in ca.pem -outform der | sha256sum` computes it.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CaPin([u8; 32]);
+
+impl CaPin {
+    /// The pin of a DER certificate.
+    pub fn of_der(der: &[u8]) -> Self {
+        CaPin(Sha256::digest(der).into())
+    }
+
+    /// Whether `cert` is the pinned one.
+    pub fn matches(&self, cert: &[u8]) -> bool {
+        Self::of_der(cert) == *self
+    }
+}
+
+impl fmt::Display for CaPin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "sha256:{}", hex::encode(self.0))
+    }
+}
+
+impl fmt::Debug for CaPin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl FromStr for CaPin {
+    type Err = TlsError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || TlsError::BadPin(s.to_owned());
+        let digits = s.trim().strip_prefix("sha256:").ok_or_else(bad)?;
+        let mut pin = [0u8; 32];
+        hex::decode_to_slice(digits, &mut pin).map_err(|_| bad())?;
+        Ok(CaPin(pin))
+    }
 }
 
 /// TLS material for an `mqtts://` broker, as PEM files. Without a CA file the system's roots are
@@ -62,6 +128,9 @@ pub struct TlsFiles {
     pub client_cert_file: Option<PathBuf>,
     /// PEM private key of the client certificate.
     pub client_key_file: Option<PathBuf>,
+    /// Trust only the CA with this hash (and, with [`TlsFiles::ca_file`], check that the file
+    /// holds it).
+    pub ca_pin: Option<CaPin>,
 }
 
 impl TlsFiles {
@@ -88,6 +157,39 @@ impl TlsFiles {
     pub fn client_config(&self) -> Result<Arc<ClientConfig>, TlsError> {
         self.check()?;
         install_crypto_provider();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| TlsError::Refused(e.to_string()))?;
+        let builder = if let Some(pin) = self.ca_pin {
+            if let Some(path) = &self.ca_file
+                && !read_certs(path)?.iter().any(|c| pin.matches(c))
+            {
+                return Err(TlsError::PinMismatch {
+                    path: path.display().to_string(),
+                    pin,
+                });
+            }
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(PinnedCa { pin, provider }))
+        } else {
+            builder.with_root_certificates(self.roots()?)
+        };
+        let config = match (&self.client_cert_file, &self.client_key_file) {
+            (Some(cert), Some(key)) => {
+                let chain = read_certs(cert)?;
+                let key = PrivateKeyDer::from_pem_file(key).map_err(|e| file_error(key, e))?;
+                builder
+                    .with_client_auth_cert(chain, key)
+                    .map_err(|e| TlsError::Refused(e.to_string()))?
+            }
+            _ => builder.with_no_client_auth(),
+        };
+        Ok(Arc::new(config))
+    }
+
+    fn roots(&self) -> Result<RootCertStore, TlsError> {
         let mut roots = RootCertStore::empty();
         match &self.ca_file {
             Some(path) => {
@@ -107,22 +209,83 @@ impl TlsFiles {
                 }
             }
         }
-        let builder =
-            ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-                .with_safe_default_protocol_versions()
-                .map_err(|e| TlsError::Refused(e.to_string()))?
-                .with_root_certificates(roots);
-        let config = match (&self.client_cert_file, &self.client_key_file) {
-            (Some(cert), Some(key)) => {
-                let chain = read_certs(cert)?;
-                let key = PrivateKeyDer::from_pem_file(key).map_err(|e| file_error(key, e))?;
-                builder
-                    .with_client_auth_cert(chain, key)
-                    .map_err(|e| TlsError::Refused(e.to_string()))?
-            }
-            _ => builder.with_no_client_auth(),
-        };
-        Ok(Arc::new(config))
+        Ok(roots)
+    }
+}
+
+/// The broker's chain lacks the pinned CA.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "its chain holds no CA with the pinned {0}: another hub, or a broker that does not send its CA"
+)]
+struct NotPinned(CaPin);
+
+/// Trusts the broker when the chain it presents holds the pinned CA and its certificate verifies
+/// against that CA alone (webpki: name, validity, signatures), as it would with the CA as the only
+/// root.
+#[derive(Debug)]
+struct PinnedCa {
+    pin: CaPin,
+    provider: Arc<CryptoProvider>,
+}
+
+impl ServerCertVerifier for PinnedCa {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let ca = intermediates
+            .iter()
+            .find(|c| self.pin.matches(c))
+            .ok_or_else(|| {
+                rustls::Error::InvalidCertificate(rustls::CertificateError::Other(
+                    rustls::OtherError(Arc::new(NotPinned(self.pin))),
+                ))
+            })?;
+        let mut roots = RootCertStore::empty();
+        roots.add(ca.clone().into_owned())?;
+        WebPkiServerVerifier::builder_with_provider(Arc::new(roots), self.provider.clone())
+            .build()
+            .map_err(|e| rustls::Error::General(e.to_string()))?
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
 
@@ -147,6 +310,47 @@ fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pin_reads_back_as_written_and_bad_pins_say_what_is_expected() {
+        let pin = CaPin::of_der(b"a certificate");
+        let text = pin.to_string();
+        assert!(
+            text.starts_with("sha256:") && text.len() == 7 + 64,
+            "{text}"
+        );
+        assert_eq!(text.parse::<CaPin>().unwrap(), pin);
+        for bad in [
+            "",
+            "sha256:",
+            "md5:00",
+            &text[7..],
+            &text[..text.len() - 1],
+            "sha256:zz",
+        ] {
+            let e = bad.parse::<CaPin>().unwrap_err().to_string();
+            assert!(e.contains("sha256:<64 hex digits>"), "{bad:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_ca_file_that_does_not_hold_the_pinned_ca_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let ca = rcgen::generate_simple_self_signed(vec!["ca.test".into()]).unwrap();
+        let path = dir.path().join("ca.pem");
+        std::fs::write(&path, ca.cert.pem()).unwrap();
+        let right = TlsFiles {
+            ca_pin: Some(CaPin::of_der(ca.cert.der())),
+            ..ca_only(path.clone())
+        };
+        right.client_config().unwrap();
+        let wrong = TlsFiles {
+            ca_pin: Some(CaPin::of_der(b"another CA")),
+            ..ca_only(path)
+        };
+        let e = wrong.client_config().unwrap_err();
+        assert!(matches!(e, TlsError::PinMismatch { .. }), "{e}");
+    }
 
     #[test]
     fn half_a_client_pair_is_refused_before_anything_is_read() {

@@ -104,6 +104,14 @@ impl BrokerUrl {
         }
     }
 
+    /// An `mqtts://` URL for a socket address (an embedded TLS broker on port 0).
+    pub fn tls(addr: std::net::SocketAddr) -> Self {
+        BrokerUrl {
+            tls: true,
+            ..Self::plain(addr)
+        }
+    }
+
     /// Host name or IP address (IPv6 without brackets).
     pub fn host(&self) -> &str {
         &self.host

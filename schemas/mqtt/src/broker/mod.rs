@@ -17,6 +17,7 @@ pub mod rumqttd;
 
 use std::collections::HashMap;
 use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -39,6 +40,12 @@ pub enum BrokerError {
         "cannot listen on {addr}: {reason} (another broker or hub may hold the port; choose another with --listen)"
     )]
     Bind { addr: SocketAddr, reason: String },
+    #[error("the embedded broker cannot use its TLS certificate {cert} / key {key}: {reason}")]
+    Tls {
+        cert: PathBuf,
+        key: PathBuf,
+        reason: String,
+    },
     #[error("cannot start the embedded broker thread: {0}")]
     Thread(std::io::Error),
     #[error(
@@ -68,6 +75,27 @@ impl std::fmt::Debug for BrokerLogin {
             Self::Users(u) => f.debug_tuple("Users").field(&u.len()).finish(),
         }
     }
+}
+
+/// The broker's certificate for a TLS-only listener (`mqtts://`): PEM files, read when the broker
+/// starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerTls {
+    /// The broker's certificate followed by the CA that signed it: clients that pin the CA
+    /// ([`crate::CaPin`]) find it in the chain.
+    pub cert_chain_file: PathBuf,
+    /// The certificate's private key.
+    pub key_file: PathBuf,
+}
+
+/// How the embedded broker lets clients in.
+#[derive(Debug, Clone, Default)]
+pub struct EmbeddedOptions {
+    /// Who may log in.
+    pub login: BrokerLogin,
+    /// TLS only with this certificate; `None` is plaintext (`ocm-edge hub --insecure-plaintext`
+    /// and tests of other things).
+    pub tls: Option<ServerTls>,
 }
 
 /// What the embedded broker counts, for logs, benchmarks and tests.
@@ -112,6 +140,7 @@ impl BrokerStats {
 #[derive(Debug, Clone)]
 pub struct EmbeddedBroker {
     addr: SocketAddr,
+    tls: bool,
     stats: Arc<BrokerStats>,
     _running: Arc<Running>,
 }
@@ -132,9 +161,14 @@ impl Drop for Running {
 }
 
 impl EmbeddedBroker {
-    /// `mqtt://HOST:PORT` with the port actually bound (127.0.0.1 for an unspecified address).
+    /// `mqtt://HOST:PORT` (`mqtts://` with TLS) with the port actually bound (127.0.0.1 for an
+    /// unspecified address).
     pub fn url(&self) -> BrokerUrl {
-        BrokerUrl::plain(self.connect_addr())
+        if self.tls {
+            BrokerUrl::tls(self.connect_addr())
+        } else {
+            BrokerUrl::plain(self.connect_addr())
+        }
     }
 
     /// The listen address (port resolved).
@@ -156,15 +190,15 @@ impl EmbeddedBroker {
     }
 }
 
-/// Starts the embedded broker on `listen` (port 0: a free port) for anonymous clients and waits,
-/// bounded, until it accepts TCP connections. Blocking: call it from `spawn_blocking` inside a
-/// runtime.
+/// Starts the embedded broker on `listen` (port 0: a free port), plaintext and for anonymous
+/// clients (tests of other things, and `ocm-edge hub --insecure-plaintext`), and waits, bounded,
+/// until it accepts TCP connections. Blocking: call it from `spawn_blocking` inside a runtime.
 ///
 /// # Errors
 /// [`BrokerError`] when the address cannot be bound, the thread cannot start, or nothing listens
 /// in time.
 pub fn start_embedded(listen: SocketAddr) -> Result<EmbeddedBroker, BrokerError> {
-    start_embedded_with(listen, BrokerLogin::Anonymous)
+    start_embedded_with(listen, EmbeddedOptions::default())
 }
 
 /// [`start_embedded`] that lets in only the given username / password pairs.
@@ -175,29 +209,35 @@ pub fn start_embedded_with_users(
     listen: SocketAddr,
     users: Option<HashMap<String, String>>,
 ) -> Result<EmbeddedBroker, BrokerError> {
+    let login = users.map_or(BrokerLogin::Anonymous, BrokerLogin::Users);
     start_embedded_with(
         listen,
-        users.map_or(BrokerLogin::Anonymous, BrokerLogin::Users),
+        EmbeddedOptions {
+            login,
+            ..EmbeddedOptions::default()
+        },
     )
 }
 
-/// [`start_embedded`] with a login policy.
+/// [`start_embedded`] with a login policy and, with [`EmbeddedOptions::tls`], a TLS-only listener.
 ///
 /// # Errors
-/// As [`start_embedded`].
+/// As [`start_embedded`], and [`BrokerError::Tls`] for certificate files that cannot be used.
 pub fn start_embedded_with(
     listen: SocketAddr,
-    login: BrokerLogin,
+    options: EmbeddedOptions,
 ) -> Result<EmbeddedBroker, BrokerError> {
     let stats = Arc::new(BrokerStats::default());
-    let (addr, stop) = rmqtt::spawn(listen, login, stats.clone(), START_TIMEOUT)?;
+    let tls = options.tls.is_some();
+    let (addr, stop) = rmqtt::spawn(listen, options, stats.clone(), START_TIMEOUT)?;
     let broker = EmbeddedBroker {
         addr,
+        tls,
         stats,
         _running: Arc::new(Running { stop: Some(stop) }),
     };
     wait_listening(broker.connect_addr(), START_TIMEOUT)?;
-    tracing::info!(%addr, "embedded MQTT broker listening (rmqtt)");
+    tracing::info!(%addr, tls, "embedded MQTT broker listening (rmqtt)");
     Ok(broker)
 }
 

@@ -27,7 +27,9 @@ use tokio::sync::oneshot;
 
 use crate::acl::{self, Access};
 
-use super::{BrokerError, BrokerLogin, BrokerStats, MAX_CONNECTIONS, MAX_PACKET_BYTES};
+use super::{
+    BrokerError, BrokerLogin, BrokerStats, EmbeddedOptions, MAX_CONNECTIONS, MAX_PACKET_BYTES,
+};
 
 /// Unacknowledged QoS 1 deliveries per client (the hub receives a whole fleet's statuses).
 const MAX_INFLIGHT: u16 = 500;
@@ -49,7 +51,7 @@ const WORKERS: usize = 2;
 /// Starts the broker on its own thread; returns the bound address and the sender that stops it.
 pub(super) fn spawn(
     listen: SocketAddr,
-    login: BrokerLogin,
+    options: EmbeddedOptions,
     stats: Arc<BrokerStats>,
     timeout: Duration,
 ) -> Result<(SocketAddr, oneshot::Sender<()>), BrokerError> {
@@ -70,7 +72,7 @@ pub(super) fn spawn(
                     return;
                 }
             };
-            runtime.block_on(serve(listen, login, stats, bound_tx, stop_rx));
+            runtime.block_on(serve(listen, options, stats, bound_tx, stop_rx));
             // Connections are tasks of this runtime: dropping it closes them all.
             runtime.shutdown_timeout(Duration::from_secs(1));
         })
@@ -86,12 +88,12 @@ pub(super) fn spawn(
 
 async fn serve(
     listen: SocketAddr,
-    login: BrokerLogin,
+    options: EmbeddedOptions,
     stats: Arc<BrokerStats>,
     bound: std::sync::mpsc::SyncSender<Result<SocketAddr, BrokerError>>,
     stop: oneshot::Receiver<()>,
 ) {
-    let server = match build(listen, login, stats).await {
+    let server = match build(listen, options, stats).await {
         Ok(s) => s,
         Err(e) => {
             let _ = bound.send(Err(e));
@@ -112,7 +114,7 @@ async fn serve(
 
 async fn build(
     listen: SocketAddr,
-    login: BrokerLogin,
+    options: EmbeddedOptions,
     stats: Arc<BrokerStats>,
 ) -> Result<(MqttServer, SocketAddr), BrokerError> {
     let bind_error = |e: &dyn std::fmt::Display| BrokerError::Bind {
@@ -142,7 +144,7 @@ async fn build(
             }),
         )
         .await;
-    let allow_anonymous = match login {
+    let allow_anonymous = match options.login {
         BrokerLogin::Anonymous => true,
         BrokerLogin::Users(users) => {
             hooks
@@ -168,8 +170,16 @@ async fn build(
         }
     };
     hooks.start().await;
+    let (cert, key) = options.tls.as_ref().map_or((None, None), |t| {
+        (
+            Some(t.cert_chain_file.display().to_string()),
+            Some(t.key_file.display().to_string()),
+        )
+    });
     let listener = Builder::new()
         .name("ocm-edge")
+        .tls_cert(cert)
+        .tls_key(key)
         .laddr(listen)
         .reuseaddr(Some(true))
         .nodelay(true)
@@ -186,7 +196,15 @@ async fn build(
         .bind()
         .map_err(|e| bind_error(&e))?;
     let addr = listener.local_addr().map_err(|e| bind_error(&e))?;
-    let listener = listener.tcp().map_err(|e| bind_error(&e))?;
+    let listener = match &options.tls {
+        // rmqtt-net reads the files and builds its rustls server here.
+        Some(tls) => listener.tls().map_err(|e| BrokerError::Tls {
+            cert: tls.cert_chain_file.clone(),
+            key: tls.key_file.clone(),
+            reason: format!("{e:#}"),
+        })?,
+        None => listener.tcp().map_err(|e| bind_error(&e))?,
+    };
     // The port is the listener's id (0 would collide between brokers started on port 0).
     let server = MqttServer::new(scx)
         .listener_by_id(listener, addr.port())

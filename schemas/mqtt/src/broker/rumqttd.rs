@@ -52,6 +52,7 @@ pub fn start_rumqttd(
         .map_err(BrokerError::Thread)?;
     let broker = EmbeddedBroker {
         addr,
+        tls: false,
         stats: Arc::new(BrokerStats::default()),
         _running: Arc::new(Running { stop: None }),
     };
