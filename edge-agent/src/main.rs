@@ -18,7 +18,7 @@ use ocm_edge_mqtt::BrokerArgs;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// The broker when none is given: a hub's embedded broker on this machine.
-const DEFAULT_BROKER_URL: &str = "mqtt://127.0.0.1:1883";
+const DEFAULT_BROKER_URL: &str = "mqtts://127.0.0.1:8883";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum ApplierKind {

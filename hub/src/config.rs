@@ -8,8 +8,10 @@ use ocm_edge_mqtt::{Credentials, TlsFiles};
 
 /// Default source id (`ce-source` of hub events, `S` in `sources/S/...`).
 pub const DEFAULT_SOURCE_ID: &str = "ocm-edge";
-/// Default MQTT port of the embedded broker.
-pub const DEFAULT_BROKER_PORT: u16 = 1883;
+/// Default port of the embedded broker (MQTT over TLS).
+pub const DEFAULT_BROKER_PORT: u16 = 8883;
+/// Default port of the embedded broker with [`EmbeddedSecurity::InsecurePlaintext`].
+pub const DEFAULT_PLAINTEXT_PORT: u16 = 1883;
 /// The hub marks a cluster's availability Unknown after `1.5 x leaseDurationSeconds` without a
 /// proof of life (OCM: 5 x; see [`crate::availability`] for why ocm-edge is quicker).
 pub const DEFAULT_LEASE_GRACE_MULTIPLIER: f64 = crate::availability::DEFAULT_GRACE_MULTIPLIER;
@@ -45,6 +47,29 @@ impl Default for BrokerConfig {
     }
 }
 
+/// How the embedded broker lets clients in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EmbeddedSecurity {
+    /// TLS only (`mqtts://`), with a certificate the hub's CA (`DATA_DIR/pki`, created at first
+    /// start: [`crate::pki`]) signs at every start for loopback, the host name, a specific listen
+    /// address and these names (`--tls-san`).
+    Tls {
+        /// More DNS names or IP addresses agents reach the hub by.
+        extra_names: Vec<String>,
+    },
+    /// Plaintext and anonymous (`--insecure-plaintext`): anyone who reaches the port can read
+    /// every work and run anything on every cluster. Logged as a warning at every start.
+    InsecurePlaintext,
+}
+
+impl Default for EmbeddedSecurity {
+    fn default() -> Self {
+        EmbeddedSecurity::Tls {
+            extra_names: Vec::new(),
+        }
+    }
+}
+
 /// Everything the hub needs to run.
 #[derive(Debug, Clone)]
 pub struct HubConfig {
@@ -52,6 +77,8 @@ pub struct HubConfig {
     pub data_dir: PathBuf,
     /// Embedded or external broker.
     pub broker: BrokerConfig,
+    /// TLS (the default) or plaintext for the embedded broker; ignored with an external one.
+    pub embedded_security: EmbeddedSecurity,
     /// Source id; must match `[a-z0-9-]+`.
     pub source_id: String,
     /// A cluster's `ManagedClusterConditionAvailable` becomes Unknown when no proof of life
@@ -90,12 +117,13 @@ pub struct HubConfig {
 }
 
 impl HubConfig {
-    /// Defaults: embedded broker on 127.0.0.1:1883, source id `ocm-edge`, grace 1.5 x lease,
+    /// Defaults: embedded broker with TLS on 127.0.0.1:8883, source id `ocm-edge`, grace 1.5 x lease,
     /// keepalive 30 s, resync batches of 1000.
     pub fn new(data_dir: impl Into<PathBuf>) -> Self {
         HubConfig {
             data_dir: data_dir.into(),
             broker: BrokerConfig::default(),
+            embedded_security: EmbeddedSecurity::default(),
             source_id: DEFAULT_SOURCE_ID.to_owned(),
             lease_grace_multiplier: DEFAULT_LEASE_GRACE_MULTIPLIER,
             keepalive: Duration::from_secs(30),
@@ -146,9 +174,13 @@ mod tests {
         assert_eq!(
             cfg.broker,
             BrokerConfig::Embedded {
-                listen: "127.0.0.1:1883".parse().unwrap()
+                listen: "127.0.0.1:8883".parse().unwrap()
             }
         );
+        assert!(matches!(
+            cfg.embedded_security,
+            EmbeddedSecurity::Tls { .. }
+        ));
         assert_eq!(cfg.mqtt_client_id(), "ocm-edge-hub");
     }
 }

@@ -1,7 +1,8 @@
 //! `ocm-edge demo`: the whole loop in one process, in about a minute, with simulated clusters.
 //!
-//! 1. An embedded broker on a free port, the hub on it (data in a temporary directory) and three
-//!    agents with the sim applier (simulated clusters: no Kubernetes runs).
+//! 1. A CA of its own, an embedded broker with TLS on a free port, the hub on it (data in a
+//!    temporary directory) and three agents with the sim applier (simulated clusters: no
+//!    Kubernetes runs) that trust the broker by the CA's pin, as real agents do.
 //! 2. The clusters ask to join; the demo accepts them through the admin API, as an operator would.
 //! 3. A sample work (Namespace, ConfigMap, nginx Deployment with status feedback) goes to all three;
 //!    the status table is printed as it converges.
@@ -16,22 +17,25 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use ocm_edge_agent::{AgentConfig, AgentHandle, ApplierConfig, SimControl, start_agent};
+use ocm_edge_mqtt::broker::{EmbeddedOptions, start_embedded_with};
+use ocm_edge_mqtt::{CaPin, TlsFiles};
 use ocm_edge_schemas::api::meta::{ConditionStatus, find_condition};
 use ocm_edge_schemas::api::work::{WORK_APPLIED, WORK_AVAILABLE};
 use serde_json::{Value, json};
 use thiserror::Error;
 use tokio::time::Instant;
 
-use crate::admin::client::{AdminClient, AdminError};
+use crate::admin::client::{AdminClient, AdminError, ConnectOptions};
 use crate::admin::messages::CreateWork;
 use crate::admin::messages::{ClusterState, ClusterView, WorkView};
 use crate::cli::output::{clusters_table, works_table};
 use crate::cli::work::well_known_feedback;
 use crate::config::{BrokerConfig, HubConfig};
+use crate::pki::HubPki;
 
 /// Demo settings.
 #[derive(Debug, Clone)]
@@ -121,15 +125,37 @@ pub async fn run(options: DemoOptions, out: &mut impl Write) -> Result<(), DemoE
         dir.path().display()
     )?;
 
+    let hub_dir = dir.path().join("hub");
+    // The broker runs outside the hub so the hub can stop and restart while the agents stay
+    // connected; it uses the hub's CA, as `ocm-edge hub` does.
+    let now = chrono::Utc::now();
+    let pki = HubPki::load_or_create(&hub_dir.join("pki"), now)
+        .map_err(|e| DemoError::Broker(e.to_string()))?;
+    let tls = pki
+        .issue_serving(&["127.0.0.1".to_owned()], now)
+        .map_err(|e| DemoError::Broker(e.to_string()))?;
     let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
-    let broker = tokio::task::spawn_blocking(move || ocm_edge_mqtt::broker::start_embedded(listen))
+    let options_tls = EmbeddedOptions {
+        tls: Some(tls),
+        ..EmbeddedOptions::default()
+    };
+    let broker = tokio::task::spawn_blocking(move || start_embedded_with(listen, options_tls))
         .await
         .map_err(|e| DemoError::Broker(e.to_string()))?
         .map_err(|e| DemoError::Broker(e.to_string()))?;
-    let url = broker.url().to_string();
-    writeln!(out, "[{}] broker listening on {url}", elapsed(started))?;
+    let url = Endpoint {
+        url: broker.url().to_string(),
+        ca_file: pki.ca_file(),
+        pin: pki.pin(),
+    };
+    writeln!(
+        out,
+        "[{}] broker listening on {} (TLS only; CA pin {})",
+        elapsed(started),
+        url.url,
+        url.pin
+    )?;
 
-    let hub_dir = dir.path().join("hub");
     let mut hub = Some(start_demo_hub(&hub_dir, &url, options.converge_timeout).await?);
     writeln!(
         out,
@@ -154,7 +180,15 @@ pub async fn run(options: DemoOptions, out: &mut impl Write) -> Result<(), DemoE
                 .collect::<Vec<_>>()
                 .join(", ")
         )?;
-        let client = AdminClient::connect(&url, crate::config::DEFAULT_SOURCE_ID).await?;
+        let connect = ConnectOptions {
+            tls: TlsFiles {
+                ca_file: Some(url.ca_file.clone()),
+                ..TlsFiles::default()
+            },
+            ..ConnectOptions::default()
+        };
+        let client =
+            AdminClient::connect_with(&url.url, crate::config::DEFAULT_SOURCE_ID, &connect).await?;
         story(
             &options, out, started, &client, &mut hub, &hub_dir, &url, &agents,
         )
@@ -197,7 +231,7 @@ async fn story(
     client: &AdminClient,
     hub: &mut Option<crate::hub::HubHandle>,
     hub_dir: &Path,
-    url: &str,
+    url: &Endpoint,
     agents: &[DemoAgent],
 ) -> Result<(), DemoError> {
     let names: Vec<String> = agents.iter().map(|a| a.name.clone()).collect();
@@ -524,12 +558,15 @@ fn elapsed(started: Instant) -> String {
 
 async fn start_demo_hub(
     data_dir: &Path,
-    url: &str,
+    broker: &Endpoint,
     timeout: Duration,
 ) -> Result<crate::hub::HubHandle, DemoError> {
+    let url = &broker.url;
     let mut cfg = HubConfig::new(data_dir);
-    cfg.broker = BrokerConfig::External {
-        url: url.to_owned(),
+    cfg.broker = BrokerConfig::External { url: url.clone() };
+    cfg.broker_tls = TlsFiles {
+        ca_file: Some(broker.ca_file.clone()),
+        ..TlsFiles::default()
     };
     let hub = crate::hub::start_hub(cfg)
         .await
@@ -544,11 +581,20 @@ async fn start_demo_hub(
     Ok(hub)
 }
 
+/// The demo's broker and how to trust it.
+#[derive(Debug)]
+struct Endpoint {
+    url: String,
+    ca_file: PathBuf,
+    pin: CaPin,
+}
+
 const REGIONS: [&str; 5] = ["eu-west", "us-east", "ap-south", "sa-east", "af-south"];
 
-async fn start_demo_agent(i: usize, url: &str, dir: &Path) -> Result<DemoAgent, DemoError> {
+async fn start_demo_agent(i: usize, broker: &Endpoint, dir: &Path) -> Result<DemoAgent, DemoError> {
     let name = format!("edge-{i}");
-    let mut cfg = AgentConfig::new(name.clone(), url, dir.join("agents").join(&name));
+    let mut cfg = AgentConfig::new(name.clone(), &broker.url, dir.join("agents").join(&name));
+    cfg.tls.ca_pin = Some(broker.pin);
     cfg.applier = ApplierConfig::Sim {
         ready_delay: Duration::from_secs(3),
     };

@@ -28,14 +28,17 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bytes::Bytes;
 use chrono::Utc;
-use ocm_edge_mqtt::broker::{BrokerError, EmbeddedBroker, start_embedded};
+use ocm_edge_mqtt::broker::{BrokerError, EmbeddedBroker, EmbeddedOptions, start_embedded_with};
 use ocm_edge_mqtt::{
     BrokerUrl, Publication, Publisher, Session, SessionConfig, SessionError, SessionEvent, UrlError,
 };
+use ocm_edge_mqtt::{CaPin, TlsFiles};
 use ocm_edge_schemas::wire::MqttMessage;
 use ocm_edge_schemas::wire::chunks::{self, TransferOffer};
 use ocm_edge_schemas::wire::mqtt::APPLICATION_JSON;
@@ -49,8 +52,9 @@ use crate::admin::messages::{
 };
 use crate::admin::server;
 use crate::availability::AvailabilityConfig;
-use crate::config::{BrokerConfig, HubConfig};
+use crate::config::{BrokerConfig, EmbeddedSecurity, HubConfig};
 use crate::core::{AgentInput, Change, CoreConfig, HubCore, Outbound, Presence, Record, counter};
+use crate::pki::{HubPki, PkiError, default_serving_names};
 use crate::store::{Store, StoreError};
 use crate::{dashboard, events};
 
@@ -89,6 +93,9 @@ pub enum HubError {
     /// The MQTT session cannot start (e.g. TLS files). Not retryable.
     #[error(transparent)]
     Session(#[from] SessionError),
+    /// The hub's CA or the broker's certificate cannot be created or used. Not retryable.
+    #[error(transparent)]
+    Pki(#[from] PkiError),
     /// The hub task panicked or was cancelled.
     #[error("hub task failed: {0}")]
     Task(String),
@@ -99,6 +106,7 @@ pub enum HubError {
 pub struct HubHandle {
     broker_url: BrokerUrl,
     broker: Option<EmbeddedBroker>,
+    ca: Option<(CaPin, PathBuf)>,
     stop: watch::Sender<bool>,
     subscriptions: watch::Receiver<u64>,
     task: JoinHandle<Result<(), HubError>>,
@@ -112,6 +120,16 @@ impl HubHandle {
     /// configured with port 0.
     pub fn broker_url(&self) -> String {
         self.broker_url.to_string()
+    }
+
+    /// The pin of the hub's CA, which agents are given, when the embedded broker uses TLS.
+    pub fn ca_pin(&self) -> Option<CaPin> {
+        self.ca.as_ref().map(|(pin, _)| *pin)
+    }
+
+    /// The hub's CA certificate file, when the embedded broker uses TLS.
+    pub fn ca_file(&self) -> Option<&Path> {
+        self.ca.as_ref().map(|(_, file)| file.as_path())
     }
 
     /// The embedded broker, if the hub started one. It stops when the last handle to it is
@@ -152,6 +170,20 @@ impl HubHandle {
     }
 }
 
+/// The names the embedded broker's certificate is valid for: loopback, the host name, the listen
+/// address when it is a specific one, and `extra` (`--tls-san`).
+fn serving_names(listen: SocketAddr, extra: &[String]) -> Vec<String> {
+    let mut names = default_serving_names();
+    let ip = listen.ip();
+    let specific = (!ip.is_unspecified() && !ip.is_loopback()).then(|| ip.to_string());
+    for name in specific.into_iter().chain(extra.iter().cloned()) {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
+}
+
 async fn close_sessions(session: Session, intakes: Vec<Session>) {
     let mut closing: Vec<_> = intakes.into_iter().map(Session::shutdown).collect();
     closing.push(session.shutdown());
@@ -173,10 +205,38 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
     // The store first: a hub that cannot open it must not leave a broker behind.
     let store = Store::open(&cfg.data_dir)?;
     let loaded = store.load()?;
+    let mut broker_tls = cfg.broker_tls.clone();
+    let mut ca = None;
     let (broker_url, broker) = match &cfg.broker {
         BrokerConfig::Embedded { listen } => {
             let listen = *listen;
-            let broker = tokio::task::spawn_blocking(move || start_embedded(listen))
+            let options = match &cfg.embedded_security {
+                EmbeddedSecurity::Tls { extra_names } => {
+                    let now = Utc::now();
+                    let pki = HubPki::load_or_create(&cfg.data_dir.join("pki"), now)?;
+                    let tls = pki.issue_serving(&serving_names(listen, extra_names), now)?;
+                    // The hub's own sessions trust its CA, as agents do by its pin.
+                    broker_tls = TlsFiles {
+                        ca_file: Some(pki.ca_file()),
+                        ..TlsFiles::default()
+                    };
+                    ca = Some((pki.pin(), pki.ca_file()));
+                    EmbeddedOptions {
+                        tls: Some(tls),
+                        ..EmbeddedOptions::default()
+                    }
+                }
+                EmbeddedSecurity::InsecurePlaintext => {
+                    tracing::warn!(
+                        %listen,
+                        "INSECURE: the embedded broker takes plaintext, anonymous connections \
+                         (--insecure-plaintext): anyone who reaches this port can read every \
+                         cluster's works and run anything on every cluster"
+                    );
+                    EmbeddedOptions::default()
+                }
+            };
+            let broker = tokio::task::spawn_blocking(move || start_embedded_with(listen, options))
                 .await
                 .map_err(|e| HubError::Task(e.to_string()))??;
             (broker.url(), Some(broker))
@@ -228,7 +288,7 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
     session_cfg.inflight = HUB_INFLIGHT;
     session_cfg.queue_capacity = HUB_QUEUE;
     session_cfg.credentials = cfg.broker_credentials().map_err(HubError::Config)?;
-    session_cfg.tls = cfg.broker_tls.clone();
+    session_cfg.tls = broker_tls;
     let mut intake_cfg = session_cfg.clone();
     intake_cfg.subscriptions = vec![agent_events.clone()];
     session_cfg.subscriptions = vec![
@@ -279,6 +339,7 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
     Ok(HubHandle {
         broker_url,
         broker,
+        ca,
         stop,
         subscriptions,
         task,

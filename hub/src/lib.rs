@@ -18,6 +18,7 @@
 //!   store, MQTT session, core and admin server;
 //!   one task owns the core and ticks it at the next availability deadline or requeue time.
 //! - [`config`]: [`HubConfig`] and [`BrokerConfig`].
+//! - [`pki`]: the hub's CA (created at first start) and the embedded broker's TLS certificate.
 //! - [`dashboard`]: the retained dashboard topics (summary, per cluster, per work).
 //! - [`admin`]: the admin API over MQTT 5 request/response: the message types (re-exported from
 //!   `ocm_edge_schemas::admin`), the CLI's client, the hub's server ([`admin::fleet`] for cluster
@@ -35,9 +36,10 @@ pub mod dashboard;
 pub mod demo;
 pub mod events;
 pub mod hub;
+pub mod pki;
 pub mod placement;
 pub mod rollout;
 pub mod store;
 
-pub use config::{BrokerConfig, HubConfig};
+pub use config::{BrokerConfig, EmbeddedSecurity, HubConfig};
 pub use hub::{HubError, HubHandle, run_hub, start_hub};

@@ -6,7 +6,7 @@ use std::process::{Output, Stdio};
 use std::time::Duration;
 
 use ocm_edge_agent::{AgentConfig, AgentHandle, ApplierConfig, Registration, start_agent};
-use ocm_edge_hub::admin::client::AdminClient;
+use ocm_edge_hub::admin::client::{AdminClient, ConnectOptions};
 use ocm_edge_hub::admin::messages::{AdminErrorKind, WorkView};
 use ocm_edge_hub::{BrokerConfig, HubConfig, HubHandle, start_hub};
 use ocm_edge_schemas::api::meta::is_condition_true;
@@ -14,6 +14,9 @@ use serde_json::Value;
 use tempfile::TempDir;
 use tokio::io::AsyncBufReadExt;
 use tokio::time::{Instant, timeout};
+
+mod join;
+use join::wait_registration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_ocm-edge");
 /// Bound on anything the fleet has to do (join, apply, report).
@@ -49,42 +52,54 @@ impl TestHub {
         }
     }
 
-    /// Runs `ocm-edge ARGS --broker URL` to completion.
+    /// Runs `ocm-edge ARGS --broker URL` to completion, with `OCM_EDGE_DATA_DIR` set to the
+    /// hub's data directory: the CLI finds the hub's CA there, as next to `ocm-edge hub`.
     async fn cli(&self, args: &[&str]) -> Output {
-        ocm_edge(&self.url, args).await
+        ocm_edge_with(&self.url, Some(&self.dir.path().join("hub")), args).await
     }
 
     async fn admin(&self) -> AdminClient {
-        AdminClient::connect(&self.url, "ocm-edge").await.unwrap()
+        let hub = self.hub.as_ref().expect("the hub runs");
+        let options = ConnectOptions {
+            tls: ocm_edge_mqtt::TlsFiles {
+                ca_file: hub.ca_file().map(Path::to_owned),
+                ..Default::default()
+            },
+            ..ConnectOptions::default()
+        };
+        AdminClient::connect_with(&self.url, "ocm-edge", &options)
+            .await
+            .unwrap()
     }
 
     /// Starts a simulated agent for `name`, waits for its join request, accepts it with the CLI,
     /// and waits until the agent hears it was accepted.
     async fn accepted_cluster(&self, name: &str) -> AgentHandle {
         let mut cfg = AgentConfig::new(name, &self.url, self.dir.path().join(name));
+        // The agent trusts the hub by its CA's pin, as `ocm-edge hub` tells agents to.
+        cfg.tls.ca_pin = self.hub.as_ref().and_then(HubHandle::ca_pin);
         cfg.applier = ApplierConfig::Sim {
             ready_delay: Duration::from_millis(200),
         };
         cfg.reconcile_interval = Duration::from_secs(1);
         let agent = start_agent(cfg).await.expect("the agent starts");
-        let mut counters = agent.counters();
-        timeout(
+        wait_registration(
+            &agent,
+            Registration::Pending,
             WAIT,
-            counters.wait_for(|c| c.registration == Registration::Pending),
+            "the hub records the join request",
         )
-        .await
-        .expect("the hub records the join request")
-        .unwrap();
+        .await;
         let out = self.cli(&["cluster", "accept", name]).await;
         assert_success(&out);
         assert!(stdout(&out).contains("accepted"), "{}", stdout(&out));
-        timeout(
+        wait_registration(
+            &agent,
+            Registration::Accepted,
             WAIT,
-            counters.wait_for(|c| c.registration == Registration::Accepted),
+            "the agent hears it was accepted",
         )
-        .await
-        .expect("the agent hears it was accepted")
-        .unwrap();
+        .await;
         agent
     }
 
@@ -119,9 +134,21 @@ impl TestHub {
 }
 
 async fn ocm_edge(url: &str, args: &[&str]) -> Output {
-    let child = tokio::process::Command::new(BIN)
+    ocm_edge_with(url, None, args).await
+}
+
+/// `ocm-edge ARGS --broker URL` with `OCM_EDGE_DATA_DIR` set to `data_dir`, or unset.
+async fn ocm_edge_with(url: &str, data_dir: Option<&Path>, args: &[&str]) -> Output {
+    let mut command = tokio::process::Command::new(BIN);
+    match data_dir {
+        Some(dir) => command.env("OCM_EDGE_DATA_DIR", dir),
+        None => command.env_remove("OCM_EDGE_DATA_DIR"),
+    };
+    let child = command
         .args(args)
         .args(["--broker", url])
+        .env_remove("OCM_EDGE_BROKER_CA_FILE")
+        .env_remove("OCM_EDGE_BROKER_CA_PIN")
         .env_remove("OCM_EDGE_BROKER")
         .env_remove("OCM_EDGE_SOURCE_ID")
         .env_remove("RUST_LOG")
@@ -628,14 +655,32 @@ async fn the_hub_command_serves_the_cli_and_stops_cleanly_on_sigterm() {
         .expect("a line");
     let url = first
         .split_whitespace()
-        .find(|w| w.starts_with("mqtt://"))
+        .find(|w| w.starts_with("mqtts://"))
         .map(|w| w.trim_end_matches(','))
-        .unwrap_or_else(|| panic!("no broker URL in {first:?}"))
+        .unwrap_or_else(|| panic!("no mqtts:// broker URL in {first:?}"))
         .to_owned();
+    let pin_line = timeout(WAIT, lines.next_line())
+        .await
+        .expect("the hub prints its CA pin")
+        .unwrap()
+        .expect("a line");
+    assert!(
+        pin_line.starts_with("CA pin sha256:") && pin_line.contains("pki/ca.pem"),
+        "{pin_line:?}"
+    );
 
-    let out = ocm_edge(&url, &["cluster", "list", "-o", "json"]).await;
+    // Next to the hub (its data directory known) the CLI trusts the hub's CA with no flag;
+    // elsewhere it does not trust it, and says which flag to give.
+    let out = ocm_edge_with(
+        &url,
+        Some(&dir.path().join("data")),
+        &["cluster", "list", "-o", "json"],
+    )
+    .await;
     assert_success(&out);
     assert_eq!(json(&out), Value::Array(vec![]));
+    let out = ocm_edge(&url, &["cluster", "list", "--timeout", "2s"]).await;
+    assert_failure_mentioning(&out, &["not trusted", "--broker-ca-pin"]);
 
     let pid = child.id().unwrap().to_string();
     let kill = std::process::Command::new("kill")

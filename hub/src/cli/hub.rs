@@ -7,7 +7,10 @@ use clap::Args;
 
 use super::output::print;
 use super::{CliError, GlobalArgs};
-use crate::config::{BrokerConfig, DEFAULT_INTAKES, DEFAULT_LEASE_GRACE_MULTIPLIER, HubConfig};
+use crate::config::{
+    BrokerConfig, DEFAULT_INTAKES, DEFAULT_LEASE_GRACE_MULTIPLIER, DEFAULT_PLAINTEXT_PORT,
+    EmbeddedSecurity, HubConfig,
+};
 
 /// `hub` options.
 #[derive(Debug, Clone, Args)]
@@ -16,13 +19,24 @@ pub struct HubArgs {
     #[arg(
         long,
         env = "OCM_EDGE_DATA_DIR",
-        default_value = "./ocm-edge-data",
+        default_value = super::DEFAULT_DATA_DIR,
         value_name = "DIR"
     )]
     pub data_dir: PathBuf,
-    /// Listen address of the embedded MQTT broker (port 0 picks a free one). Not with --broker.
+    /// Listen address of the embedded MQTT broker (port 0 picks a free one) [default:
+    /// 127.0.0.1:8883; with --insecure-plaintext 127.0.0.1:1883]. Not with --broker.
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<SocketAddr>,
+    /// Another DNS name or IP address agents reach the hub by, for the embedded broker's TLS
+    /// certificate (repeatable; loopback, the host name and a specific --listen address are
+    /// always in it).
+    #[arg(long = "tls-san", value_name = "NAME")]
+    pub tls_sans: Vec<String>,
+    /// Run the embedded broker WITHOUT TLS and without authentication: anyone who reaches its
+    /// port can read every work and run anything on every cluster. For a laptop or a lab only;
+    /// logged as a warning at every start.
+    #[arg(long)]
+    pub insecure_plaintext: bool,
     /// A cluster becomes Available=Unknown (tainted unreachable) after this many lease periods
     /// without a proof of life (OCM uses 5). At least 1.
     #[arg(long, alias = "lease-grace", default_value_t = DEFAULT_LEASE_GRACE_MULTIPLIER, value_name = "N")]
@@ -49,8 +63,25 @@ pub fn hub_config(global: &GlobalArgs, args: &HubArgs) -> Result<HubConfig, CliE
         }
         (Some(url), None) => BrokerConfig::External { url: url.clone() },
         (None, Some(listen)) => BrokerConfig::Embedded { listen },
+        (None, None) if args.insecure_plaintext => BrokerConfig::Embedded {
+            listen: ([127, 0, 0, 1], DEFAULT_PLAINTEXT_PORT).into(),
+        },
         (None, None) => BrokerConfig::default(),
     };
+    if global.broker.broker.is_some() && (args.insecure_plaintext || !args.tls_sans.is_empty()) {
+        return Err(CliError::Usage(
+            "--insecure-plaintext and --tls-san are about the embedded broker; with --broker the \
+             external broker's own configuration decides (see broker-config/)"
+                .to_owned(),
+        ));
+    }
+    if args.insecure_plaintext && !args.tls_sans.is_empty() {
+        return Err(CliError::Usage(
+            "--tls-san names the embedded broker's TLS certificate, which --insecure-plaintext \
+             turns off: drop one of them"
+                .to_owned(),
+        ));
+    }
     if !(args.lease_grace_multiplier.is_finite() && args.lease_grace_multiplier >= 1.0) {
         return Err(CliError::Usage(
             "--lease-grace-multiplier must be at least 1".to_owned(),
@@ -65,6 +96,13 @@ pub fn hub_config(global: &GlobalArgs, args: &HubArgs) -> Result<HubConfig, CliE
     }
     let mut cfg = HubConfig::new(args.data_dir.clone());
     cfg.broker = broker;
+    cfg.embedded_security = if args.insecure_plaintext {
+        EmbeddedSecurity::InsecurePlaintext
+    } else {
+        EmbeddedSecurity::Tls {
+            extra_names: args.tls_sans.clone(),
+        }
+    };
     cfg.source_id = global.source_id.clone();
     cfg.lease_grace_multiplier = args.lease_grace_multiplier;
     cfg.intakes = args.intakes;
@@ -89,6 +127,19 @@ pub async fn run(global: &GlobalArgs, args: HubArgs) -> Result<(), CliError> {
         .await
         .map_err(|e| CliError::Hub(format!("the hub did not start: {e}")))?;
     let url = handle.broker_url();
+    let (ca_line, trust) = match (handle.ca_pin(), handle.ca_file()) {
+        (Some(pin), Some(file)) => (
+            format!("CA pin {pin} (CA certificate: {})\n", file.display()),
+            format!(" --broker-ca-pin {pin}"),
+        ),
+        _ => (String::new(), String::new()),
+    };
+    if handle.embedded_broker().is_some() && handle.ca_pin().is_none() {
+        eprintln!(
+            "WARNING: --insecure-plaintext: the embedded broker at {url} takes plaintext, anonymous \
+             connections; anyone who reaches it can read every work and run anything on every cluster"
+        );
+    }
     // Announce the hub only once it listens on the broker, so a script that waits for the line
     // below can use the CLI at once.
     if tokio::time::timeout(global.timeout, handle.subscribed())
@@ -99,7 +150,9 @@ pub async fn run(global: &GlobalArgs, args: HubArgs) -> Result<(), CliError> {
     }
     print(&format!(
         "ocm-edge hub running: broker {url}, source id {source_id}, data {data_dir}\n\
-         agents: ocm-edge-agent --cluster-name NAME --broker {url}; then: ocm-edge cluster accept NAME\n"
+         {ca_line}\
+         agents: ocm-edge-agent --cluster-name NAME --broker {url}{trust}\n\
+         then: ocm-edge cluster accept NAME\n"
     ))?;
     ocm_edge_mqtt::shutdown_signal().await;
     tracing::info!("stopping the hub");

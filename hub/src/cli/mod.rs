@@ -36,7 +36,9 @@ use thiserror::Error;
 use crate::admin::client::{AdminClient, AdminError, ConnectOptions};
 
 /// Default broker URL of the CLI (the hub's embedded broker on this machine).
-pub const DEFAULT_BROKER_URL: &str = "mqtt://127.0.0.1:1883";
+pub const DEFAULT_BROKER_URL: &str = "mqtts://127.0.0.1:8883";
+/// Default data directory of `ocm-edge hub` (also `OCM_EDGE_DATA_DIR`).
+pub const DEFAULT_DATA_DIR: &str = "./ocm-edge-data";
 
 /// `ocm-edge`: Open Cluster Management for edge Kubernetes fleets over MQTT.
 #[derive(Debug, Parser)]
@@ -81,6 +83,24 @@ impl GlobalArgs {
         self.broker.url_or(DEFAULT_BROKER_URL)
     }
 
+    /// The TLS files given; for an `mqtts://` broker with neither a CA file nor a pin, the CA of
+    /// a hub on this machine (`$OCM_EDGE_DATA_DIR/pki/ca.pem`, else `./ocm-edge-data/pki/ca.pem`)
+    /// when there is one, so the CLI next to `ocm-edge hub` needs no flag.
+    pub fn tls(&self) -> ocm_edge_mqtt::TlsFiles {
+        let mut tls = self.broker.tls();
+        let is_tls = self.broker_url().starts_with("mqtts://");
+        if is_tls && tls.ca_file.is_none() && tls.ca_pin.is_none() {
+            let data_dir = std::env::var_os("OCM_EDGE_DATA_DIR")
+                .map_or_else(|| DEFAULT_DATA_DIR.into(), std::path::PathBuf::from);
+            let local_ca = data_dir.join("pki").join("ca.pem");
+            if local_ca.is_file() {
+                tracing::debug!(ca = %local_ca.display(), "trusting the CA of the hub on this machine");
+                tls.ca_file = Some(local_ca);
+            }
+        }
+        tls
+    }
+
     /// Connects the admin client.
     ///
     /// # Errors
@@ -90,7 +110,7 @@ impl GlobalArgs {
             timeout: self.timeout,
             username: self.broker.broker_username.clone(),
             password: self.broker.broker_password.clone(),
-            tls: self.broker.tls(),
+            tls: self.tls(),
         };
         Ok(AdminClient::connect_with(self.broker_url(), &self.source_id, &options).await?)
     }
