@@ -245,8 +245,10 @@ async fn main() -> anyhow::Result<()> {
     cfg.receive_maximum = cli.receive_maximum;
     cfg.validate().context("invalid configuration")?;
     tracing::info!(cluster = %cfg.cluster_name, broker = %cfg.broker_url, source = %cfg.source_id, "starting ocm-edge-agent");
-    run_agent(cfg, async {
-        ocm_edge_mqtt::shutdown_signal().await;
+    // Listening from now on: a SIGTERM during start-up stops the agent gracefully.
+    let shutdown = ocm_edge_mqtt::shutdown_signal();
+    run_agent(cfg, async move {
+        shutdown.await;
         tracing::info!("shutting down");
     })
     .await

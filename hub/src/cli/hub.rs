@@ -121,6 +121,9 @@ pub fn hub_config(global: &GlobalArgs, args: &HubArgs) -> Result<HubConfig, CliE
 /// Bad arguments, or the hub failing to start or stopping with an error.
 pub async fn run(global: &GlobalArgs, args: HubArgs) -> Result<(), CliError> {
     let cfg = hub_config(global, &args)?;
+    // Listening from now on: a SIGTERM right after the announcement below (a supervisor, a test)
+    // stops the hub gracefully instead of killing it.
+    let shutdown = ocm_edge_mqtt::shutdown_signal();
     let data_dir = cfg.data_dir.display().to_string();
     let source_id = cfg.source_id.clone();
     let handle = crate::hub::start_hub(cfg)
@@ -154,7 +157,7 @@ pub async fn run(global: &GlobalArgs, args: HubArgs) -> Result<(), CliError> {
          agents: ocm-edge-agent --cluster-name NAME --broker {url}{trust}\n\
          then: ocm-edge cluster accept NAME\n"
     ))?;
-    ocm_edge_mqtt::shutdown_signal().await;
+    shutdown.await;
     tracing::info!("stopping the hub");
     handle
         .shutdown()
