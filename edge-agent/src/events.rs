@@ -202,6 +202,22 @@ impl AgentIdentity {
     }
 }
 
+/// What the agent refuses from any source before storing a spec: the limits the hub enforces
+/// hold here too, whoever published on this cluster's topic.
+///
+/// # Errors
+/// Why the spec is refused.
+pub fn admissible(spec: &SpecEvent) -> Result<(), String> {
+    if spec.resource_id.trim().is_empty() {
+        return Err("the event has no resourceid".to_owned());
+    }
+    if let Some(bundle) = &spec.bundle {
+        ocm_edge_schemas::validate::validate_manifests_size(&bundle.manifests)
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,6 +13,7 @@ use crate::core::outbox::Envelope;
 use crate::core::plan::{ApplyStrategy, RemoveAction, plan_apply, plan_delete, same_object};
 use crate::core::resource::ResourceRef;
 use crate::core::status::{ManifestOutcome, StatusContext, deleted_status, work_status};
+use crate::events::admissible;
 use crate::store::DesiredBundle;
 
 impl Agent {
@@ -373,17 +374,4 @@ fn conditions_text(conditions: &[ocm_edge_schemas::api::meta::Condition]) -> Str
         .map(|c| format!("{}={}", c.type_, c.status))
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// What the agent refuses from any source before storing a spec: the limits the hub enforces
-/// hold here too, whoever published on this cluster's topic.
-fn admissible(spec: &SpecEvent) -> Result<(), String> {
-    if spec.resource_id.trim().is_empty() {
-        return Err("the event has no resourceid".to_owned());
-    }
-    if let Some(bundle) = &spec.bundle {
-        ocm_edge_schemas::validate::validate_manifests_size(&bundle.manifests)
-            .map_err(|e| e.to_string())?;
-    }
-    Ok(())
 }
