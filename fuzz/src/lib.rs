@@ -1,0 +1,261 @@
+//! Shared by the fuzz targets: how a fuzz input becomes an MQTT message, and a hub core with an
+//! accepted cluster holding a work, so agent events and admin requests reach deep code.
+//!
+//! A message input is one byte choosing the topic and the MQTT content type (valid topics mostly,
+//! so the fuzzer spends its time in the decoders behind them), then the payload. Seeds are real
+//! events (`seeds/`), prefixed with that byte.
+
+use chrono::{DateTime, TimeZone, Utc};
+use ocm_edge_hub::admin::messages::{AdminRequest, CreateWork};
+use ocm_edge_hub::admin::server::handle_request;
+use ocm_edge_hub::availability::AvailabilityConfig;
+use ocm_edge_hub::core::{AgentInput, CoreConfig, HubCore};
+use ocm_edge_schemas::api::cluster::ManagedCluster;
+use ocm_edge_schemas::wire::MqttMessage;
+
+/// The hub's source id in every target.
+pub const SOURCE: &str = "ocm-edge";
+/// The cluster the agent side is, and the one the hub has accepted.
+pub const CLUSTER: &str = "edge-1";
+
+/// A fixed clock: fuzzing must be repeatable.
+pub fn now() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 25, 12, 0, 0).unwrap()
+}
+
+/// An MQTT message from a fuzz input, in binary content mode as ocm-edge and OCM publish:
+/// `data[0]` picks the topic (of `topics`, low 7 bits) and whether the Content Type property is
+/// `application/json` (bit 7); then the user properties (the CloudEvents attributes), one per line
+/// as `name=value`, up to an empty line; the rest is the payload.
+pub fn message(data: &[u8], topics: &[String]) -> Option<MqttMessage> {
+    let (&selector, mut rest) = data.split_first()?;
+    let topic = topics[usize::from(selector & 0x7f) % topics.len()].clone();
+    let content_type = (selector & 0x80 != 0).then(|| "application/json".to_owned());
+    let mut user_properties = Vec::new();
+    while let Some(end) = rest.iter().position(|&b| b == b'\n') {
+        let line = String::from_utf8_lossy(&rest[..end]).into_owned();
+        rest = &rest[end + 1..];
+        if line.is_empty() {
+            break;
+        }
+        let (name, value) = line.split_once('=').unwrap_or((&line, ""));
+        user_properties.push((name.to_owned(), value.to_owned()));
+    }
+    Some(MqttMessage {
+        topic,
+        payload: rest.to_vec(),
+        content_type,
+        user_properties,
+    })
+}
+
+/// The fuzz input [`message`] reads back as `msg` (for seeds), topic index 0.
+pub fn input_of(msg: &MqttMessage) -> Vec<u8> {
+    let mut bytes = vec![if msg.content_type.is_some() { 0x80 } else { 0 }];
+    for (name, value) in &msg.user_properties {
+        bytes.extend_from_slice(format!("{name}={value}\n").as_bytes());
+    }
+    bytes.push(b'\n');
+    bytes.extend_from_slice(&msg.payload);
+    bytes
+}
+
+/// A hub core where [`CLUSTER`] asked to join, was accepted, and holds the work `web`.
+pub fn hub_core() -> HubCore {
+    let mut core = HubCore::new(CoreConfig {
+        source_id: SOURCE.to_owned(),
+        availability: AvailabilityConfig::new(1.5).expect("a valid grace"),
+        status_resync_batch: 1000,
+    });
+    let mut request = ManagedCluster::new(CLUSTER);
+    request.spec.lease_duration_seconds = 60;
+    let joined = core.handle_agent(
+        AgentInput::JoinRequest {
+            cluster: CLUSTER.to_owned(),
+            request: Box::new(request),
+        },
+        now(),
+    );
+    core.apply(&joined.records);
+    for request in [
+        AdminRequest::AcceptCluster {
+            name: CLUSTER.to_owned(),
+        },
+        AdminRequest::CreateWork(CreateWork {
+            name: "web".to_owned(),
+            clusters: vec![CLUSTER.to_owned()],
+            manifests: vec![serde_json::json!({
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "cm", "namespace": "default"}
+            })],
+            delete_option: None,
+            manifest_configs: vec![],
+            overwrite: false,
+        }),
+    ] {
+        let (change, _) = handle_request(&core, request, now());
+        core.apply(&change.records);
+    }
+    core
+}
+
+/// Writes `seeds/` (run after a wire or admin change: `cargo test --manifest-path fuzz/Cargo.toml
+/// -- --ignored write_seeds`): real messages as ocm-edge's agent, hub and CLI build them, maestro's
+/// published events (`../shared/vectors/maestro`, when present), and the CLI's YAML fixtures.
+#[cfg(test)]
+mod seeds {
+    use std::path::{Path, PathBuf};
+
+    use ocm_edge_agent::events::AgentIdentity;
+    use ocm_edge_hub::admin::messages::AdminRequest;
+    use ocm_edge_hub::events::encode_outbound;
+    use ocm_edge_schemas::api::cluster::ManagedCluster;
+    use ocm_edge_schemas::wire::{MqttMessage, encode};
+
+    use super::*;
+
+    fn dir(target: &str) -> PathBuf {
+        let d = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("seeds")
+            .join(target);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn write_message(target: &str, name: &str, msg: &MqttMessage) {
+        assert_eq!(&message(&input_of(msg), std::slice::from_ref(&msg.topic)).unwrap(), msg);
+        std::fs::write(dir(target).join(name), input_of(msg)).unwrap();
+    }
+
+    #[test]
+    #[ignore = "writes the seed files"]
+    fn write_seeds() {
+        let agent = AgentIdentity {
+            cluster: CLUSTER.to_owned(),
+            agent_id: format!("{CLUSTER}-work-agent"),
+        };
+        let topic = ocm_edge_schemas::wire::topic::agent_events(SOURCE, CLUSTER).unwrap();
+        let mut cluster = ManagedCluster::new(CLUSTER);
+        cluster.spec.lease_duration_seconds = 60;
+        cluster
+            .metadata
+            .labels
+            .insert("region".into(), "eu-west".into());
+        for (name, event) in [
+            ("join", agent.join_request(&cluster, now()).unwrap()),
+            (
+                "cluster-status",
+                agent.cluster_status(&cluster, now()).unwrap(),
+            ),
+            ("lease", agent.lease_renewal(60, now()).unwrap()),
+            ("presence", agent.presence(false, 3, now()).unwrap()),
+            (
+                "spec-resync",
+                agent.spec_resync_request(vec![], None, now()).unwrap(),
+            ),
+        ] {
+            write_message(
+                "hub_agent_message",
+                name,
+                &encode(&event, topic.clone()).unwrap(),
+            );
+        }
+
+        // What the hub sends: the accepted cluster's view and the work's spec event.
+        let core = hub_core();
+        let (change, _) = handle_request(
+            &core,
+            AdminRequest::CreateWork(CreateWork {
+                name: "web2".to_owned(),
+                clusters: vec![CLUSTER.to_owned()],
+                manifests: vec![serde_json::json!({
+                    "apiVersion": "apps/v1", "kind": "Deployment",
+                    "metadata": {"name": "web", "namespace": "default"},
+                    "spec": {"replicas": 2}
+                })],
+                delete_option: None,
+                manifest_configs: vec![],
+                overwrite: false,
+            }),
+            now(),
+        );
+        for (i, out) in change.outbound.iter().enumerate() {
+            let msg = encode_outbound(SOURCE, out, now()).unwrap();
+            write_message("agent_inbound", &format!("hub-{i}"), &msg);
+        }
+
+        // Admin requests as the CLI sends them.
+        for (name, request) in [
+            (
+                "accept",
+                AdminRequest::AcceptCluster {
+                    name: CLUSTER.to_owned(),
+                },
+            ),
+            (
+                "list-works",
+                AdminRequest::ListWorks {
+                    cluster: None,
+                    after: None,
+                    limit: None,
+                },
+            ),
+            (
+                "create-work",
+                AdminRequest::CreateWork(CreateWork {
+                    name: "db".to_owned(),
+                    clusters: vec![CLUSTER.to_owned()],
+                    manifests: vec![serde_json::json!({"apiVersion": "v1", "kind": "Namespace",
+                                                       "metadata": {"name": "db"}})],
+                    delete_option: None,
+                    manifest_configs: vec![],
+                    overwrite: true,
+                }),
+            ),
+        ] {
+            std::fs::write(
+                dir("hub_admin_request").join(name),
+                serde_json::to_vec(&request).unwrap(),
+            )
+            .unwrap();
+        }
+
+        // maestro's events, and the CLI's YAML fixtures.
+        let vectors = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/vectors/maestro");
+        for (file, target) in [
+            ("cloudevents.agent.json", "hub_agent_message"),
+            ("cloudevents.spec.maestro.json", "agent_inbound"),
+        ] {
+            if let Ok(json) = std::fs::read(vectors.join(file)) {
+                let event = ocm_edge_schemas::wire::structured::parse(&json).unwrap();
+                let msg = encode(&event, "t").unwrap();
+                write_message(target, &format!("maestro-{file}"), &msg);
+            }
+        }
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../hub/tests/fixtures/cli");
+        for entry in walk(&fixtures) {
+            if entry.extension().is_some_and(|e| e == "yaml" || e == "yml") {
+                let name = entry
+                    .strip_prefix(&fixtures)
+                    .unwrap()
+                    .display()
+                    .to_string()
+                    .replace('/', "-");
+                std::fs::copy(&entry, dir("yaml_input").join(name)).unwrap();
+            }
+        }
+    }
+
+    fn walk(dir: &Path) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                out.extend(walk(&path));
+            } else {
+                out.push(path);
+            }
+        }
+        out
+    }
+}
