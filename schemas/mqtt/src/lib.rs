@@ -36,7 +36,7 @@ pub mod url;
 pub use args::BrokerArgs;
 pub use link::LinkError;
 pub use publication::Publication;
-pub use request::{RequestError, Requester};
+pub use request::{RequestError, Requester, SignRequest};
 pub use session::{
     Ack, Backoff, ConnectError, PublishError, Publisher, Session, SessionConfig, SessionError,
     SessionEvent, WillFn,

@@ -24,6 +24,19 @@ pub const MAX_RESEND: Duration = Duration::from_secs(4);
 
 type Pending = Arc<Mutex<HashMap<Bytes, oneshot::Sender<Publication>>>>;
 
+/// Adds proof of who sends a request: user properties computed from the request's topic, its
+/// response topic, its correlation data and its payload (ocm-edge's admin credentials sign these).
+pub trait SignRequest: Send + Sync + std::fmt::Debug {
+    /// The user properties to add to the request.
+    fn sign(
+        &self,
+        topic: &str,
+        response_topic: &str,
+        correlation: &[u8],
+        payload: &[u8],
+    ) -> Vec<(String, String)>;
+}
+
 /// Why a request got no answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RequestError {
@@ -47,6 +60,7 @@ pub struct Requester {
     publisher: Publisher,
     pending: Pending,
     response_topic: String,
+    signer: Option<Arc<dyn SignRequest>>,
 }
 
 impl Requester {
@@ -91,7 +105,14 @@ impl Requester {
             session,
             pending,
             response_topic,
+            signer: None,
         })
+    }
+
+    /// Signs every request from now on with `signer` (once per request: its resends carry the
+    /// same properties).
+    pub fn set_signer(&mut self, signer: Arc<dyn SignRequest>) {
+        self.signer = Some(signer);
     }
 
     /// The private topic answers come back on.
@@ -107,11 +128,20 @@ impl Requester {
     /// stopped.
     pub async fn request(
         &self,
-        request: MqttMessage,
+        mut request: MqttMessage,
         timeout: Duration,
     ) -> Result<Publication, RequestError> {
         let topic = request.topic.clone();
         let correlation = Bytes::from(uuid::Uuid::new_v4().as_bytes().to_vec());
+        if let Some(signer) = &self.signer {
+            let proof = signer.sign(
+                &request.topic,
+                &self.response_topic,
+                &correlation,
+                &request.payload,
+            );
+            request.user_properties.extend(proof);
+        }
         let (tx, mut rx) = oneshot::channel();
         lock(&self.pending).insert(correlation.clone(), tx);
         // Removes the waiter however this call ends, also when the caller drops it midway.

@@ -26,6 +26,12 @@
 //! [`AdminErrorKind::Unsupported`]; a request without a response topic is logged, counted and
 //! dropped.
 //!
+//! # Who may send what
+//! A hub with credentials on (the default) acts only on a request signed with a credential of its
+//! CA, as [`auth`] describes (three MQTT 5 user properties: the certificate, the signing time, the
+//! signature); otherwise it answers [`AdminErrorKind::Unauthenticated`]. The credential's role must
+//! allow the command ([`AdminRequest::required_role`]), otherwise [`AdminErrorKind::Forbidden`].
+//!
 //! # JSON shapes
 //! ```json
 //! {"command":"listClusters"}
@@ -47,12 +53,14 @@
 //!   stores no work on `a` either).
 //! - Error messages are shown to the operator as they are: say what is wrong and how to fix it.
 
+pub mod auth;
 pub mod explanation;
 pub mod fleet_views;
 pub mod request;
 pub mod response;
 pub mod views;
 
+pub use auth::Role;
 pub use fleet_views::{
     ClusterSetView, DecisionView, ObjectApplied, ObjectDeleted, PlacementView, ReplicaSetView,
     RolloutRow,

@@ -247,8 +247,8 @@ impl AdminRequest {
         }
     }
 
-    /// For a command that changes something, the `ocm-edge` command that shows whether it was
-    /// carried out; `None` for reads. The hub stores a change before it answers, so a change
+    /// For a command that [changes something](AdminRequest::changes_something), the `ocm-edge`
+    /// command that shows whether it was carried out; `None` for reads. The hub stores a change before it answers, so a change
     /// sent without an answer may well be in force: the CLI says where to look instead of
     /// calling it lost.
     pub fn how_to_check(&self) -> Option<String> {
@@ -271,6 +271,22 @@ impl AdminRequest {
                 "ocm-edge placement list, ocm-edge clusterset list or ocm-edge rollout list"
                     .to_owned(),
             ),
+            // Reads, and commands this build does not know.
+            _ => None,
+        }
+    }
+
+    /// Whether the command changes what the hub holds (false for reads, and for a command this
+    /// build does not know, which the hub refuses).
+    pub fn changes_something(&self) -> bool {
+        match self {
+            AdminRequest::AcceptCluster { .. }
+            | AdminRequest::DenyCluster { .. }
+            | AdminRequest::CreateWork(_)
+            | AdminRequest::ApplyManifestWork { .. }
+            | AdminRequest::DeleteWork { .. }
+            | AdminRequest::ApplyObject { .. }
+            | AdminRequest::DeleteObject { .. } => true,
             AdminRequest::ListClusters { .. }
             | AdminRequest::GetCluster { .. }
             | AdminRequest::ListWorks { .. }
@@ -282,7 +298,7 @@ impl AdminRequest {
             | AdminRequest::GetPlacement { .. }
             | AdminRequest::ListReplicaSets { .. }
             | AdminRequest::GetReplicaSet { .. }
-            | AdminRequest::Unknown { .. } => None,
+            | AdminRequest::Unknown { .. } => false,
         }
     }
 }

@@ -53,6 +53,12 @@ pub enum AdminErrorKind {
     /// The answer is larger than the broker carries in one message: ask for a smaller page
     /// (`limit`).
     TooLarge,
+    /// The request carries no credential the hub accepts (none, not signed by the hub's CA,
+    /// expired, a bad signature, or signed at a time too far from the hub's clock): the message
+    /// says which and how to fix it.
+    Unauthenticated,
+    /// The sender's role may not send this command (see [`crate::admin::Role`]).
+    Forbidden,
     /// A kind this client does not know (sent by a newer hub).
     #[serde(other)]
     Unknown,
@@ -68,6 +74,8 @@ impl std::fmt::Display for AdminErrorKind {
             AdminErrorKind::Internal => "Internal",
             AdminErrorKind::Unsupported => "Unsupported",
             AdminErrorKind::TooLarge => "TooLarge",
+            AdminErrorKind::Unauthenticated => "Unauthenticated",
+            AdminErrorKind::Forbidden => "Forbidden",
             AdminErrorKind::Unknown => "Unknown",
         };
         f.write_str(s)

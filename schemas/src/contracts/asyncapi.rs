@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::catalog::{Catalog, ChannelSpec, Direction, Envelope, MessageSpec, Need, OperationSpec};
 use super::{ContractError, JSON_DIR, REGENERATE_SCHEMAS, SCHEMA_FORMAT, sorted};
-use crate::admin::{ADMIN_API_VERSION, ADMIN_API_VERSION_PROPERTY};
+use crate::admin::{ADMIN_API_VERSION, ADMIN_API_VERSION_PROPERTY, auth};
 use crate::wire::extensions as ext;
 use crate::wire::mqtt::{APPLICATION_JSON, CE_PREFIX, LEGACY_CONTENT_TYPE_PROPERTY};
 
@@ -98,6 +98,25 @@ fn admin_headers(request: bool) -> Value {
                 "description": "MQTT 5 Response Topic property: where the hub answers."}),
         );
         required.push(RESPONSE_TOPIC_HEADER);
+        for (name, description) in [
+            (
+                auth::CREDENTIAL_PROPERTY,
+                "User property: the sender's credential, a client certificate of the hub's CA (CN = user, OU = role), DER, base64. Required by a hub with credentials on (the default).",
+            ),
+            (
+                auth::SIGNED_AT_PROPERTY,
+                "User property: when the request was signed, Unix seconds (at most 300 s from the hub's clock).",
+            ),
+            (
+                auth::SIGNATURE_PROPERTY,
+                "User property: ECDSA P-256 SHA-256 signature (ASN.1 DER, base64) with the credential's key over the request topic, response topic, correlation data, signing time and the payload's SHA-256 (ocm_edge_schemas::admin::auth::signed_bytes).",
+            ),
+        ] {
+            properties.insert(
+                name.into(),
+                json!({"type": "string", "description": description}),
+            );
+        }
     }
     properties.insert(
         ADMIN_API_VERSION_PROPERTY.into(),
