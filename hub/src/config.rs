@@ -70,6 +70,20 @@ impl Default for EmbeddedSecurity {
     }
 }
 
+/// Who may use the admin API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AdminAuth {
+    /// Every request must be signed with a credential of the hub's CA, and the credential's role
+    /// must allow the command ([`crate::admin::credential`]). The hub creates its CA in
+    /// `DATA_DIR/pki` and the first admin's credential, `DATA_DIR/admin-credentials.pem`, at
+    /// its first start.
+    #[default]
+    Credentials,
+    /// Anyone who may publish on the admin topic may do anything (`--insecure-open-admin`).
+    /// Logged as a warning at every start.
+    InsecureOpen,
+}
+
 /// Everything the hub needs to run.
 #[derive(Debug, Clone)]
 pub struct HubConfig {
@@ -79,6 +93,8 @@ pub struct HubConfig {
     pub broker: BrokerConfig,
     /// TLS (the default) or plaintext for the embedded broker; ignored with an external one.
     pub embedded_security: EmbeddedSecurity,
+    /// Signed admin requests (the default) or an open admin API.
+    pub admin_auth: AdminAuth,
     /// Source id; must match `[a-z0-9-]+`.
     pub source_id: String,
     /// A cluster's `ManagedClusterConditionAvailable` becomes Unknown when no proof of life
@@ -124,6 +140,7 @@ impl HubConfig {
             data_dir: data_dir.into(),
             broker: BrokerConfig::default(),
             embedded_security: EmbeddedSecurity::default(),
+            admin_auth: AdminAuth::default(),
             source_id: DEFAULT_SOURCE_ID.to_owned(),
             lease_grace_multiplier: DEFAULT_LEASE_GRACE_MULTIPLIER,
             keepalive: Duration::from_secs(30),
@@ -182,5 +199,6 @@ mod tests {
             EmbeddedSecurity::Tls { .. }
         ));
         assert_eq!(cfg.mqtt_client_id(), "ocm-edge-hub");
+        assert_eq!(cfg.admin_auth, AdminAuth::Credentials);
     }
 }

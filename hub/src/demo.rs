@@ -185,6 +185,8 @@ pub async fn run(options: DemoOptions, out: &mut impl Write) -> Result<(), DemoE
                 ca_file: Some(url.ca_file.clone()),
                 ..TlsFiles::default()
             },
+            // The first admin credential, written by the hub's first start.
+            credentials: Some(hub_dir.join(crate::admin::credential::ADMIN_CREDENTIALS)),
             ..ConnectOptions::default()
         };
         let client =

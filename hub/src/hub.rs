@@ -39,6 +39,7 @@ use ocm_edge_mqtt::{
     BrokerUrl, Publication, Publisher, Session, SessionConfig, SessionError, SessionEvent, UrlError,
 };
 use ocm_edge_mqtt::{CaPin, TlsFiles};
+use ocm_edge_schemas::admin::Role;
 use ocm_edge_schemas::wire::MqttMessage;
 use ocm_edge_schemas::wire::chunks::{self, TransferOffer};
 use ocm_edge_schemas::wire::mqtt::APPLICATION_JSON;
@@ -46,13 +47,14 @@ use ocm_edge_schemas::wire::topic;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
+use crate::admin::credential::{ADMIN_CREDENTIALS, Authenticator, authorize};
 use crate::admin::messages::{
     ADMIN_API_VERSION, ADMIN_API_VERSION_PROPERTY, AdminErrorKind, AdminRequest, AdminResponse,
     MAX_ADMIN_PAYLOAD_BYTES,
 };
 use crate::admin::server;
 use crate::availability::AvailabilityConfig;
-use crate::config::{BrokerConfig, EmbeddedSecurity, HubConfig};
+use crate::config::{AdminAuth, BrokerConfig, EmbeddedSecurity, HubConfig};
 use crate::core::{AgentInput, Change, CoreConfig, HubCore, Outbound, Presence, Record, counter};
 use crate::pki::{HubPki, PkiError, default_serving_names};
 use crate::store::{Store, StoreError};
@@ -107,6 +109,7 @@ pub struct HubHandle {
     broker_url: BrokerUrl,
     broker: Option<EmbeddedBroker>,
     ca: Option<(CaPin, PathBuf)>,
+    admin_credentials: Option<PathBuf>,
     stop: watch::Sender<bool>,
     subscriptions: watch::Receiver<u64>,
     task: JoinHandle<Result<(), HubError>>,
@@ -120,6 +123,12 @@ impl HubHandle {
     /// configured with port 0.
     pub fn broker_url(&self) -> String {
         self.broker_url.to_string()
+    }
+
+    /// The first admin's credential file (`DATA_DIR/admin-credentials.pem`) when the admin API
+    /// takes signed requests and the file is there.
+    pub fn admin_credentials(&self) -> Option<&Path> {
+        self.admin_credentials.as_deref()
     }
 
     /// The pin of the hub's CA, which agents are given, when the embedded broker uses TLS.
@@ -202,11 +211,28 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
             cfg.source_id
         )));
     }
+    // The hub's first start on this data directory creates the store.
+    let first_start = !cfg.data_dir.join(crate::store::DB_FILE).exists();
     // The store first: a hub that cannot open it must not leave a broker behind.
     let store = Store::open(&cfg.data_dir)?;
     let loaded = store.load()?;
     let mut broker_tls = cfg.broker_tls.clone();
     let mut ca = None;
+    let admin_credentials = Some(cfg.data_dir.join(ADMIN_CREDENTIALS))
+        .filter(|_| cfg.admin_auth == AdminAuth::Credentials);
+    let authenticator = match cfg.admin_auth {
+        AdminAuth::Credentials => {
+            Some(admin_authenticator(&cfg.data_dir, first_start, Utc::now())?)
+        }
+        AdminAuth::InsecureOpen => {
+            tracing::warn!(
+                "INSECURE: the admin API takes unsigned requests (--insecure-open-admin): \
+                 anyone who can publish on the broker's admin topic can accept clusters and \
+                 run anything on every cluster"
+            );
+            None
+        }
+    };
     let (broker_url, broker) = match &cfg.broker {
         BrokerConfig::Embedded { listen } => {
             let listen = *listen;
@@ -333,19 +359,44 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
         unflushed_since: None,
         flush_every: cfg.report_flush_every,
         transfers: HashMap::new(),
+        authenticator,
         stopped,
     };
     let task = tokio::spawn(hub.run());
+    let admin_credentials = admin_credentials.filter(|p| p.is_file());
     Ok(HubHandle {
         broker_url,
         broker,
         ca,
+        admin_credentials,
         stop,
         subscriptions,
         task,
         session,
         intakes,
     })
+}
+
+/// The admin API's authenticator: the hub's CA (created when missing) and, at the hub's first
+/// start on its data directory, the first admin credential (`DATA_DIR/admin-credentials.pem`,
+/// mode 0600). Later starts never write it again: an admin who removed it meant to.
+fn admin_authenticator(
+    data_dir: &Path,
+    first_start: bool,
+    now: chrono::DateTime<Utc>,
+) -> Result<Authenticator, HubError> {
+    let pki = HubPki::load_or_create(&data_dir.join("pki"), now)?;
+    let path = data_dir.join(ADMIN_CREDENTIALS);
+    if first_start && !path.exists() {
+        let pem = pki.issue_user("admin", Role::Admin, crate::pki::USER_VALIDITY, now)?;
+        crate::pki::write_file(&path, &pem, true)?;
+        tracing::info!(path = %path.display(), "wrote the first admin credential (user admin, role admin): keep it safe");
+    } else if !path.exists() {
+        tracing::info!(
+            "no {ADMIN_CREDENTIALS} in the data directory: admin requests need a credential made with `ocm-edge user create NAME --role admin`"
+        );
+    }
+    Ok(Authenticator::new(pki.ca_der()?))
 }
 
 /// Runs a hub until `shutdown` completes (or the hub fails), then stops it gracefully.
@@ -390,6 +441,8 @@ struct HubLoop {
     /// The chunked-transfer offer of each cluster's agent, from its last spec resync request
     /// (in memory: an agent offers again at every reconnect).
     transfers: HashMap<String, TransferOffer>,
+    /// Checks admin requests' credentials; `None` with [`AdminAuth::InsecureOpen`].
+    authenticator: Option<Authenticator>,
     stopped: watch::Receiver<bool>,
 }
 
@@ -695,7 +748,7 @@ impl HubLoop {
             tracing::warn!("retained admin request dropped (requests must not be retained)");
             return self.core.count(counter::ADMIN_DROPPED);
         }
-        let Some(topic) = received.response_topic else {
+        let Some(topic) = received.response_topic.clone() else {
             tracing::warn!("admin request without a response topic dropped");
             return self.core.count(counter::ADMIN_DROPPED);
         };
@@ -712,16 +765,20 @@ impl HubLoop {
             return self.core.count(counter::ADMIN_DROPPED);
         }
         let (change, response) = match server::parse_request(&received.message.payload) {
-            Ok(request) => {
-                match &request {
-                    AdminRequest::Unknown { command } => tracing::warn!(
-                        command,
-                        "admin request for a command this hub does not know (newer CLI?)"
-                    ),
-                    known => tracing::info!(command = known.command(), "admin request"),
+            Ok(request) => match self.admit(&received, &topic, &request, now) {
+                Ok(user) => {
+                    match &request {
+                        AdminRequest::Unknown { command } => tracing::warn!(
+                            command,
+                            user,
+                            "admin request for a command this hub does not know (newer CLI?)"
+                        ),
+                        known => tracing::info!(command = known.command(), user, "admin request"),
+                    }
+                    server::handle_request(&self.core, request, now)
                 }
-                server::handle_request(&self.core, request, now)
-            }
+                Err(refusal) => (self.core.count(counter::ADMIN_REFUSED), refusal),
+            },
             Err(response) => (self.core.count(counter::ADMIN_DROPPED), response),
         };
         batch.responses.push(PendingResponse {
@@ -730,6 +787,33 @@ impl HubLoop {
             response,
         });
         change
+    }
+
+    /// Who sent an admin request (`"-"` without authentication), or the answer refusing it:
+    /// Unauthenticated without a valid signed credential, Forbidden when the role does not allow
+    /// the command. Refusals are logged.
+    fn admit(
+        &self,
+        received: &Publication,
+        response_topic: &str,
+        request: &AdminRequest,
+        now: chrono::DateTime<Utc>,
+    ) -> Result<String, AdminResponse> {
+        let Some(authenticator) = &self.authenticator else {
+            return Ok("-".to_owned());
+        };
+        let correlation = received.correlation_data.as_deref().unwrap_or_default();
+        let who = authenticator
+            .authenticate(&received.message, response_topic, correlation, now)
+            .map_err(|e| {
+                tracing::warn!(command = request.command(), reason = %e, "admin request refused: unauthenticated");
+                AdminResponse::error(AdminErrorKind::Unauthenticated, e.to_string())
+            })?;
+        authorize(&who, request).map_err(|message| {
+            tracing::warn!(command = request.command(), user = who.user, role = %who.role, "admin request refused: forbidden");
+            AdminResponse::error(AdminErrorKind::Forbidden, message)
+        })?;
+        Ok(who.user)
     }
 
     /// Stores the batch, then publishes its messages and answers.

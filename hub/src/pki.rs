@@ -10,6 +10,11 @@
 //! - `ca.pem`, `ca-key.pem`: the CA (10 years), created once;
 //! - `broker.pem` (certificate + CA), `broker-key.pem`: the broker's, signed again at every start
 //!   for the names given then (1 year), so a new name needs only a restart.
+//!
+//! It also signs user credentials for the admin API ([`HubPki::issue_user`]): a client certificate
+//! with the user's name as CN and the role as OU, and its key, in one PEM file that the user's CLI
+//! signs requests with ([`crate::admin::credential`]). The first one, `DATA_DIR/admin-credentials.pem`
+//! (role admin), is written at the hub's first start on its data directory.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -17,6 +22,7 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Duration, Utc};
 use ocm_edge_mqtt::CaPin;
 use ocm_edge_mqtt::broker::ServerTls;
+use ocm_edge_schemas::admin::Role;
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose, PublicKeyData,
@@ -26,6 +32,8 @@ use rcgen::{
 pub const CA_VALIDITY: Duration = Duration::days(3650);
 /// How long the broker's serving certificate is valid (it is signed again at every start).
 pub const SERVING_VALIDITY: Duration = Duration::days(365);
+/// How long a user credential is valid unless told otherwise.
+pub const USER_VALIDITY: Duration = Duration::days(365);
 /// How far back certificates start, for clients whose clock is behind the hub's.
 pub const CLOCK_SKEW: Duration = Duration::hours(1);
 
@@ -63,6 +71,14 @@ pub enum PkiError {
         dir: PathBuf,
         /// What is wrong.
         reason: String,
+    },
+    /// There is no CA to use (`ocm-edge user create` run away from the hub's data directory).
+    #[error(
+        "no hub CA in {dir} (ca.pem, ca-key.pem): run this on the hub's machine with --data-dir (or OCM_EDGE_DATA_DIR) set to the hub's data directory"
+    )]
+    NoCa {
+        /// The pki directory looked in.
+        dir: PathBuf,
     },
     /// rcgen refused to build a certificate (e.g. a name that is not a DNS name or an IP).
     #[error("cannot issue a certificate: {0}")]
@@ -157,6 +173,73 @@ impl HubPki {
         })
     }
 
+    /// Loads the CA from `dir` without creating one (for `ocm-edge user create`, which must use
+    /// the running hub's CA).
+    ///
+    /// # Errors
+    /// [`PkiError::NoCa`] when `dir` holds no CA; as [`HubPki::load_or_create`] otherwise.
+    pub fn load_existing(dir: &Path) -> Result<Self, PkiError> {
+        match (dir.join(CA_CERT).exists(), dir.join(CA_KEY).exists()) {
+            (false, false) => Err(PkiError::NoCa {
+                dir: dir.to_owned(),
+            }),
+            _ => Self::load_or_create(dir, Utc::now()),
+        }
+    }
+
+    /// The CA's certificate, DER (what the admin API checks credentials against).
+    ///
+    /// # Errors
+    /// [`PkiError::BadCa`] if the CA file no longer holds a certificate (it was checked at load).
+    pub fn ca_der(&self) -> Result<Vec<u8>, PkiError> {
+        first_pem_der(&self.ca_pem).ok_or_else(|| PkiError::BadCa {
+            dir: self.dir.clone(),
+            reason: format!("{CA_CERT} holds no PEM certificate"),
+        })
+    }
+
+    /// Signs a credential for the admin API: a client certificate for `user` (CN) with `role`
+    /// (OU), valid from now (less [`CLOCK_SKEW`]) for `validity`, and its new key. Returns one
+    /// PEM text, certificate then key, for [`crate::admin::credential::Credential`]; nothing is
+    /// written (the caller chooses the file).
+    ///
+    /// # Errors
+    /// [`PkiError::Issue`] for a user name that cannot be a CN or a validity rcgen refuses.
+    pub fn issue_user(
+        &self,
+        user: &str,
+        role: Role,
+        validity: Duration,
+        now: DateTime<Utc>,
+    ) -> Result<String, PkiError> {
+        let issue = |e: rcgen::Error| PkiError::Issue(e.to_string());
+        let key = KeyPair::generate().map_err(issue)?;
+        let mut params = CertificateParams::new(Vec::<String>::new()).map_err(issue)?;
+        params.distinguished_name.push(DnType::CommonName, user);
+        params
+            .distinguished_name
+            .push(DnType::OrganizationalUnitName, role.as_str());
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        params.use_authority_key_identifier_extension = true;
+        params.not_before = to_time(now - CLOCK_SKEW)?;
+        params.not_after = to_time(now + validity)?;
+        let cert = self.sign(&params, &key)?;
+        Ok(format!("{}{}", cert.pem(), key.serialize_pem()))
+    }
+
+    /// Signs `params` (for `key`) with the CA.
+    fn sign(
+        &self,
+        params: &CertificateParams,
+        key: &KeyPair,
+    ) -> Result<rcgen::Certificate, PkiError> {
+        let issue = |e: rcgen::Error| PkiError::Issue(e.to_string());
+        let ca_key = KeyPair::from_pem(&self.ca_key_pem).map_err(issue)?;
+        let issuer = Issuer::from_ca_cert_pem(&self.ca_pem, &ca_key).map_err(issue)?;
+        params.signed_by(key, &issuer).map_err(issue)
+    }
+
     /// The CA's pin, which agents are given (`--broker-ca-pin`).
     pub fn pin(&self) -> CaPin {
         self.pin
@@ -178,8 +261,6 @@ impl HubPki {
         now: DateTime<Utc>,
     ) -> Result<ServerTls, PkiError> {
         let issue = |e: rcgen::Error| PkiError::Issue(e.to_string());
-        let ca_key = KeyPair::from_pem(&self.ca_key_pem).map_err(issue)?;
-        let issuer = Issuer::from_ca_cert_pem(&self.ca_pem, &ca_key).map_err(issue)?;
         let key = KeyPair::generate().map_err(issue)?;
         let mut params = CertificateParams::new(names.to_vec())
             .map_err(|e| PkiError::Issue(format!("names {names:?}: {e}")))?;
@@ -191,7 +272,7 @@ impl HubPki {
         params.use_authority_key_identifier_extension = true;
         params.not_before = to_time(now - CLOCK_SKEW)?;
         params.not_after = to_time(now + SERVING_VALIDITY)?;
-        let cert = params.signed_by(&key, &issuer).map_err(issue)?;
+        let cert = self.sign(&params, &key)?;
         let tls = ServerTls {
             cert_chain_file: self.dir.join(BROKER_CERT),
             key_file: self.dir.join(BROKER_KEY),
@@ -260,7 +341,7 @@ fn create_private_dir(dir: &Path) -> Result<(), PkiError> {
 
 /// Writes `path` through a temporary file and a rename, so a crash never leaves half a key;
 /// `private` files are created with mode 0600.
-fn write_file(path: &Path, contents: &str, private: bool) -> Result<(), PkiError> {
+pub(crate) fn write_file(path: &Path, contents: &str, private: bool) -> Result<(), PkiError> {
     let io = |e: std::io::Error| PkiError::Io {
         path: path.to_owned(),
         reason: e.to_string(),

@@ -65,6 +65,7 @@ impl TestHub {
                 ca_file: hub.ca_file().map(Path::to_owned),
                 ..Default::default()
             },
+            credentials: hub.admin_credentials().map(Path::to_owned),
             ..ConnectOptions::default()
         };
         AdminClient::connect_with(&self.url, "ocm-edge", &options)
@@ -149,6 +150,7 @@ async fn ocm_edge_with(url: &str, data_dir: Option<&Path>, args: &[&str]) -> Out
         .args(["--broker", url])
         .env_remove("OCM_EDGE_BROKER_CA_FILE")
         .env_remove("OCM_EDGE_BROKER_CA_PIN")
+        .env_remove("OCM_EDGE_CREDENTIALS")
         .env_remove("OCM_EDGE_BROKER")
         .env_remove("OCM_EDGE_SOURCE_ID")
         .env_remove("RUST_LOG")
@@ -218,6 +220,188 @@ async fn cluster_list_on_a_new_hub_says_there_are_none_and_json_is_an_empty_list
     assert_success(&out);
     let parsed: Value = serde_yaml_ng::from_slice(&out.stdout).unwrap();
     assert_eq!(parsed, Value::Array(vec![]));
+    hub.stop().await;
+}
+
+/// Runs `ocm-edge ARGS` against `hub` as a CLI away from the hub's data directory would: the
+/// hub's CA given as a file, the credential only when given.
+async fn cli_as(hub: &TestHub, credentials: Option<&Path>, args: &[&str]) -> Output {
+    let elsewhere = hub.dir.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let ca = hub.dir.path().join("hub/pki/ca.pem");
+    let mut full = args.to_vec();
+    full.extend(["--broker-ca-file", ca.to_str().unwrap()]);
+    if let Some(c) = credentials {
+        full.extend(["--credentials", c.to_str().unwrap()]);
+    }
+    ocm_edge_with(&hub.url, Some(&elsewhere), &full).await
+}
+
+/// `ocm-edge user create NAME --role ROLE` on the hub's data directory; returns the file.
+async fn user_create(hub: &TestHub, name: &str, role: &str) -> PathBuf {
+    let out_file = hub.dir.path().join(format!("{name}.pem"));
+    let out = tokio::process::Command::new(BIN)
+        .args(["user", "create", name, "--role", role, "--data-dir"])
+        .arg(hub.dir.path().join("hub"))
+        .arg("--out")
+        .arg(&out_file)
+        .output()
+        .await
+        .unwrap();
+    assert_success(&out);
+    assert!(
+        stdout(&out).contains(&format!("user {name} (role {role}")),
+        "{}",
+        stdout(&out)
+    );
+    out_file
+}
+
+#[tokio::test]
+async fn the_admin_api_refuses_unsigned_requests_and_lets_each_role_do_only_its_part() {
+    let hub = TestHub::start().await;
+    let agent = hub.accepted_cluster("edge-1").await;
+    let web = fixture("web");
+    let create = [
+        "work",
+        "create",
+        "web",
+        "-f",
+        web.to_str().unwrap(),
+        "--clusters",
+        "edge-1",
+    ];
+
+    // Without a credential: refused, and the message says how to get one.
+    let out = cli_as(&hub, None, &["cluster", "list"]).await;
+    assert_failure_mentioning(
+        &out,
+        &[
+            "only signed admin requests",
+            "--credentials",
+            "ocm-edge user create",
+        ],
+    );
+    let out = cli_as(&hub, None, &create).await;
+    assert_failure_mentioning(&out, &["only signed admin requests"]);
+
+    // A viewer reads but cannot write.
+    let viewer = user_create(&hub, "vera", "viewer").await;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&viewer).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "a credential is private");
+    }
+    let out = cli_as(&hub, Some(&viewer), &["cluster", "list", "-o", "json"]).await;
+    assert_success(&out);
+    let out = cli_as(&hub, Some(&viewer), &create).await;
+    assert_failure_mentioning(
+        &out,
+        &[
+            "forbidden: user \"vera\" (role viewer) may not createWork",
+            "operator",
+        ],
+    );
+
+    // An operator writes works but does not decide who joins.
+    let operator = user_create(&hub, "otto", "operator").await;
+    let out = cli_as(&hub, Some(&operator), &create).await;
+    assert_success(&out);
+    let out = cli_as(&hub, Some(&operator), &["cluster", "deny", "edge-1"]).await;
+    assert_failure_mentioning(
+        &out,
+        &["forbidden: user \"otto\" (role operator) may not denyCluster"],
+    );
+
+    // A credential of another hub (same CA name, another key) is not taken.
+    let other = TestHub::start().await;
+    let stranger = user_create(&other, "mallory", "admin").await;
+    let out = cli_as(&hub, Some(&stranger), &["cluster", "deny", "edge-1"]).await;
+    assert_failure_mentioning(
+        &out,
+        &[
+            "user \"mallory\" is not accepted",
+            "not signed by this hub's CA",
+        ],
+    );
+    other.stop().await;
+
+    // What the refused requests asked for did not happen: one work (the operator's), and the
+    // cluster is still accepted.
+    let out = hub.cli(&["work", "list", "-o", "json"]).await;
+    assert_success(&out);
+    assert_eq!(works_json(&out).len(), 1, "{}", stdout(&out));
+    let out = hub.cli(&["cluster", "get", "edge-1", "-o", "json"]).await;
+    assert_success(&out);
+    assert_eq!(json(&out)["state"], "Accepted", "{}", stdout(&out));
+    let admin = hub.admin().await;
+    let stats = admin.stats().await.unwrap();
+    assert!(
+        stats
+            .counters
+            .get("adminRequestsRefused")
+            .copied()
+            .unwrap_or(0)
+            >= 5,
+        "{:?}",
+        stats.counters
+    );
+    agent.shutdown().await.unwrap();
+    hub.stop().await;
+}
+
+#[tokio::test]
+async fn user_create_needs_the_hub_ca_a_known_role_and_a_new_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: Vec<String>| async move {
+        tokio::process::Command::new(BIN)
+            .args(args)
+            .env_remove("OCM_EDGE_DATA_DIR")
+            .output()
+            .await
+            .unwrap()
+    };
+    let data = dir.path().join("no-hub").display().to_string();
+    let out_file = dir.path().join("u.pem").display().to_string();
+    let args = |role: &str, data: &str| -> Vec<String> {
+        [
+            "user",
+            "create",
+            "u",
+            "--role",
+            role,
+            "--data-dir",
+            data,
+            "--out",
+            &out_file,
+        ]
+        .map(str::to_owned)
+        .to_vec()
+    };
+    let out = run(args("admin", &data)).await;
+    assert_failure_mentioning(&out, &["no hub CA in", "on the hub's machine"]);
+    assert!(!Path::new(&out_file).exists());
+    let out = run(args("root", &data)).await;
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("use viewer, operator or admin"),
+        "{}",
+        stderr(&out)
+    );
+
+    let hub = TestHub::start().await;
+    let hub_data = hub.dir.path().join("hub").display().to_string();
+    let out = run(args("viewer", &hub_data)).await;
+    assert_success(&out);
+    let first = std::fs::read(&out_file).unwrap();
+    let out = run(args("admin", &hub_data)).await;
+    assert_failure_mentioning(&out, &["u.pem exists", "--out"]);
+    assert_eq!(
+        std::fs::read(&out_file).unwrap(),
+        first,
+        "nothing is overwritten"
+    );
     hub.stop().await;
 }
 
@@ -668,6 +852,24 @@ async fn the_hub_command_serves_the_cli_and_stops_cleanly_on_sigterm() {
         pin_line.starts_with("CA pin sha256:") && pin_line.contains("pki/ca.pem"),
         "{pin_line:?}"
     );
+    // The first start wrote the first admin's credential, private, and says where.
+    let admin_line = timeout(WAIT, lines.next_line())
+        .await
+        .expect("the hub names its admin credential")
+        .unwrap()
+        .expect("a line");
+    let credential = dir.path().join("data/admin-credentials.pem");
+    assert!(
+        admin_line.starts_with("admin credential: ")
+            && admin_line.contains(credential.to_str().unwrap()),
+        "{admin_line:?}"
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&credential).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
 
     // Next to the hub (its data directory known) the CLI trusts the hub's CA with no flag;
     // elsewhere it does not trust it, and says which flag to give.
@@ -790,9 +992,41 @@ async fn a_command_sent_before_the_hub_is_up_is_answered_once_it_is() {
     let mut watcher = SessionConfig::new(broker.url(), "watcher");
     watcher.subscriptions = vec!["ocm-edge/ocm-edge/admin/requests".to_owned()];
     let (_watcher, mut events) = Session::connect(watcher, WAIT).await.unwrap();
+    // The hub's CA exists before the hub runs (as when an admin prepared it), and so does the
+    // operator's credential.
+    let dir = tempfile::tempdir().unwrap();
+    let pki =
+        ocm_edge_hub::pki::HubPki::load_or_create(&dir.path().join("pki"), chrono::Utc::now())
+            .unwrap();
+    let credential = dir.path().join("viewer.pem");
+    let pem = pki
+        .issue_user(
+            "early",
+            ocm_edge_hub::admin::messages::Role::Viewer,
+            chrono::Duration::days(1),
+            chrono::Utc::now(),
+        )
+        .unwrap();
+    std::fs::write(&credential, pem).unwrap();
     let cli = tokio::spawn({
         let url = url.clone();
-        async move { ocm_edge(&url, &["cluster", "list", "-o", "json", "--timeout", "20s"]).await }
+        let credential = credential.display().to_string();
+        async move {
+            ocm_edge(
+                &url,
+                &[
+                    "cluster",
+                    "list",
+                    "-o",
+                    "json",
+                    "--timeout",
+                    "20s",
+                    "--credentials",
+                    &credential,
+                ],
+            )
+            .await
+        }
     });
     timeout(WAIT, async {
         loop {
@@ -804,7 +1038,6 @@ async fn a_command_sent_before_the_hub_is_up_is_answered_once_it_is() {
     .await
     .expect("the CLI publishes its request");
 
-    let dir = tempfile::tempdir().unwrap();
     let mut cfg = HubConfig::new(dir.path());
     cfg.broker = BrokerConfig::External { url };
     let hub = start_hub(cfg).await.unwrap();

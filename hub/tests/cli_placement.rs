@@ -13,10 +13,12 @@ use tokio::time::timeout;
 
 const BIN: &str = env!("CARGO_BIN_EXE_ocm-edge");
 
-async fn ocm_edge(url: &str, args: &[&str]) -> Output {
+async fn ocm_edge(fleet: &Fleet, args: &[&str]) -> Output {
     let child = tokio::process::Command::new(BIN)
         .args(args)
-        .args(["--broker", url])
+        .args(["--broker", &fleet.url()])
+        .arg("--credentials")
+        .arg(fleet.credentials())
         .env_remove("OCM_EDGE_BROKER")
         .env_remove("OCM_EDGE_SOURCE_ID")
         .env_remove("RUST_LOG")
@@ -52,10 +54,9 @@ async fn apply_of_a_placement_and_replica_set_yaml_rolls_out_and_the_cli_explain
         .accepted_agent("edge-2", &[set, ("env", "edge")])
         .await;
     let c = fleet.accepted_agent("edge-3", &[set, ("env", "lab")]).await;
-    let url = fleet.url();
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cli/fleet/rollout.yaml");
 
-    let out = ok(&ocm_edge(&url, &["apply", "-f", file.to_str().unwrap()]).await);
+    let out = ok(&ocm_edge(&fleet, &["apply", "-f", file.to_str().unwrap()]).await);
     for line in [
         "managedclusterset edge created",
         "managedclustersetbinding default/edge created",
@@ -64,10 +65,10 @@ async fn apply_of_a_placement_and_replica_set_yaml_rolls_out_and_the_cli_explain
     ] {
         assert!(out.contains(line), "{out}");
     }
-    let again = ok(&ocm_edge(&url, &["apply", "-f", file.to_str().unwrap()]).await);
+    let again = ok(&ocm_edge(&fleet, &["apply", "-f", file.to_str().unwrap()]).await);
     assert!(again.contains("placement default/web unchanged"), "{again}");
 
-    let sets = ok(&ocm_edge(&url, &["clusterset", "list"]).await);
+    let sets = ok(&ocm_edge(&fleet, &["clusterset", "list"]).await);
     assert!(sets.contains("edge-1,edge-2,edge-3"), "{sets}");
 
     // Both edge clusters end up with the work, one after the other (maxConcurrency 1).
@@ -82,7 +83,7 @@ async fn apply_of_a_placement_and_replica_set_yaml_rolls_out_and_the_cli_explain
     .await;
     assert!(rolled.is_some(), "the rollout reached both clusters");
 
-    let placement = ok(&ocm_edge(&url, &["placement", "get", "web"]).await);
+    let placement = ok(&ocm_edge(&fleet, &["placement", "get", "web"]).await);
     assert!(placement.contains("Explanation"), "{placement}");
     for needle in [
         "CLUSTER",
@@ -94,7 +95,7 @@ async fn apply_of_a_placement_and_replica_set_yaml_rolls_out_and_the_cli_explain
     ] {
         assert!(placement.contains(needle), "{needle}: {placement}");
     }
-    let status = ok(&ocm_edge(&url, &["rollout", "status", "web", "-n", "default"]).await);
+    let status = ok(&ocm_edge(&fleet, &["rollout", "status", "web", "-n", "default"]).await);
     for needle in [
         "ManifestWorkReplicaSet: default/web",
         "edge-1",
@@ -107,11 +108,11 @@ async fn apply_of_a_placement_and_replica_set_yaml_rolls_out_and_the_cli_explain
         !status.contains("edge-3"),
         "edge-3 is not selected: {status}"
     );
-    let json = ok(&ocm_edge(&url, &["placement", "get", "web", "-o", "json"]).await);
+    let json = ok(&ocm_edge(&fleet, &["placement", "get", "web", "-o", "json"]).await);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v["decisions"].as_array().unwrap().len(), 2);
 
-    let deleted = ok(&ocm_edge(&url, &["delete", "manifestworkreplicaset", "web"]).await);
+    let deleted = ok(&ocm_edge(&fleet, &["delete", "manifestworkreplicaset", "web"]).await);
     assert!(deleted.contains("deleted"), "{deleted}");
     let gone = poll(WAIT, || async {
         let works = fleet.admin.list_works(None).await.unwrap();

@@ -123,6 +123,7 @@ async fn ocm_edge(args: &[&str]) -> std::process::Output {
             .env_remove("OCM_EDGE_DATA_DIR")
             .env_remove("OCM_EDGE_BROKER_CA_FILE")
             .env_remove("OCM_EDGE_BROKER_CA_PIN")
+            .env_remove("OCM_EDGE_CREDENTIALS")
             .stdin(Stdio::null())
             .output(),
     )
@@ -174,7 +175,8 @@ async fn the_default_hub_takes_only_tls_and_clients_that_trust_its_ca() {
         .await
         .expect("the CA file is trusted");
 
-    // An agent given the pin joins; an operator on another machine accepts it with the pin.
+    // An agent given the pin joins; an operator on another machine accepts it with the pin and
+    // the admin credential the hub wrote at its first start.
     let mut cfg = AgentConfig::new("edge-1", &hub.url, dir.path().join("edge-1"));
     cfg.tls = pinned(pin);
     cfg.applier = ApplierConfig::Sim {
@@ -197,6 +199,8 @@ async fn the_default_hub_takes_only_tls_and_clients_that_trust_its_ca() {
         &hub.url,
         "--broker-ca-pin",
         &pin_text,
+        "--credentials",
+        data.join("admin-credentials.pem").to_str().unwrap(),
     ])
     .await;
     assert!(
@@ -235,7 +239,32 @@ async fn a_plaintext_hub_needs_the_loud_flag_and_says_so() {
         stderr.contains("WARNING") && stderr.contains("--insecure-plaintext"),
         "no warning on stderr: {stderr}"
     );
-    assert!(!data.join("pki").exists(), "no CA for a plaintext hub");
+    assert!(
+        !data.join("pki/broker.pem").exists(),
+        "no broker certificate for a plaintext hub"
+    );
+    // Plaintext is about the broker: the admin API still takes only signed requests.
+    let out = ocm_edge(&["cluster", "list", "--broker", &hub.url]).await;
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("only signed admin requests"), "{err}");
+    hub.stop().await;
+
+    // An open admin API needs its own loud flag.
+    let open = dir.path().join("open");
+    let hub = HubProcess::start(&open, &["--insecure-plaintext", "--insecure-open-admin"]).await;
+    let stderr = hub.stderr.lock().unwrap().clone();
+    assert!(
+        stderr.contains("WARNING") && stderr.contains("--insecure-open-admin"),
+        "no warning on stderr: {stderr}"
+    );
+    let out = ocm_edge(&["cluster", "list", "--broker", &hub.url]).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!open.join("admin-credentials.pem").exists());
     hub.stop().await;
 
     // The flag is about the embedded broker: with an external broker it is a usage error.

@@ -20,6 +20,7 @@ use ocm_edge_agent::{
     AgentConfig, AgentCounters, AgentHandle, ApplierConfig, SimControl, start_agent,
 };
 use ocm_edge_hub::admin::client::{AdminClient, ConnectOptions};
+use ocm_edge_hub::admin::credential::ADMIN_CREDENTIALS;
 use ocm_edge_hub::admin::messages::CreateWork;
 use ocm_edge_hub::admin::messages::{ClusterState, ClusterView, HubStats, WorkView, WorkWritten};
 use ocm_edge_hub::{BrokerConfig, HubConfig, HubHandle, start_hub};
@@ -337,22 +338,28 @@ impl Fleet {
     /// # Panics
     /// When it cannot connect to the broker.
     pub async fn admin(&self) -> &AdminClient {
-        self.admin
-            .get_or_init(|| async {
-                let connect = ConnectOptions {
-                    username: self.opts.logins.then(|| OPERATOR_USER.to_owned()),
-                    password: self.opts.logins.then(|| password_of(OPERATOR_USER)),
-                    tls: TlsFiles {
-                        ca_file: self.opts.broker_ca_file.clone(),
-                        ..TlsFiles::default()
-                    },
-                    ..ConnectOptions::default()
-                };
-                AdminClient::connect_with(&self.broker_url, &self.opts.source_id, &connect)
-                    .await
-                    .expect("admin client connects to the broker")
-            })
+        self.admin.get_or_init(|| self.new_admin()).await
+    }
+
+    /// A new admin client, connected like [`Fleet::admin`]'s (the fleet's broker login and CA,
+    /// the first admin credential the hub wrote at its first start).
+    ///
+    /// # Panics
+    /// When it cannot connect to the broker.
+    pub async fn new_admin(&self) -> AdminClient {
+        let connect = ConnectOptions {
+            username: self.opts.logins.then(|| OPERATOR_USER.to_owned()),
+            password: self.opts.logins.then(|| password_of(OPERATOR_USER)),
+            tls: TlsFiles {
+                ca_file: self.opts.broker_ca_file.clone(),
+                ..TlsFiles::default()
+            },
+            credentials: Some(self.dir.path().join("hub").join(ADMIN_CREDENTIALS)),
+            ..ConnectOptions::default()
+        };
+        AdminClient::connect_with(&self.broker_url, &self.opts.source_id, &connect)
             .await
+            .expect("admin client connects to the broker")
     }
 
     /// Waits until the hub lists `cluster` in `state`.

@@ -32,8 +32,12 @@ fn cli(url: &str, user: &str, password: &str, args: &[&str]) -> Cli {
     Cli::try_parse_from(global.iter().chain(args)).expect("the command line parses")
 }
 
-fn operator(url: &str, password: &str) -> GlobalArgs {
-    cli(url, "ocm-edge-operator", password, &["cluster", "list"]).global
+/// The operator's CLI options: a broker login, and the hub's first admin credential in `data_dir`
+/// to sign its requests with.
+fn operator(url: &str, password: &str, data_dir: &str) -> GlobalArgs {
+    let mut global = cli(url, "ocm-edge-operator", password, &["cluster", "list"]).global;
+    global.credentials = Some(std::path::Path::new(data_dir).join("admin-credentials.pem"));
+    global
 }
 
 #[tokio::test]
@@ -70,7 +74,7 @@ async fn hub_and_cli_log_in_to_a_mosquitto_with_passwords_and_a_wrong_password_i
         .unwrap_or_else(|_| panic!("the hub did not log in; mosquitto log:\n{}", broker.log()));
 
     // The operator's request and the hub's answer both pass the ACL.
-    let admin = operator(&url, "ocm-edge-operator-secret")
+    let admin = operator(&url, "ocm-edge-operator-secret", data_dir)
         .connect()
         .await
         .unwrap_or_else(|e| panic!("the operator could not log in: {e}"));
@@ -80,7 +84,7 @@ async fn hub_and_cli_log_in_to_a_mosquitto_with_passwords_and_a_wrong_password_i
         .unwrap_or_else(|e| panic!("{e}; mosquitto log:\n{}", broker.log()));
     assert!(clusters.is_empty(), "{clusters:?}");
 
-    let e = match operator(&url, "not-the-password").connect().await {
+    let e = match operator(&url, "not-the-password", data_dir).connect().await {
         Ok(_) => panic!("a wrong password was accepted"),
         Err(CliError::Admin(e)) => e,
         Err(e) => panic!("not an admin client error: {e}"),

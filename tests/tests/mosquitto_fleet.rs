@@ -1,6 +1,5 @@
 //! The whole loop through a real Mosquitto 2 instead of the embedded broker.
 
-use ocm_edge_hub::admin::client::AdminClient;
 use ocm_edge_hub::admin::messages::AdminErrorKind;
 use ocm_edge_hub::admin::messages::CreateWork;
 use ocm_edge_tests::fleet::{Fleet, FleetOptions, WAIT};
@@ -97,9 +96,7 @@ async fn a_broker_killed_mid_update_and_restarted_brings_every_cluster_to_the_ac
     let web = |replicas, overwrite| web_with_feedback(&clusters, replicas, overwrite);
     fleet.write_work(web(1, false)).await;
     for (round, delay_ms) in [0u64, 2, 5, 10, 20].into_iter().enumerate() {
-        let admin = AdminClient::connect(&broker.url(), &fleet.options().source_id)
-            .await
-            .unwrap();
+        let admin = fleet.new_admin().await;
         let update = web(2 + round as i64, true);
         let request = tokio::spawn(async move { admin.create_work(update).await });
         // The fault's timing, not a wait for an event: kill the broker this long after the send.

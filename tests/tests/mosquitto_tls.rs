@@ -46,11 +46,17 @@ fn tls(ca: &Path) -> TlsFiles {
     }
 }
 
-/// The CLI's admin client on `url`, trusting `ca` (the system's roots when `None`).
-async fn admin(url: &str, ca: Option<&Path>) -> Result<AdminClient, AdminError> {
+/// The CLI's admin client on `url`, trusting `ca` (the system's roots when `None`), signing with
+/// `credentials`.
+async fn admin(
+    url: &str,
+    ca: Option<&Path>,
+    credentials: Option<&Path>,
+) -> Result<AdminClient, AdminError> {
     let options = ConnectOptions {
         timeout: WAIT,
         tls: ca.map(tls).unwrap_or_default(),
+        credentials: credentials.map(Path::to_owned),
         ..ConnectOptions::default()
     };
     AdminClient::connect_with(url, "ocm-edge", &options).await
@@ -121,7 +127,9 @@ async fn the_hub_serves_an_agent_over_mqtts_and_names_an_untrusted_broker() {
     agent_cfg.tls = tls(&s.right.ca_file);
     let agent = start_agent(agent_cfg).await.unwrap();
 
-    let admin = admin(&url, Some(&s.right.ca_file)).await.unwrap();
+    let admin = admin(&url, Some(&s.right.ca_file), hub.admin_credentials())
+        .await
+        .unwrap();
     // The agent's join request crossed TLS to the hub, and the CLI's request and answer too.
     wait_until(
         "the agent's join request reaches the hub over TLS",
@@ -179,7 +187,7 @@ async fn the_cli_with_the_wrong_ca_fails_naming_the_broker_and_the_untrusted_cer
         return;
     };
     let url = s.broker.url();
-    let e = admin(&url, Some(&s.wrong.ca_file)).await.unwrap_err();
+    let e = admin(&url, Some(&s.wrong.ca_file), None).await.unwrap_err();
     assert!(
         matches!(e, AdminError::Link(LinkError::Untrusted { .. })) && !e.is_retryable(),
         "{e}"
@@ -191,6 +199,6 @@ async fn the_cli_with_the_wrong_ca_fails_naming_the_broker_and_the_untrusted_cer
     );
 
     // Without any CA file the system's roots are used, and they do not know the test CA either.
-    let e = admin(&url, None).await.unwrap_err();
+    let e = admin(&url, None, None).await.unwrap_err();
     assert!(e.to_string().contains("not trusted"), "{e}");
 }

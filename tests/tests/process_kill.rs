@@ -3,7 +3,6 @@
 
 use std::path::Path;
 
-use ocm_edge_hub::admin::client::AdminClient;
 use ocm_edge_hub::admin::messages::{CreateWork, WorkView};
 use ocm_edge_hub::store::Store;
 use ocm_edge_tests::broker::TestBroker;
@@ -273,9 +272,7 @@ async fn a_hub_killed_with_sigkill_right_after_an_update_delivers_whatever_it_ac
     wait_confirmed(&fleet, &clusters, 1, "before the first kill").await;
     for (round, delay_ms) in [0u64, 2, 5, 10, 20].into_iter().enumerate() {
         let replicas = 2 + round as i64;
-        let admin = AdminClient::connect(&broker.url(), &fleet.options().source_id)
-            .await
-            .unwrap();
+        let admin = fleet.new_admin().await;
         let request = tokio::spawn(async move {
             admin
                 .create_work(web_with_feedback(&["c1", "c2", "c3", "c4"], replicas, true))

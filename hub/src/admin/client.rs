@@ -14,6 +14,7 @@ use ocm_edge_schemas::wire::{MqttMessage, topic};
 
 use super::client_error::unexpected;
 pub use super::client_error::{AdminError, Result};
+use super::credential::Credential;
 use super::messages::{
     ADMIN_API_VERSION, ADMIN_API_VERSION_PROPERTY, AdminErrorKind, AdminPayload, AdminRequest,
     AdminResponse, ClusterView, CreateWork, HubStats, MAX_ADMIN_PAYLOAD_BYTES, WorkRef, WorkView,
@@ -39,6 +40,9 @@ pub struct ConnectOptions {
     pub password: Option<String>,
     /// CA file and client certificate for an `mqtts://` broker (system roots when empty).
     pub tls: TlsFiles,
+    /// The credential file every request is signed with (a hub refuses unsigned requests unless
+    /// it runs with `--insecure-open-admin`); see [`super::credential`].
+    pub credentials: Option<std::path::PathBuf>,
 }
 
 impl Default for ConnectOptions {
@@ -48,6 +52,7 @@ impl Default for ConnectOptions {
             username: None,
             password: None,
             tls: TlsFiles::default(),
+            credentials: None,
         }
     }
 }
@@ -59,6 +64,7 @@ impl std::fmt::Debug for ConnectOptions {
             .field("timeout", &self.timeout)
             .field("username", &self.username)
             .field("tls", &self.tls)
+            .field("credentials", &self.credentials)
             .finish_non_exhaustive()
     }
 }
@@ -103,14 +109,19 @@ impl AdminClient {
     /// [`AdminClient::connect`] with a timeout, credentials and TLS files.
     ///
     /// # Errors
-    /// Invalid URL, source id or TLS files; [`AdminError::Link`] when the broker cannot be
-    /// used (refused port, untrusted certificate, refused login) within the timeout.
+    /// Invalid URL, source id, TLS files or credential file; [`AdminError::Link`] when the broker
+    /// cannot be used (refused port, untrusted certificate, refused login) within the timeout.
     pub async fn connect_with(
         broker_url: &str,
         source_id: &str,
         connect: &ConnectOptions,
     ) -> Result<AdminClient> {
         let url = BrokerUrl::parse(broker_url)?;
+        let credential = connect
+            .credentials
+            .as_deref()
+            .map(Credential::load)
+            .transpose()?;
         let client_id = format!("ocm-edge-cli-{}", uuid::Uuid::new_v4().simple());
         let request_topic = topic::admin_requests(source_id)?;
         let response_topic = topic::admin_responses(source_id, &client_id)?;
@@ -122,7 +133,11 @@ impl AdminClient {
             username: u.clone(),
             password: connect.password.clone().unwrap_or_default(),
         });
-        let requester = Requester::connect(cfg, response_topic, connect.timeout).await?;
+        let mut requester = Requester::connect(cfg, response_topic, connect.timeout).await?;
+        if let Some(credential) = credential {
+            tracing::debug!(user = credential.user(), role = %credential.role(), "signing admin requests");
+            requester.set_signer(std::sync::Arc::new(credential));
+        }
         Ok(AdminClient {
             requester,
             request_topic,

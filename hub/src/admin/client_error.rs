@@ -15,6 +15,9 @@ pub enum AdminError {
     /// The source id cannot appear in a topic. Not retryable.
     #[error("invalid source id: {0}")]
     InvalidSourceId(#[from] topic::TopicError),
+    /// A credential file that cannot be used. Not retryable.
+    #[error(transparent)]
+    Credential(#[from] super::credential::CredentialError),
     /// TLS files that cannot be used. Not retryable.
     #[error(transparent)]
     Session(#[from] SessionError),

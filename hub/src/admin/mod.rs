@@ -3,6 +3,7 @@
 pub mod client;
 pub mod client_error;
 mod client_fleet;
+pub mod credential;
 pub mod fleet;
 pub mod messages;
 pub mod server;

@@ -37,6 +37,11 @@ pub struct HubArgs {
     /// logged as a warning at every start.
     #[arg(long)]
     pub insecure_plaintext: bool,
+    /// Take admin requests WITHOUT a credential: anyone who can publish on the broker's admin
+    /// topic can accept clusters and run anything on every cluster. For a lab only; logged as a
+    /// warning at every start.
+    #[arg(long)]
+    pub insecure_open_admin: bool,
     /// A cluster becomes Available=Unknown (tainted unreachable) after this many lease periods
     /// without a proof of life (OCM uses 5). At least 1.
     #[arg(long, alias = "lease-grace", default_value_t = DEFAULT_LEASE_GRACE_MULTIPLIER, value_name = "N")]
@@ -103,6 +108,9 @@ pub fn hub_config(global: &GlobalArgs, args: &HubArgs) -> Result<HubConfig, CliE
             extra_names: args.tls_sans.clone(),
         }
     };
+    if args.insecure_open_admin {
+        cfg.admin_auth = crate::config::AdminAuth::InsecureOpen;
+    }
     cfg.source_id = global.source_id.clone();
     cfg.lease_grace_multiplier = args.lease_grace_multiplier;
     cfg.intakes = args.intakes;
@@ -143,6 +151,18 @@ pub async fn run(global: &GlobalArgs, args: HubArgs) -> Result<(), CliError> {
              connections; anyone who reaches it can read every work and run anything on every cluster"
         );
     }
+    if args.insecure_open_admin {
+        eprintln!(
+            "WARNING: --insecure-open-admin: the admin API takes unsigned requests; anyone who \
+             can publish on the broker can accept clusters and run anything on every cluster"
+        );
+    }
+    let admin_line = handle.admin_credentials().map_or_else(String::new, |path| {
+        format!(
+            "admin credential: {} (the CLI on this machine finds it; copy it to ~/.config/ocm-edge/credentials.pem elsewhere)\n",
+            path.display()
+        )
+    });
     // Announce the hub only once it listens on the broker, so a script that waits for the line
     // below can use the CLI at once.
     if tokio::time::timeout(global.timeout, handle.subscribed())
@@ -154,6 +174,7 @@ pub async fn run(global: &GlobalArgs, args: HubArgs) -> Result<(), CliError> {
     print(&format!(
         "ocm-edge hub running: broker {url}, source id {source_id}, data {data_dir}\n\
          {ca_line}\
+         {admin_line}\
          agents: ocm-edge-agent --cluster-name NAME --broker {url}{trust}\n\
          then: ocm-edge cluster accept NAME\n"
     ))?;

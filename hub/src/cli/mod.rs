@@ -9,6 +9,7 @@
 //! - [`placement`]: `ocm-edge clusterset list|get` and `ocm-edge placement list|get`.
 //! - [`rollout`]: `ocm-edge rollout status|list` (ManifestWorkReplicaSets).
 //! - [`delete`]: `ocm-edge delete KIND NAME`.
+//! - [`user`]: `ocm-edge user create NAME --role ROLE` (admin API credentials).
 //! - `demo`: `ocm-edge demo` ([`crate::demo`]).
 //! - [`manifests`]: reading Kubernetes manifests from files and directories, with located errors.
 //! - [`output`]: tables and `-o json|yaml`.
@@ -24,6 +25,7 @@ pub mod manifests;
 pub mod output;
 pub mod placement;
 pub mod rollout;
+pub mod user;
 pub mod work;
 
 use std::time::Duration;
@@ -75,6 +77,12 @@ pub struct GlobalArgs {
     /// How long to wait for the broker and the hub, e.g. `5s`, `500ms`, `1m`.
     #[arg(long, global = true, default_value = "5s", value_parser = parse_duration, value_name = "DURATION")]
     pub timeout: Duration,
+    /// The credential admin requests are signed with (`ocm-edge user create` makes one)
+    /// [default: ~/.config/ocm-edge/credentials.pem, else the first admin credential of a hub
+    /// on this machine, $OCM_EDGE_DATA_DIR/admin-credentials.pem or
+    /// ./ocm-edge-data/admin-credentials.pem].
+    #[arg(long, global = true, env = "OCM_EDGE_CREDENTIALS", value_name = "FILE")]
+    pub credentials: Option<std::path::PathBuf>,
 }
 
 impl GlobalArgs {
@@ -90,9 +98,7 @@ impl GlobalArgs {
         let mut tls = self.broker.tls();
         let is_tls = self.broker_url().starts_with("mqtts://");
         if is_tls && tls.ca_file.is_none() && tls.ca_pin.is_none() {
-            let data_dir = std::env::var_os("OCM_EDGE_DATA_DIR")
-                .map_or_else(|| DEFAULT_DATA_DIR.into(), std::path::PathBuf::from);
-            let local_ca = data_dir.join("pki").join("ca.pem");
+            let local_ca = local_data_dir().join("pki").join("ca.pem");
             if local_ca.is_file() {
                 tracing::debug!(ca = %local_ca.display(), "trusting the CA of the hub on this machine");
                 tls.ca_file = Some(local_ca);
@@ -111,9 +117,19 @@ impl GlobalArgs {
             username: self.broker.broker_username.clone(),
             password: self.broker.broker_password.clone(),
             tls: self.tls(),
+            credentials: crate::admin::credential::find_credentials(
+                self.credentials.as_deref(),
+                &local_data_dir(),
+            ),
         };
         Ok(AdminClient::connect_with(self.broker_url(), &self.source_id, &options).await?)
     }
+}
+
+/// The data directory of a hub on this machine: `$OCM_EDGE_DATA_DIR`, else `./ocm-edge-data`.
+fn local_data_dir() -> std::path::PathBuf {
+    std::env::var_os("OCM_EDGE_DATA_DIR")
+        .map_or_else(|| DEFAULT_DATA_DIR.into(), std::path::PathBuf::from)
 }
 
 /// The commands.
@@ -141,6 +157,9 @@ pub enum Command {
     Rollout(rollout::RolloutCommand),
     /// Delete a cluster set, binding, placement, add-on score or ManifestWorkReplicaSet.
     Delete(delete::DeleteArgs),
+    /// Create admin API credentials for users (on the hub's machine).
+    #[command(subcommand)]
+    User(user::UserCommand),
     /// Run a self-contained demo: broker, hub and three simulated clusters in one process.
     #[cfg(feature = "demo")]
     Demo(DemoArgs),
@@ -196,6 +215,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Placement(cmd) => placement::run_placement(&cli.global, cmd).await,
         Command::Rollout(cmd) => rollout::run(&cli.global, cmd).await,
         Command::Delete(args) => delete::run(&cli.global, args).await,
+        Command::User(cmd) => output::print(&user::run(cmd)?),
         #[cfg(feature = "demo")]
         Command::Demo(args) => {
             let options = crate::demo::DemoOptions {

@@ -155,6 +155,8 @@ pub mod counter {
     pub const STALE_WILL: &str = "willsStale";
     /// Admin requests that could not be answered (no response topic, bad JSON).
     pub const ADMIN_DROPPED: &str = "adminRequestsDropped";
+    /// Admin requests answered Unauthenticated or Forbidden.
+    pub const ADMIN_REFUSED: &str = "adminRequestsRefused";
 }
 
 impl Counters {

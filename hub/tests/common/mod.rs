@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use cloudevents::{AttributesWriter, Event};
-use ocm_edge_hub::admin::client::AdminClient;
+use ocm_edge_hub::admin::client::{AdminClient, ConnectOptions};
 use ocm_edge_hub::{BrokerConfig, HubConfig, HubHandle, start_hub};
 use ocm_edge_mqtt::broker::{EmbeddedBroker, start_embedded};
 use ocm_edge_mqtt::{BrokerUrl, Session, SessionConfig, SessionEvent};
@@ -64,8 +64,14 @@ impl TestHub {
         self.hub.take().unwrap().shutdown().await.unwrap();
     }
 
+    /// An admin client signing with the first admin credential the hub wrote at its first start.
     pub async fn admin(&self) -> AdminClient {
-        AdminClient::connect_with_timeout(&self.url(), &self.source, WAIT)
+        let options = ConnectOptions {
+            timeout: WAIT,
+            credentials: Some(self.data_dir.path().join("admin-credentials.pem")),
+            ..ConnectOptions::default()
+        };
+        AdminClient::connect_with(&self.url(), &self.source, &options)
             .await
             .unwrap()
     }

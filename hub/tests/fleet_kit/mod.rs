@@ -4,10 +4,11 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::path::Path;
 use std::time::Duration;
 
 use ocm_edge_agent::{AgentConfig, AgentHandle, ApplierConfig, start_agent};
-use ocm_edge_hub::admin::client::AdminClient;
+use ocm_edge_hub::admin::client::{AdminClient, ConnectOptions};
 use ocm_edge_hub::admin::messages::ClusterView;
 use ocm_edge_hub::{BrokerConfig, HubConfig, HubHandle, start_hub};
 use ocm_edge_mqtt::broker::{EmbeddedBroker, start_embedded};
@@ -42,7 +43,12 @@ impl Fleet {
         };
         let hub = start_hub(cfg).await.unwrap();
         timeout(WAIT, hub.subscribed()).await.unwrap();
-        let admin = AdminClient::connect_with_timeout(&broker.url().to_string(), "ocm-edge", WAIT)
+        let options = ConnectOptions {
+            timeout: WAIT,
+            credentials: hub.admin_credentials().map(Path::to_owned),
+            ..ConnectOptions::default()
+        };
+        let admin = AdminClient::connect_with(&broker.url().to_string(), "ocm-edge", &options)
             .await
             .unwrap();
         Fleet {
@@ -55,6 +61,11 @@ impl Fleet {
 
     pub fn url(&self) -> String {
         self.broker.url().to_string()
+    }
+
+    /// The first admin credential, written by the hub's first start (for the CLI's `--credentials`).
+    pub fn credentials(&self) -> std::path::PathBuf {
+        self.dir.path().join("hub").join("admin-credentials.pem")
     }
 
     pub fn agent_config(&self, name: &str, labels: &[(&str, &str)]) -> AgentConfig {

@@ -505,7 +505,16 @@ pub async fn run(opts: &BenchOptions, dir: &Path) -> anyhow::Result<Report> {
         .context("hub starts")?;
     let url = hub.url().to_owned();
     let (tally, spy_task) = spy(&url).await?;
-    let admin = AdminClient::connect_with_timeout(&url, "ocm-edge", opts.timeout).await?;
+    let admin_options = ocm_edge_hub::admin::client::ConnectOptions {
+        timeout: opts.timeout,
+        // The first admin credential, written by the hub process at its first start.
+        credentials: Some(
+            dir.join("hub")
+                .join(ocm_edge_hub::admin::credential::ADMIN_CREDENTIALS),
+        ),
+        ..Default::default()
+    };
+    let admin = AdminClient::connect_with(&url, "ocm-edge", &admin_options).await?;
 
     // Real fleet.
     let agents_dir = match &opts.agents_dir {
