@@ -18,6 +18,20 @@ pub const SOURCE: &str = "ocm-edge";
 /// The cluster the agent side is, and the one the hub has accepted.
 pub const CLUSTER: &str = "edge-1";
 
+/// The response topic every `admin_credential` input is checked with (its seeds are signed for it).
+pub const ADMIN_REPLY: &str = "ocm-edge/ocm-edge/admin/responses/ocm-edge-cli-fuzz";
+/// The correlation data every `admin_credential` input is checked with.
+pub const ADMIN_CORRELATION: &[u8] = b"fuzz-correlation";
+/// The only user the fixture CA (`fixtures/admin-ca.der`) signed a credential for.
+pub const ADMIN_USER: &str = "fuzz-admin";
+
+/// The hub's admin authenticator with the fixture CA (written with the seeds).
+pub fn admin_authenticator() -> ocm_edge_hub::admin::credential::Authenticator {
+    ocm_edge_hub::admin::credential::Authenticator::new(
+        include_bytes!("../fixtures/admin-ca.der").to_vec(),
+    )
+}
+
 /// A fixed clock: fuzzing must be repeatable.
 pub fn now() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 25, 12, 0, 0).unwrap()
@@ -123,7 +137,10 @@ mod seeds {
     }
 
     fn write_message(target: &str, name: &str, msg: &MqttMessage) {
-        assert_eq!(&message(&input_of(msg), std::slice::from_ref(&msg.topic)).unwrap(), msg);
+        assert_eq!(
+            &message(&input_of(msg), std::slice::from_ref(&msg.topic)).unwrap(),
+            msg
+        );
         std::fs::write(dir(target).join(name), input_of(msg)).unwrap();
     }
 
@@ -218,6 +235,55 @@ mod seeds {
                 serde_json::to_vec(&request).unwrap(),
             )
             .unwrap();
+        }
+
+        // Signed admin requests, with the CA that signed their credential as a fixture.
+        let pki_dir = tempfile::tempdir().unwrap();
+        let pki = ocm_edge_hub::pki::HubPki::load_or_create(pki_dir.path(), now()).unwrap();
+        std::fs::write(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/admin-ca.der"),
+            pki.ca_der().unwrap(),
+        )
+        .unwrap();
+        let pem = pki
+            .issue_user(
+                ADMIN_USER,
+                ocm_edge_hub::admin::messages::Role::Admin,
+                chrono::Duration::days(3650),
+                now(),
+            )
+            .unwrap();
+        let credential =
+            ocm_edge_hub::admin::credential::Credential::from_pem(pem.as_bytes()).unwrap();
+        let topic = ocm_edge_schemas::wire::topic::admin_requests(SOURCE).unwrap();
+        for (name, payload) in [
+            ("stats", br#"{"command":"stats"}"#.to_vec()),
+            (
+                "accept",
+                br#"{"command":"acceptCluster","name":"edge-1"}"#.to_vec(),
+            ),
+        ] {
+            let user_properties = credential.sign_at(
+                &topic,
+                ADMIN_REPLY,
+                ADMIN_CORRELATION,
+                &payload,
+                now().timestamp(),
+            );
+            let msg = MqttMessage {
+                topic: topic.clone(),
+                payload,
+                content_type: None,
+                user_properties,
+            };
+            // Checked against the CA just written (the targets compile it in at their next build).
+            let fresh = ocm_edge_hub::admin::credential::Authenticator::new(pki.ca_der().unwrap());
+            assert!(
+                fresh
+                    .authenticate(&msg, ADMIN_REPLY, ADMIN_CORRELATION, now())
+                    .is_ok()
+            );
+            write_message("admin_credential", name, &msg);
         }
 
         // maestro's events, and the CLI's YAML fixtures.
