@@ -360,6 +360,7 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
         flush_every: cfg.report_flush_every,
         transfers: HashMap::new(),
         authenticator,
+        answered: Answered::default(),
         stopped,
     };
     let task = tokio::spawn(hub.run());
@@ -443,6 +444,8 @@ struct HubLoop {
     transfers: HashMap<String, TransferOffer>,
     /// Checks admin requests' credentials; `None` with [`AdminAuth::InsecureOpen`].
     authenticator: Option<Authenticator>,
+    /// The answers to recent changes, so that a resend or a replay is not carried out twice.
+    answered: Answered,
     stopped: watch::Receiver<bool>,
 }
 
@@ -512,6 +515,75 @@ impl Intake {
                         );
                         Some(Inbound::Malformed)
                     }
+                }
+            }
+        }
+    }
+}
+
+/// How long the answer to a change is kept for a repeat of its request: twice the clock skew a
+/// signed request is accepted with, so a request is never carried out twice while its signature
+/// is still good.
+const REPEAT_WINDOW_SECS: i64 = 2 * ocm_edge_schemas::admin::auth::MAX_CLOCK_SKEW_SECS;
+/// At most this many answers are kept (the oldest go first): a flood of changes costs bounded
+/// memory.
+const MAX_ANSWERS_KEPT: usize = 4096;
+
+/// One admin request, as a repeat of it looks: its response topic, correlation data and payload
+/// (SHA-256). A signed request cannot be altered in any of these without a new signature.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct RepeatKey([u8; 32]);
+
+impl RepeatKey {
+    fn of(response_topic: &str, received: &Publication) -> RepeatKey {
+        let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
+        let payload = ring::digest::digest(&ring::digest::SHA256, &received.message.payload);
+        let correlation = received.correlation_data.as_deref().unwrap_or_default();
+        for field in [response_topic.as_bytes(), correlation, payload.as_ref()] {
+            ctx.update(&(field.len() as u64).to_be_bytes());
+            ctx.update(field);
+        }
+        let mut key = [0; 32];
+        key.copy_from_slice(ctx.finish().as_ref());
+        RepeatKey(key)
+    }
+}
+
+/// The answers to recent changes ([`REPEAT_WINDOW_SECS`], at most [`MAX_ANSWERS_KEPT`]). The CLI
+/// sends a request again, with the same correlation data, until it has an answer: a change the
+/// hub carried out whose answer was lost is answered again instead of being carried out a second
+/// time (a second `createWork` would fail with AlreadyExists), and a captured request replayed
+/// within its signature's lifetime changes nothing. In memory only: a restarted hub has none.
+#[derive(Debug, Default)]
+struct Answered {
+    answers: HashMap<RepeatKey, (chrono::DateTime<Utc>, AdminResponse)>,
+    order: std::collections::VecDeque<(chrono::DateTime<Utc>, RepeatKey)>,
+}
+
+impl Answered {
+    fn get(&mut self, key: &RepeatKey, now: chrono::DateTime<Utc>) -> Option<AdminResponse> {
+        self.expire(now);
+        self.answers.get(key).map(|(_, answer)| answer.clone())
+    }
+
+    fn insert(&mut self, key: RepeatKey, answer: AdminResponse, now: chrono::DateTime<Utc>) {
+        self.expire(now);
+        while self.order.len() >= MAX_ANSWERS_KEPT {
+            if let Some((_, oldest)) = self.order.pop_front() {
+                self.answers.remove(&oldest);
+            }
+        }
+        self.order.push_back((now, key.clone()));
+        self.answers.insert(key, (now, answer));
+    }
+
+    fn expire(&mut self, now: chrono::DateTime<Utc>) {
+        let horizon = now - chrono::Duration::seconds(REPEAT_WINDOW_SECS);
+        while self.order.front().is_some_and(|(at, _)| *at < horizon) {
+            if let Some((at, key)) = self.order.pop_front() {
+                // A key answered again later keeps its newer entry.
+                if self.answers.get(&key).is_some_and(|(t, _)| *t == at) {
+                    self.answers.remove(&key);
                 }
             }
         }
@@ -767,15 +839,32 @@ impl HubLoop {
         let (change, response) = match server::parse_request(&received.message.payload) {
             Ok(request) => match self.admit(&received, &topic, &request, now) {
                 Ok(user) => {
-                    match &request {
-                        AdminRequest::Unknown { command } => tracing::warn!(
-                            command,
+                    let key = RepeatKey::of(&topic, &received);
+                    if let Some(first) = self.answered.get(&key, now) {
+                        tracing::info!(
+                            command = request.command(),
                             user,
-                            "admin request for a command this hub does not know (newer CLI?)"
-                        ),
-                        known => tracing::info!(command = known.command(), user, "admin request"),
+                            "repeated admin request answered with its first answer (not carried out again)"
+                        );
+                        (self.core.count(counter::ADMIN_REPEATED), first)
+                    } else {
+                        match &request {
+                            AdminRequest::Unknown { command } => tracing::warn!(
+                                command,
+                                user,
+                                "admin request for a command this hub does not know (newer CLI?)"
+                            ),
+                            known => {
+                                tracing::info!(command = known.command(), user, "admin request");
+                            }
+                        }
+                        let changes = request.changes_something();
+                        let (change, response) = server::handle_request(&self.core, request, now);
+                        if changes {
+                            self.answered.insert(key, response.clone(), now);
+                        }
+                        (change, response)
                     }
-                    server::handle_request(&self.core, request, now)
                 }
                 Err(refusal) => (self.core.count(counter::ADMIN_REFUSED), refusal),
             },
@@ -1101,5 +1190,57 @@ mod tests {
         ];
         superseded_views_dropped(&mut out);
         assert_eq!(out, vec![view("b", "1"), resync, view("a", "2")]);
+    }
+
+    fn request(correlation: &[u8], payload: &[u8]) -> Publication {
+        Publication {
+            message: MqttMessage {
+                topic: "ocm-edge/ocm-edge/admin/requests".into(),
+                payload: payload.to_vec(),
+                content_type: None,
+                user_properties: vec![],
+            },
+            retain: false,
+            response_topic: Some("r".into()),
+            correlation_data: Some(Bytes::copy_from_slice(correlation)),
+        }
+    }
+
+    #[test]
+    fn a_repeat_gets_the_first_answer_within_the_window_and_only_the_same_request_is_a_repeat() {
+        let t0: chrono::DateTime<Utc> = "2026-11-25T10:00:00Z".parse().unwrap();
+        let answer = AdminResponse::error(AdminErrorKind::NotFound, "first");
+        let mut answered = Answered::default();
+        let key = RepeatKey::of("r", &request(b"c1", b"p"));
+        answered.insert(key.clone(), answer.clone(), t0);
+        let later = t0 + chrono::Duration::seconds(REPEAT_WINDOW_SECS - 1);
+        assert_eq!(answered.get(&key, later), Some(answer));
+        for other in [
+            RepeatKey::of("r", &request(b"c2", b"p")),
+            RepeatKey::of("r", &request(b"c1", b"q")),
+            RepeatKey::of("r2", &request(b"c1", b"p")),
+        ] {
+            assert_ne!(other, key);
+            assert_eq!(answered.get(&other, later), None);
+        }
+        let expired = t0 + chrono::Duration::seconds(REPEAT_WINDOW_SECS + 1);
+        assert_eq!(answered.get(&key, expired), None);
+        assert!(answered.answers.is_empty() && answered.order.is_empty());
+    }
+
+    #[test]
+    fn at_most_the_newest_answers_are_kept() {
+        let t0: chrono::DateTime<Utc> = "2026-11-25T10:00:00Z".parse().unwrap();
+        let mut answered = Answered::default();
+        let answer = AdminResponse::error(AdminErrorKind::NotFound, "x");
+        for i in 0..MAX_ANSWERS_KEPT + 10 {
+            let key = RepeatKey::of("r", &request(&i.to_be_bytes(), b"p"));
+            answered.insert(key, answer.clone(), t0);
+        }
+        assert_eq!(answered.answers.len(), MAX_ANSWERS_KEPT);
+        let oldest = RepeatKey::of("r", &request(&0usize.to_be_bytes(), b"p"));
+        assert_eq!(answered.get(&oldest, t0), None);
+        let newest = RepeatKey::of("r", &request(&(MAX_ANSWERS_KEPT + 9).to_be_bytes(), b"p"));
+        assert!(answered.get(&newest, t0).is_some());
     }
 }

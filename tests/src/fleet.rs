@@ -341,6 +341,11 @@ impl Fleet {
         self.admin.get_or_init(|| self.new_admin()).await
     }
 
+    /// The first admin credential, written by the hub's first start.
+    pub fn admin_credentials(&self) -> std::path::PathBuf {
+        self.dir.path().join("hub").join(ADMIN_CREDENTIALS)
+    }
+
     /// A new admin client, connected like [`Fleet::admin`]'s (the fleet's broker login and CA,
     /// the first admin credential the hub wrote at its first start).
     ///
@@ -354,7 +359,7 @@ impl Fleet {
                 ca_file: self.opts.broker_ca_file.clone(),
                 ..TlsFiles::default()
             },
-            credentials: Some(self.dir.path().join("hub").join(ADMIN_CREDENTIALS)),
+            credentials: Some(self.admin_credentials()),
             ..ConnectOptions::default()
         };
         AdminClient::connect_with(&self.broker_url, &self.opts.source_id, &connect)

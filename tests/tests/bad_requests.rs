@@ -142,3 +142,85 @@ async fn an_admin_request_whose_answer_would_land_on_a_cluster_topic_is_dropped_
     let leaked = spy.recv(Duration::from_millis(500)).await;
     assert!(leaked.is_none(), "the hub answered on {victim}: {leaked:?}");
 }
+
+#[tokio::test]
+async fn a_change_sent_twice_or_replayed_is_carried_out_once_and_answered_alike() {
+    use std::time::Duration;
+
+    use bytes::Bytes;
+    use ocm_edge_hub::admin::credential::Credential;
+    use ocm_edge_hub::admin::messages::{AdminPayload, AdminResponse};
+    use ocm_edge_mqtt::{BrokerUrl, Publication, Session, SessionConfig, SessionEvent};
+    use ocm_edge_schemas::wire::MqttMessage;
+
+    const WAIT: Duration = Duration::from_secs(20);
+    let mut fleet = Fleet::start().await;
+    fleet.start_agents(&["c1"]).await;
+    fleet.accept("c1").await;
+
+    // A CLI whose first answer is lost sends the same request again (same correlation data and
+    // signature); an eavesdropper replays it. Both look like this.
+    let reply = "ocm-edge/ocm-edge/admin/responses/ocm-edge-cli-replay";
+    let mut cfg = SessionConfig::new(
+        BrokerUrl::parse(fleet.broker_url()).unwrap(),
+        "ocm-edge-cli-replay",
+    );
+    cfg.subscriptions = vec![reply.to_owned()];
+    let (session, mut events) = Session::connect(cfg, WAIT).await.unwrap();
+    let topic = "ocm-edge/ocm-edge/admin/requests";
+    let payload = serde_json::to_vec(&ocm_edge_hub::admin::messages::AdminRequest::CreateWork(
+        work("web", &["c1"], vec![namespace("web")]),
+    ))
+    .unwrap();
+    let credential = Credential::load(&fleet.admin_credentials()).unwrap();
+    let signed = |correlation: &'static [u8]| Publication {
+        message: MqttMessage {
+            topic: topic.into(),
+            payload: payload.clone(),
+            content_type: Some("application/json".into()),
+            user_properties: credential.sign_at(
+                topic,
+                reply,
+                correlation,
+                &payload,
+                chrono::Utc::now().timestamp(),
+            ),
+        },
+        retain: false,
+        response_topic: Some(reply.into()),
+        correlation_data: Some(Bytes::from_static(correlation)),
+    };
+    let mut answer = async || loop {
+        let event = tokio::time::timeout(WAIT, events.recv())
+            .await
+            .expect("the hub answers")
+            .expect("the session runs");
+        if let SessionEvent::Message(m) = event {
+            return serde_json::from_slice::<AdminResponse>(&m.message.payload).unwrap();
+        }
+    };
+    let publisher = session.publisher();
+    publisher.publish(signed(b"first")).await.unwrap();
+    let first = answer().await;
+    assert!(
+        matches!(&first, AdminResponse::Ok(AdminPayload::Written(_))),
+        "{first:?}"
+    );
+    publisher.publish(signed(b"first")).await.unwrap();
+    assert_eq!(answer().await, first, "the repeat gets the first answer");
+
+    // The same change under new correlation data is a new request: carried out, and refused as
+    // it would be (the work exists).
+    publisher.publish(signed(b"second")).await.unwrap();
+    let AdminResponse::Error { kind, .. } = answer().await else {
+        panic!("a second create is refused");
+    };
+    assert_eq!(kind, AdminErrorKind::AlreadyExists);
+
+    let view = fleet.admin().await.get_work("c1", "web").await.unwrap();
+    assert_eq!(view.version, 1);
+    let stats = fleet.stats().await;
+    assert_eq!(stats.counters.get("adminRequestsRepeated"), Some(&1));
+    session.shutdown().await;
+    fleet.shutdown().await;
+}

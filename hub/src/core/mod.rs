@@ -157,6 +157,8 @@ pub mod counter {
     pub const ADMIN_DROPPED: &str = "adminRequestsDropped";
     /// Admin requests answered Unauthenticated or Forbidden.
     pub const ADMIN_REFUSED: &str = "adminRequestsRefused";
+    /// Changes asked again (a resend, or a replay) and answered with the first answer.
+    pub const ADMIN_REPEATED: &str = "adminRequestsRepeated";
 }
 
 impl Counters {

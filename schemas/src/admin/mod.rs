@@ -19,8 +19,10 @@
 //! When no answer comes within half a second the client sends the same request again (same
 //! correlation data, backing off to every 4 s) until its timeout: a hub that is (re)starting has
 //! not subscribed yet and the broker keeps nothing for it. Every command is therefore safe to
-//! receive twice (reads, accept/deny, overwrite and delete are idempotent; a repeated create
-//! fails with AlreadyExists), and the client takes the first answer and drops the others.
+//! receive twice: reads are, and the hub answers a repeat of a change (same response topic,
+//! correlation data and payload) within 10 minutes with its first answer instead of carrying it
+//! out again (a captured request replayed within its signature's lifetime changes nothing
+//! either); the client takes the first answer and drops the others.
 //! A request the hub cannot parse is answered with [`AdminErrorKind::Invalid`] (when it carries a
 //! response topic); a command it does not know (from a newer client) with
 //! [`AdminErrorKind::Unsupported`]; a request without a response topic is logged, counted and
