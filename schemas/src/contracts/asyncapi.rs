@@ -12,6 +12,7 @@ use super::{ContractError, JSON_DIR, REGENERATE_SCHEMAS, SCHEMA_FORMAT, sorted};
 use crate::admin::{ADMIN_API_VERSION, ADMIN_API_VERSION_PROPERTY, auth};
 use crate::wire::extensions as ext;
 use crate::wire::mqtt::{APPLICATION_JSON, CE_PREFIX, LEGACY_CONTENT_TYPE_PROPERTY};
+use crate::wire::signature;
 
 /// AsyncAPI version of the document.
 pub const ASYNCAPI_VERSION: &str = "3.0.0";
@@ -43,6 +44,17 @@ fn extension_schema(name: &str) -> Value {
             "description": "Snowflake id (node 1, epoch 1288834974657 ms) as a decimal string; orders statuses."}),
         ext::STATUS_HASH => json!({"type": "string", "pattern": "^[0-9a-f]{64}$",
             "description": "hex(sha256) of the status encoded as Go's encoding/json does (PROTOCOL.md section 8)."}),
+        signature::SIGNER_EXTENSION => json!({"type": "string", "pattern": "^[0-9a-f]{32}$",
+            "description": "Which hub key signed: the first 16 bytes of the SHA-256 of its certificate, hex. \
+                Sent by an ocm-edge hub on everything it sends to agents."}),
+        signature::SIGNATURE_EXTENSION => json!({"type": "string",
+            "description": "Ed25519 signature (base64) over the topic, content type, every other user property \
+                (sorted) and the payload's SHA-256 (ocm_edge_schemas::wire::signature::signed_bytes). \
+                ocm-edge agents refuse hub events without a valid one unless started with \
+                --accept-unsigned-specs-from SOURCE."}),
+        signature::SIGNER_CHAIN_EXTENSION => json!({"type": "string",
+            "description": "The hub's signing certificate (EKU codeSigning) and the CA that issued it, \
+                each DER base64, joined by `.`; agents trust it when the CA matches their pin."}),
         _ => json!({"type": "string"}),
     }
 }

@@ -11,6 +11,7 @@ use crate::wire::event_type::{
     PRESENCES, SubResource,
 };
 use crate::wire::extensions as ext;
+use crate::wire::signature;
 use crate::wire::topic::Topic;
 
 use super::schema_files as files;
@@ -190,7 +191,19 @@ fn spec_extensions(deletion: Option<Need>) -> Vec<(&'static str, Need)> {
     if let Some(need) = deletion {
         v.push((ext::DELETION_TIMESTAMP, need));
     }
-    v
+    signed(v, false)
+}
+
+/// `extensions` and the hub's signature (optional on the wire: maestro does not sign; ocm-edge
+/// agents refuse events without it unless told otherwise), with its certificate chain on hub
+/// views.
+fn signed(mut extensions: Vec<(&'static str, Need)>, chain: bool) -> Vec<(&'static str, Need)> {
+    extensions.push((signature::SIGNER_EXTENSION, Optional));
+    extensions.push((signature::SIGNATURE_EXTENSION, Optional));
+    if chain {
+        extensions.push((signature::SIGNER_CHAIN_EXTENSION, Optional));
+    }
+    extensions
 }
 
 fn status_extensions() -> Vec<(&'static str, Need)> {
@@ -279,7 +292,10 @@ fn messages() -> Vec<MessageSpec> {
             id: "workStatusResyncRequest",
             title: "ManifestWork status resync request",
             summary: "The hub lists the status hashes it holds (at most 1000 per message; empty: send all).",
-            envelope: ce(ty(work, Status, ResyncRequest), cluster_extensions()),
+            envelope: ce(
+                ty(work, Status, ResyncRequest),
+                signed(cluster_extensions(), false),
+            ),
             payload: files::STATUS_HASH_LIST,
         },
         MessageSpec {
@@ -302,10 +318,10 @@ fn messages() -> Vec<MessageSpec> {
         MessageSpec {
             id: "clusterHubView",
             title: "ManagedCluster: the hub's view",
-            summary: "hubAcceptsClient, taints and conditions (HubAcceptedManagedCluster, ...).",
+            summary: "hubAcceptsClient, taints and conditions (HubAcceptedManagedCluster, ...); carries the hub's signing certificate, from which agents learn its key.",
             envelope: ce(
                 ty(&MANAGED_CLUSTERS, Spec, UpdateRequest),
-                cluster_extensions(),
+                signed(cluster_extensions(), true),
             ),
             payload: files::MANAGED_CLUSTER,
         },

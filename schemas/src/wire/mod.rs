@@ -10,6 +10,7 @@
 //! - [`sequence`]: the snowflake `sequenceid` generator and ordering.
 //! - [`status_hash`]: the status hash exactly as Go peers compute it.
 //! - [`works`]: build and parse every work event (`WorkEvent`).
+//! - [`signature`]: what the hub's signature on its events covers, and where it travels.
 //! - [`chunks`]: large messages split into a head and chunks for agents that offer it.
 //! - [`cluster_events`]: ocm-edge's registration, hub view, cluster status, lease and presence events.
 
@@ -21,6 +22,7 @@ mod go_json;
 pub mod mqtt;
 pub mod resync;
 pub mod sequence;
+pub mod signature;
 pub mod status_hash;
 pub mod structured;
 pub mod topic;
