@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use ocm_edge_mqtt::TlsFiles;
-use ocm_edge_mqtt::{Backoff, BrokerUrl, Credentials, TlsError, UrlError};
+use ocm_edge_mqtt::{Backoff, BrokerUrl, CaPin, Credentials, TlsError, UrlError};
 use ocm_edge_schemas::wire::chunks::MIN_CHUNK_BYTES;
 use ocm_edge_schemas::wire::topic::is_valid_name;
 
@@ -75,6 +75,14 @@ pub struct AgentConfig {
     pub tls: TlsFiles,
     /// Source id of the hub (topic `sources/<source_id>/...`).
     pub source_id: String,
+    /// Pin of the CA that issues the hub's signing key; `None` uses the broker's CA pin
+    /// (`tls.ca_pin`, the hub's own CA with the embedded broker), and without that either the
+    /// agent trusts the first hub CA it sees and keeps it ([`crate::trust`]).
+    pub hub_ca_pin: Option<CaPin>,
+    /// Takes events without the hub's signature from this source, which must be `source_id`
+    /// (a source that does not sign, such as maestro). Anyone who can publish on the cluster's
+    /// topics can then make it apply anything: only for brokers whose ACLs are trusted.
+    pub accept_unsigned_from: Option<String>,
     /// Kube or Sim.
     pub applier: ApplierConfig,
     /// Labels sent with the join request.
@@ -124,6 +132,8 @@ impl AgentConfig {
             broker_password: None,
             tls: TlsFiles::default(),
             source_id: DEFAULT_SOURCE_ID.to_owned(),
+            hub_ca_pin: None,
+            accept_unsigned_from: None,
             applier: ApplierConfig::Sim {
                 ready_delay: Duration::from_secs(2),
             },
@@ -161,6 +171,14 @@ impl AgentConfig {
             return Err(ConfigError::BadName {
                 what: "source id",
                 value: self.source_id.clone(),
+            });
+        }
+        if let Some(unsigned) = &self.accept_unsigned_from
+            && *unsigned != self.source_id
+        {
+            return Err(ConfigError::UnsignedOtherSource {
+                unsigned: unsigned.clone(),
+                serves: self.source_id.clone(),
             });
         }
         let url = self.broker_url()?;
@@ -214,6 +232,11 @@ impl AgentConfig {
         Some(Credentials { username, password })
     }
 
+    /// The pin that anchors the hub's signing key: `hub_ca_pin`, else the broker's CA pin.
+    pub fn trusted_hub_ca(&self) -> Option<CaPin> {
+        self.hub_ca_pin.or(self.tls.ca_pin)
+    }
+
     /// `<cluster>-work-agent`, the ce-source of status events (as the OCM work agent).
     pub fn agent_id(&self) -> String {
         format!("{}-work-agent", self.cluster_name)
@@ -231,6 +254,10 @@ pub enum ConfigError {
         "cluster name {0:?} is the broker identity of one of ocm-edge's own parties (hub, CLI, dashboard), which has other rights on the broker: choose another name"
     )]
     ReservedName(String),
+    #[error(
+        "--accept-unsigned-specs-from {unsigned:?} names another source than the one this agent serves ({serves:?}): name the source whose events may come unsigned, or leave the option out"
+    )]
+    UnsignedOtherSource { unsigned: String, serves: String },
     #[error(transparent)]
     BrokerUrl(#[from] UrlError),
     #[error(transparent)]

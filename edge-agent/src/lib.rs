@@ -8,6 +8,7 @@
 //! - [`core`]: pure logic (`now` is an argument): plan, status, outbox, spec acceptance, lease.
 //! - [`store`]: the redb file.
 //! - [`applier`]: the [`applier::Applier`] trait, the simulated cluster ([`SimControl`]) and kube-rs.
+//! - [`trust`]: the hub's signature on everything it sends, and which hub the agent trusts.
 //! - [`events`]: parse hub events, build agent events (on `ocm_edge_schemas::wire`).
 //! - [`agent`]: [`run_agent`] / [`start_agent`] wiring it all (the MQTT session, with a will and a
 //!   persisted connection sequence number per connection, comes from `ocm_edge_mqtt`);
@@ -37,6 +38,7 @@ pub mod core;
 pub mod events;
 pub mod sim_control;
 pub mod store;
+pub mod trust;
 
 pub use agent::{AgentCounters, AgentError, AgentHandle, Registration, run_agent, start_agent};
 pub use applier::sim::SimControl;

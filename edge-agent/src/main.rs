@@ -57,6 +57,21 @@ struct Cli {
     /// Source id of the hub (maestro uses `maestro`).
     #[arg(long, env = "OCM_EDGE_SOURCE_ID", default_value = "ocm-edge")]
     source_id: String,
+    /// Pin of the hub's CA (printed by `ocm-edge hub`), which issues the key that signs every
+    /// spec the agent applies. Defaults to --broker-ca-pin (the hub's embedded broker); give it
+    /// when the broker has a CA of its own. Without either, the agent trusts the first hub CA it
+    /// sees and keeps it.
+    #[arg(long, env = "OCM_EDGE_HUB_CA_PIN", value_name = "sha256:HEX", value_parser = parse_pin)]
+    hub_ca_pin: Option<ocm_edge_mqtt::CaPin>,
+    /// INSECURE: take specs without the hub's signature from SOURCE (which must be --source-id),
+    /// for a source that does not sign, such as maestro. Anyone who can publish on the cluster's
+    /// topics can then make it apply anything: use only with a broker whose ACLs you trust.
+    #[arg(
+        long,
+        env = "OCM_EDGE_ACCEPT_UNSIGNED_SPECS_FROM",
+        value_name = "SOURCE"
+    )]
+    accept_unsigned_specs_from: Option<String>,
     /// Which cluster to apply to.
     #[arg(long, env = "OCM_EDGE_APPLIER", value_enum, default_value = "kube")]
     applier: ApplierKind,
@@ -221,6 +236,8 @@ async fn main() -> anyhow::Result<()> {
         &cli.data_dir,
     );
     cfg.source_id = cli.source_id.clone();
+    cfg.hub_ca_pin = cli.hub_ca_pin;
+    cfg.accept_unsigned_from = cli.accept_unsigned_specs_from.clone();
     cfg.broker_username = cli.broker.broker_username.clone();
     cfg.broker_password = cli.broker.broker_password.clone();
     cfg.tls = cli.broker.tls();
@@ -254,4 +271,9 @@ async fn main() -> anyhow::Result<()> {
     .await
     .context("agent stopped")?;
     Ok(())
+}
+
+fn parse_pin(s: &str) -> Result<ocm_edge_mqtt::CaPin, String> {
+    s.parse()
+        .map_err(|e: ocm_edge_mqtt::TlsError| e.to_string())
 }

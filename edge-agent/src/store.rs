@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::core::outbox::StatusRecord;
 use crate::core::resource::ResourceRef;
+use crate::trust::HubSigner;
 
 /// redb's page cache: its default (1 GiB) is more than a small edge box should give an agent;
 /// bundles are read one at a time, so a few MiB keep the reconcile loop off the disk.
@@ -39,6 +40,7 @@ const TRANSFER_CHUNKS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("
 
 const KEY_CONNECTION_SEQ: &str = "connection_seq";
 const KEY_REGISTRATION: &str = "registration_view";
+const KEY_HUB_SIGNER: &str = "hub_signer";
 
 /// File name of the agent's database inside the data dir.
 pub const DB_FILE: &str = "agent.redb";
@@ -328,6 +330,16 @@ impl Store {
     /// The hub's last view of this cluster.
     pub fn registration(&self) -> Result<Option<ManagedCluster>> {
         self.get(META, KEY_REGISTRATION)
+    }
+
+    /// Saves the hub's signing certificate and CA, which the agent trusts from now on.
+    pub fn put_hub_signer(&self, signer: &HubSigner) -> Result<()> {
+        self.put(META, KEY_HUB_SIGNER, signer)
+    }
+
+    /// The hub's signing certificate and CA the agent trusts.
+    pub fn hub_signer(&self) -> Result<Option<HubSigner>> {
+        self.get(META, KEY_HUB_SIGNER)
     }
 }
 

@@ -34,6 +34,7 @@ async fn agent_with_the_maestro_work(extra: &[&str]) -> Running {
     let dir = tempfile::tempdir().unwrap();
     let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_ocm-edge-agent"))
         .args(["--cluster-name", CLUSTER, "--source-id", "maestro"])
+        .args(["--accept-unsigned-specs-from", "maestro"])
         .args(["--applier", "sim", "--broker", &broker])
         .args(extra)
         .arg("--data-dir")
@@ -67,7 +68,11 @@ async fn applying_a_work_and_its_status_changes_are_logged_at_the_default_level(
     let mut lines = BufReader::new(agent.child.stderr.take().unwrap()).lines();
 
     let mut seen = Vec::new();
-    let wanted = ["applying a new work version", "work status changed"];
+    let wanted = [
+        "applying a new work version",
+        "work status changed",
+        "INSECURE: events from the hub's side are taken without a signature",
+    ];
     let found = tokio::time::timeout(Duration::from_secs(30), async {
         while let Ok(Some(line)) = lines.next_line().await {
             seen.push(line);
@@ -97,6 +102,62 @@ async fn applying_a_work_and_its_status_changes_are_logged_at_the_default_level(
         seen.join("\n")
     );
     let _ = agent.child.kill().await;
+}
+
+#[tokio::test]
+async fn an_unsigned_spec_is_refused_logged_and_never_applied_without_the_explicit_flag() {
+    let broker = start_broker();
+    let mut hub = FakeHub::connect(
+        &broker,
+        &format!("sources/maestro/consumers/{CLUSTER}/agentevents"),
+    )
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_ocm-edge-agent"))
+        .args(["--cluster-name", CLUSTER, "--source-id", "maestro"])
+        .args(["--applier", "sim", "--broker", &broker])
+        .arg("--data-dir")
+        .arg(dir.path())
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    hub.next_event("spec.resync_request", |_| true).await;
+    hub.publish_event(
+        &maestro_spec(),
+        &format!("sources/maestro/consumers/{CLUSTER}/sourceevents"),
+    )
+    .await;
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let refused = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if line.contains("refused an event from the hub's side") {
+                return Some(line);
+            }
+        }
+        None
+    })
+    .await
+    .ok()
+    .flatten()
+    .expect("the agent logs the unsigned spec it refused");
+    assert!(
+        refused.contains("WARN")
+            && refused.contains("unsigned")
+            && refused.contains("--accept-unsigned-specs-from"),
+        "{refused}"
+    );
+    // Refused before anything was stored: nothing applied (the sim cluster has no Deployment).
+    let (ok, _, err) = sim(
+        dir.path(),
+        &["get", "Deployment", "default/maestro-e2e-upgrade-test"],
+    )
+    .await;
+    assert!(!ok && err.contains("no Deployment"), "{err}");
+    let _ = child.kill().await;
 }
 
 /// Runs `ocm-edge-agent sim --data-dir DIR args...` and returns (success, stdout, stderr).

@@ -19,6 +19,7 @@ const MAESTRO_RESOURCE_ID: &str = "55c61e54-a3f6-563d-9fec-b1fe297bdfdb";
 fn maestro_config(url: &str, dir: &std::path::Path) -> AgentConfig {
     let mut cfg = AgentConfig::new(MAESTRO_CLUSTER, url, dir);
     cfg.source_id = "maestro".into();
+    cfg.accept_unsigned_from = Some("maestro".into());
     cfg.applier = ApplierConfig::Sim {
         ready_delay: Duration::ZERO,
     };

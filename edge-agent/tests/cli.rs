@@ -31,6 +31,8 @@ fn help_lists_every_flag() {
         "--claim",
         "--lease-duration-seconds",
         "--keepalive-seconds",
+        "--hub-ca-pin",
+        "--accept-unsigned-specs-from",
         "OCM_EDGE_CLUSTER_NAME",
     ] {
         assert!(help.contains(flag), "{flag} missing from --help:\n{help}");

@@ -29,6 +29,7 @@ fn source_events() -> String {
 fn config(url: &str, dir: &std::path::Path) -> AgentConfig {
     let mut cfg = AgentConfig::new(CLUSTER, url, dir);
     cfg.source_id = "maestro".into();
+    cfg.accept_unsigned_from = Some("maestro".into());
     cfg.applier = ApplierConfig::Sim {
         ready_delay: Duration::ZERO,
     };

@@ -18,6 +18,7 @@ use ocm_edge_schemas::wire::topic::{self, Topic};
 use ocm_edge_schemas::wire::works::{Header, StatusResyncRequest, WorkEvent};
 
 use crate::core::{AgentInput, Outbound, Presence};
+use crate::signing::EventSigner;
 
 /// Why an agent message was dropped. Not retryable: the sender must fix it.
 #[derive(Debug, thiserror::Error)]
@@ -167,6 +168,7 @@ pub fn encode_outbound(
     source_id: &str,
     out: &Outbound,
     now: DateTime<Utc>,
+    signer: &EventSigner,
 ) -> Result<MqttMessage, EventError> {
     let build = |e: &dyn std::fmt::Display| EventError::Build(e.to_string());
     let (cluster, event) = match out {
@@ -199,7 +201,10 @@ pub fn encode_outbound(
         ),
     };
     let topic = topic::source_events(source_id, &cluster).map_err(|e| build(&e))?;
-    ocm_edge_schemas::wire::encode(&event, topic).map_err(|e| build(&e))
+    let mut msg = ocm_edge_schemas::wire::encode(&event, topic).map_err(|e| build(&e))?;
+    // Hub views carry the signing certificate: that is where agents learn the key.
+    signer.sign(&mut msg, matches!(out, Outbound::HubView(_)));
+    Ok(msg)
 }
 
 #[cfg(test)]
@@ -213,6 +218,13 @@ mod tests {
     use ocm_edge_schemas::wire::mqtt::APPLICATION_JSON;
     use ocm_edge_schemas::wire::resync::StatusHashList;
     use ocm_edge_schemas::wire::works::SpecEvent;
+
+    /// A signer with a CA of its own, in a directory removed when the test ends.
+    fn test_signer() -> EventSigner {
+        let dir = tempfile::tempdir().unwrap();
+        let pki = crate::pki::HubPki::load_or_create(&dir.path().join("pki"), t(0)).unwrap();
+        EventSigner::load_or_create(&pki, t(0)).unwrap()
+    }
 
     /// Builds events for ocm-edge's own data types with the work events' header.
     trait HeaderExt {
@@ -361,7 +373,9 @@ mod tests {
             bundle: Some(bundle.clone()),
             log_tracing: Some(ocm_edge_schemas::wire::works::EMPTY_LOG_TRACING.to_owned()),
         };
-        let msg = encode_outbound("ocm-edge", &Outbound::Spec(Box::new(spec)), t(1)).unwrap();
+        let signer = test_signer();
+        let msg =
+            encode_outbound("ocm-edge", &Outbound::Spec(Box::new(spec)), t(1), &signer).unwrap();
         assert_eq!(msg.topic, "sources/ocm-edge/consumers/edge-1/sourceevents");
         let event = ocm_edge_schemas::wire::decode(&msg).unwrap();
         let WorkEvent::Spec(s) = WorkEvent::from_event(&event).unwrap() else {
@@ -378,6 +392,7 @@ mod tests {
                 hashes: StatusHashList::default(),
             },
             t(1),
+            &signer,
         )
         .unwrap();
         let event = ocm_edge_schemas::wire::decode(&msg).unwrap();

@@ -30,6 +30,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -57,6 +58,7 @@ use crate::availability::AvailabilityConfig;
 use crate::config::{AdminAuth, BrokerConfig, EmbeddedSecurity, HubConfig};
 use crate::core::{AgentInput, Change, CoreConfig, HubCore, Outbound, Presence, Record, counter};
 use crate::pki::{HubPki, PkiError, default_serving_names};
+use crate::signing::EventSigner;
 use crate::store::{Store, StoreError};
 use crate::{dashboard, events};
 
@@ -108,6 +110,7 @@ pub enum HubError {
 pub struct HubHandle {
     broker_url: BrokerUrl,
     broker: Option<EmbeddedBroker>,
+    hub_ca_pin: CaPin,
     ca: Option<(CaPin, PathBuf)>,
     admin_credentials: Option<PathBuf>,
     stop: watch::Sender<bool>,
@@ -129,6 +132,13 @@ impl HubHandle {
     /// takes signed requests and the file is there.
     pub fn admin_credentials(&self) -> Option<&Path> {
         self.admin_credentials.as_deref()
+    }
+
+    /// The pin of the hub's CA, which issues the key that signs everything the hub sends to
+    /// agents (`ocm-edge-agent --hub-ca-pin`; with the embedded broker on TLS it is also the
+    /// broker's CA, [`HubHandle::ca_pin`]).
+    pub fn hub_ca_pin(&self) -> CaPin {
+        self.hub_ca_pin
     }
 
     /// The pin of the hub's CA, which agents are given, when the embedded broker uses TLS.
@@ -218,12 +228,19 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
     let loaded = store.load()?;
     let mut broker_tls = cfg.broker_tls.clone();
     let mut ca = None;
+    // The CA signs the broker's certificate, admin credentials and the hub's signing key,
+    // whatever the broker mode.
+    let pki = HubPki::load_or_create(&cfg.data_dir.join("pki"), Utc::now())?;
+    let signer = Arc::new(EventSigner::load_or_create(&pki, Utc::now())?);
     let admin_credentials = Some(cfg.data_dir.join(ADMIN_CREDENTIALS))
         .filter(|_| cfg.admin_auth == AdminAuth::Credentials);
     let authenticator = match cfg.admin_auth {
-        AdminAuth::Credentials => {
-            Some(admin_authenticator(&cfg.data_dir, first_start, Utc::now())?)
-        }
+        AdminAuth::Credentials => Some(admin_authenticator(
+            &pki,
+            &cfg.data_dir,
+            first_start,
+            Utc::now(),
+        )?),
         AdminAuth::InsecureOpen => {
             tracing::warn!(
                 "INSECURE: the admin API takes unsigned requests (--insecure-open-admin): \
@@ -239,7 +256,6 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
             let options = match &cfg.embedded_security {
                 EmbeddedSecurity::Tls { extra_names } => {
                     let now = Utc::now();
-                    let pki = HubPki::load_or_create(&cfg.data_dir.join("pki"), now)?;
                     let tls = pki.issue_serving(&serving_names(listen, extra_names), now)?;
                     // The hub's own sessions trust its CA, as agents do by its pin.
                     broker_tls = TlsFiles {
@@ -361,6 +377,7 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
         transfers: HashMap::new(),
         authenticator,
         answered: Answered::default(),
+        signer,
         stopped,
     };
     let task = tokio::spawn(hub.run());
@@ -368,6 +385,7 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
     Ok(HubHandle {
         broker_url,
         broker,
+        hub_ca_pin: pki.pin(),
         ca,
         admin_credentials,
         stop,
@@ -382,11 +400,11 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
 /// start on its data directory, the first admin credential (`DATA_DIR/admin-credentials.pem`,
 /// mode 0600). Later starts never write it again: an admin who removed it meant to.
 fn admin_authenticator(
+    pki: &HubPki,
     data_dir: &Path,
     first_start: bool,
     now: chrono::DateTime<Utc>,
 ) -> Result<Authenticator, HubError> {
-    let pki = HubPki::load_or_create(&data_dir.join("pki"), now)?;
     let path = data_dir.join(ADMIN_CREDENTIALS);
     if first_start && !path.exists() {
         let pem = pki.issue_user("admin", Role::Admin, crate::pki::USER_VALIDITY, now)?;
@@ -446,6 +464,8 @@ struct HubLoop {
     authenticator: Option<Authenticator>,
     /// The answers to recent changes, so that a resend or a replay is not carried out twice.
     answered: Answered,
+    /// Signs every event sent to agents.
+    signer: Arc<EventSigner>,
     stopped: watch::Receiver<bool>,
 }
 
@@ -939,7 +959,7 @@ impl HubLoop {
         let now = Utc::now();
         let source = self.core.config().source_id.clone();
         for out in &batch.change.outbound {
-            match events::encode_outbound(&source, out, now) {
+            match events::encode_outbound(&source, out, now, &self.signer) {
                 Ok(msg) => {
                     for piece in self.pieces(out, msg) {
                         if let Err(e) = self.publisher.publish(piece).await {

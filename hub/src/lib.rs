@@ -39,6 +39,7 @@ pub mod hub;
 pub mod pki;
 pub mod placement;
 pub mod rollout;
+pub mod signing;
 pub mod store;
 
 pub use config::{BrokerConfig, EmbeddedSecurity, HubConfig};

@@ -9,7 +9,9 @@
 //! Files:
 //! - `ca.pem`, `ca-key.pem`: the CA (10 years), created once;
 //! - `broker.pem` (certificate + CA), `broker-key.pem`: the broker's, signed again at every start
-//!   for the names given then (1 year), so a new name needs only a restart.
+//!   for the names given then (1 year), so a new name needs only a restart;
+//! - `signer.pem`, `signer-key.pem`: the key that signs every event the hub sends to agents
+//!   ([`crate::signing`]).
 //!
 //! It also signs user credentials for the admin API ([`HubPki::issue_user`]): a client certificate
 //! with the user's name as CN and the role as OU, and its key, in one PEM file that the user's CLI
@@ -224,12 +226,12 @@ impl HubPki {
         params.use_authority_key_identifier_extension = true;
         params.not_before = to_time(now - CLOCK_SKEW)?;
         params.not_after = to_time(now + validity)?;
-        let cert = self.sign(&params, &key)?;
+        let cert = self.sign_for(&params, &key)?;
         Ok(format!("{}{}", cert.pem(), key.serialize_pem()))
     }
 
     /// Signs `params` (for `key`) with the CA.
-    fn sign(
+    pub(crate) fn sign_for(
         &self,
         params: &CertificateParams,
         key: &KeyPair,
@@ -238,6 +240,11 @@ impl HubPki {
         let ca_key = KeyPair::from_pem(&self.ca_key_pem).map_err(issue)?;
         let issuer = Issuer::from_ca_cert_pem(&self.ca_pem, &ca_key).map_err(issue)?;
         params.signed_by(key, &issuer).map_err(issue)
+    }
+
+    /// The pki directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     /// The CA's pin, which agents are given (`--broker-ca-pin`).
@@ -272,7 +279,7 @@ impl HubPki {
         params.use_authority_key_identifier_extension = true;
         params.not_before = to_time(now - CLOCK_SKEW)?;
         params.not_after = to_time(now + SERVING_VALIDITY)?;
-        let cert = self.sign(&params, &key)?;
+        let cert = self.sign_for(&params, &key)?;
         let tls = ServerTls {
             cert_chain_file: self.dir.join(BROKER_CERT),
             key_file: self.dir.join(BROKER_KEY),
@@ -303,12 +310,12 @@ pub fn default_serving_names() -> Vec<String> {
     names
 }
 
-fn to_time(t: DateTime<Utc>) -> Result<time::OffsetDateTime, PkiError> {
+pub(crate) fn to_time(t: DateTime<Utc>) -> Result<time::OffsetDateTime, PkiError> {
     time::OffsetDateTime::from_unix_timestamp(t.timestamp())
         .map_err(|e| PkiError::Issue(format!("time {t}: {e}")))
 }
 
-fn first_pem_der(pem: &str) -> Option<Vec<u8>> {
+pub(crate) fn first_pem_der(pem: &str) -> Option<Vec<u8>> {
     use rustls::pki_types::pem::PemObject;
     rustls::pki_types::CertificateDer::pem_slice_iter(pem.as_bytes())
         .next()?
@@ -316,7 +323,7 @@ fn first_pem_der(pem: &str) -> Option<Vec<u8>> {
         .map(|c| c.to_vec())
 }
 
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+pub(crate) fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
 }
 

@@ -28,6 +28,10 @@ struct HubProcess {
     _stdout: Lines<BufReader<ChildStdout>>,
     url: String,
     pin: Option<CaPin>,
+    /// The pin printed for agents' signature checks when the broker has no CA of the hub's.
+    hub_pin: Option<CaPin>,
+    /// What the hub printed on stdout up to its `then:` line.
+    printed: Vec<String>,
     stderr: Arc<Mutex<String>>,
 }
 
@@ -72,14 +76,24 @@ impl HubProcess {
             .find(|w| w.starts_with("mqtt://") || w.starts_with("mqtts://"))
             .map(|w| w.trim_end_matches(',').to_owned())
             .unwrap_or_else(|| panic!("no broker URL in {printed:?}"));
-        let pin = words()
-            .find(|w| w.starts_with("sha256:"))
-            .map(|w| w.parse().unwrap());
+        // `CA pin ...` (the broker's CA, also the hub's) or `hub CA pin ...` (signatures only).
+        let pin_on = |prefix: &str| {
+            printed
+                .iter()
+                .filter(|l| l.starts_with(prefix))
+                .flat_map(|l| l.split_whitespace())
+                .find(|w| w.starts_with("sha256:"))
+                .map(|w| w.parse().unwrap())
+        };
+        let pin = pin_on("CA pin");
+        let hub_pin = pin_on("hub CA pin");
         HubProcess {
             child,
             _stdout: stdout,
             url,
             pin,
+            hub_pin,
+            printed,
             stderr,
         }
     }
@@ -231,6 +245,17 @@ async fn a_plaintext_hub_needs_the_loud_flag_and_says_so() {
     let hub = HubProcess::start(&data, &["--insecure-plaintext"]).await;
     assert!(hub.url.starts_with("mqtt://"), "{}", hub.url);
     assert_eq!(hub.pin, None);
+    // Its events are still signed: agents are told which CA to trust for that.
+    let hub_pin = hub
+        .hub_pin
+        .expect("a plaintext hub prints its CA pin for signatures");
+    assert!(
+        hub.printed
+            .iter()
+            .any(|l| l.starts_with("agents:") && l.contains(&format!("--hub-ca-pin {hub_pin}"))),
+        "{:?}",
+        hub.printed
+    );
     connect(&hub.url, TlsFiles::default())
         .await
         .expect("plaintext is what was asked for");

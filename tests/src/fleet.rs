@@ -248,6 +248,9 @@ impl Fleet {
         cfg.reconnect_min = Duration::from_millis(100);
         cfg.reconnect_max = Duration::from_secs(1);
         cfg.tls.ca_file = self.opts.broker_ca_file.clone();
+        // Pinned to the hub's CA, as `ocm-edge hub` tells users to (an agent configured before
+        // the hub first started trusts the first hub CA it sees).
+        cfg.hub_ca_pin = self.hub.as_ref().map(HubHandle::hub_ca_pin);
         if self.opts.logins {
             // The username defaults to the cluster name.
             cfg.broker_password = Some(password_of(cluster));

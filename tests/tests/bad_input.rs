@@ -134,6 +134,7 @@ impl MaestroPeer {
         let dir = tempfile::tempdir().unwrap();
         let mut cfg = AgentConfig::new(&cluster, broker.url(), dir.path());
         cfg.source_id = "maestro".into();
+        cfg.accept_unsigned_from = Some("maestro".into());
         cfg.applier = ApplierConfig::Sim {
             ready_delay: Duration::from_millis(200),
         };

@@ -44,6 +44,7 @@ async fn an_agent_with_source_maestro_applies_maestros_spec_and_answers_with_a_s
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = AgentConfig::new(&cluster, broker.url(), dir.path());
     cfg.source_id = "maestro".into();
+    cfg.accept_unsigned_from = Some("maestro".into());
     cfg.applier = ApplierConfig::Sim {
         ready_delay: Duration::from_millis(200),
     };

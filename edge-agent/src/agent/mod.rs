@@ -31,6 +31,7 @@ use crate::core::lease::LeaseSchedule;
 use crate::core::outbox::Outbox;
 use crate::events::{AgentIdentity, Inbound, parse_inbound};
 use crate::store::{Store, StoreError};
+use crate::trust::{Checked, HubSigner, HubTrust, TrustError};
 
 mod transfer;
 mod work;
@@ -119,6 +120,9 @@ pub struct AgentCounters {
     pub transfers_completed: u64,
     /// Chunked transfers refused (over a limit, inconsistent, wrong digest).
     pub transfers_refused: u64,
+    /// Events on the hub's topics refused for a missing, unknown or wrong signature
+    /// ([`crate::trust`]).
+    pub refused_signature: u64,
 }
 
 /// A running agent.
@@ -222,6 +226,17 @@ pub async fn start_agent(cfg: AgentConfig) -> Result<AgentHandle, AgentError> {
         ),
     };
     let outbox = Outbox::from_records(store.all_status()?);
+    let trust = if cfg.accept_unsigned_from.is_some() {
+        tracing::warn!(
+            source = %cfg.source_id,
+            "INSECURE: events from the hub's side are taken without a signature \
+             (--accept-unsigned-specs-from): anyone who can publish on this cluster's topics \
+             can make it apply anything"
+        );
+        HubTrust::unsigned()
+    } else {
+        HubTrust::new(cfg.trusted_hub_ca(), store.hub_signer()?)
+    };
     let (counters_tx, counters_rx) = watch::channel(AgentCounters::default());
     let stop = CancellationToken::new();
     let agent = Agent {
@@ -233,6 +248,8 @@ pub async fn start_agent(cfg: AgentConfig) -> Result<AgentHandle, AgentError> {
         lease: LeaseSchedule::new(cfg.lease_duration_seconds),
         join_retry: LeaseSchedule::every(cfg.join_retry),
         registration: store.registration()?,
+        trust,
+        refused_unknown_signer: false,
         cfg,
         store,
         applier,
@@ -271,6 +288,11 @@ pub(crate) struct Agent {
     join_retry: LeaseSchedule,
     api_healthy: Option<bool>,
     registration: Option<ManagedCluster>,
+    /// Whose signature the agent acts on.
+    trust: HubTrust,
+    /// An event signed by a key the agent did not know was dropped: once it learns the key, it
+    /// asks for the specs again.
+    refused_unknown_signer: bool,
     /// When the last piece of an unfinished chunked transfer arrived (or the agent last asked
     /// for the rest of one).
     last_chunk_at: Option<DateTime<Utc>>,
@@ -419,10 +441,7 @@ impl Agent {
                     }
                     self.send(&birth);
                 }
-                if !matches!(
-                    self.registration_state(),
-                    Registration::Accepted | Registration::Denied
-                ) {
+                if self.wants_hub_view() {
                     self.send_join_request(t);
                 }
                 self.api_healthy = Some(self.applier.health().await);
@@ -480,6 +499,25 @@ impl Agent {
             }
         };
         let msg = assembled.as_ref().unwrap_or(msg);
+        let learned = match self.trust.check(msg, now()) {
+            Ok(Checked::Learned(signer)) => Some(signer),
+            Ok(Checked::Trusted | Checked::Unchecked) => None,
+            Err(e) => {
+                tracing::warn!(error = %e, topic = %msg.topic, "refused an event from the hub's side");
+                self.bump(|c| c.refused_signature += 1);
+                if let TrustError::UnknownSigner(_) = e {
+                    self.refused_unknown_signer = true;
+                    // The hub answers a join request with its view, which carries its key.
+                    if self.publisher.is_some() && self.join_retry.due(now()) {
+                        self.send_join_request(now());
+                    }
+                }
+                return;
+            }
+        };
+        if let Some(signer) = learned {
+            self.learn_signer(signer);
+        }
         match parse_inbound(msg, &self.cfg.cluster_name) {
             Ok(Inbound::Spec(spec)) => self.on_spec(*spec, now()).await,
             Ok(Inbound::StatusResync(list)) => {
@@ -497,6 +535,39 @@ impl Agent {
                 self.bump(|c| c.dropped_malformed += 1);
             }
         }
+    }
+
+    /// Trusts the hub's signing key from a checked hub view, keeps it, and asks again for the
+    /// specs dropped while it was unknown.
+    fn learn_signer(&mut self, signer: HubSigner) {
+        let pinned = self.cfg.trusted_hub_ca().is_some();
+        let first = self.trust.signer().is_none();
+        if pinned || !first {
+            tracing::info!(key = %signer.key_id(), ca = %signer.ca_pin(), "trusting the hub's signing key");
+        } else {
+            tracing::warn!(
+                key = %signer.key_id(),
+                ca = %signer.ca_pin(),
+                "no hub CA pin given: trusting the first hub CA seen and keeping it (give --hub-ca-pin or --broker-ca-pin to choose it)"
+            );
+        }
+        if let Err(e) = self.store.put_hub_signer(&signer) {
+            tracing::error!(error = %e, "cannot store the hub's signing key; it is trusted until the agent stops");
+        }
+        self.trust.learn(signer);
+        if std::mem::take(&mut self.refused_unknown_signer) && self.publisher.is_some() {
+            self.send_spec_resync(now());
+        }
+    }
+
+    /// Whether the agent asks the hub for its view: until the hub has answered the join
+    /// request, and while the agent does not know the hub's signing key.
+    fn wants_hub_view(&self) -> bool {
+        self.trust.needs_signer()
+            || !matches!(
+                self.registration_state(),
+                Registration::Accepted | Registration::Denied
+            )
     }
 
     fn registration_state(&self) -> Registration {
@@ -625,13 +696,7 @@ impl Agent {
         }
         // A join request sent while no hub was listening is lost (the broker keeps nothing):
         // until the hub has answered, ask again every `join_retry`.
-        if self.publisher.is_some()
-            && self.join_retry.due(t)
-            && !matches!(
-                self.registration_state(),
-                Registration::Accepted | Registration::Denied
-            )
-        {
+        if self.publisher.is_some() && self.join_retry.due(t) && self.wants_hub_view() {
             self.send_join_request(t);
         }
         self.renew_lease(t);

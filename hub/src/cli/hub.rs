@@ -143,7 +143,14 @@ pub async fn run(global: &GlobalArgs, args: HubArgs) -> Result<(), CliError> {
             format!("CA pin {pin} (CA certificate: {})\n", file.display()),
             format!(" --broker-ca-pin {pin}"),
         ),
-        _ => (String::new(), String::new()),
+        // No broker CA of the hub's own: agents pin the hub's CA for its signatures alone.
+        _ => {
+            let pin = handle.hub_ca_pin();
+            (
+                format!("hub CA pin {pin} (signs everything the hub sends to agents)\n"),
+                format!(" --hub-ca-pin {pin}"),
+            )
+        }
     };
     if handle.embedded_broker().is_some() && handle.ca_pin().is_none() {
         eprintln!(
