@@ -22,14 +22,24 @@ pub const CLUSTER: &str = "edge-1";
 pub const ADMIN_REPLY: &str = "ocm-edge/ocm-edge/admin/responses/ocm-edge-cli-fuzz";
 /// The correlation data every `admin_credential` input is checked with.
 pub const ADMIN_CORRELATION: &[u8] = b"fuzz-correlation";
-/// The only user the fixture CA (`fixtures/admin-ca.der`) signed a credential for.
+/// The only user the fixture CA (`fixtures/hub-ca.der`) signed a credential for.
 pub const ADMIN_USER: &str = "fuzz-admin";
+/// The fixture hub's CA, DER (written with the seeds).
+pub const HUB_CA: &[u8] = include_bytes!("../fixtures/hub-ca.der");
+/// The fixture hub's signing certificate, DER (written with the seeds, which it signed).
+pub const HUB_SIGNER: &[u8] = include_bytes!("../fixtures/hub-signer.der");
 
-/// The hub's admin authenticator with the fixture CA (written with the seeds).
+/// The fixture hub's signer, as an agent keeps it.
+pub fn hub_signer() -> ocm_edge_agent::trust::HubSigner {
+    ocm_edge_agent::trust::HubSigner {
+        ca: HUB_CA.to_vec(),
+        cert: HUB_SIGNER.to_vec(),
+    }
+}
+
+/// The hub's admin authenticator with the fixture CA.
 pub fn admin_authenticator() -> ocm_edge_hub::admin::credential::Authenticator {
-    ocm_edge_hub::admin::credential::Authenticator::new(
-        include_bytes!("../fixtures/admin-ca.der").to_vec(),
-    )
+    ocm_edge_hub::admin::credential::Authenticator::new(HUB_CA.to_vec())
 }
 
 /// A fixed clock: fuzzing must be repeatable.
@@ -178,7 +188,21 @@ mod seeds {
             );
         }
 
-        // What the hub sends: the accepted cluster's view and the work's spec event.
+        // One hub CA for everything signed below, written as a fixture with its signing
+        // certificate (the targets compile both in at their next build).
+        let pki_dir = tempfile::tempdir().unwrap();
+        let pki = ocm_edge_hub::pki::HubPki::load_or_create(pki_dir.path(), now()).unwrap();
+        let signer = ocm_edge_hub::signing::EventSigner::load_or_create(&pki, now()).unwrap();
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+        std::fs::write(fixtures.join("hub-ca.der"), pki.ca_der().unwrap()).unwrap();
+        std::fs::write(fixtures.join("hub-signer.der"), signer.certificate()).unwrap();
+        let fresh = ocm_edge_agent::trust::HubSigner {
+            ca: pki.ca_der().unwrap(),
+            cert: signer.certificate().to_vec(),
+        };
+        let trust = ocm_edge_agent::trust::HubTrust::new(Some(fresh.ca_pin()), Some(fresh));
+
+        // What the hub sends, signed: the accepted cluster's view and the work's spec event.
         let core = hub_core();
         let (change, _) = handle_request(
             &core,
@@ -196,8 +220,14 @@ mod seeds {
             }),
             now(),
         );
-        for (i, out) in change.outbound.iter().enumerate() {
-            let msg = encode_outbound(SOURCE, out, now()).unwrap();
+        let views = core.all_hub_views();
+        for (i, out) in change.outbound.iter().chain(&views.outbound).enumerate() {
+            let msg = encode_outbound(SOURCE, out, now(), &signer).unwrap();
+            // Checked against the fixture just written.
+            assert_eq!(
+                trust.check(&msg, now()),
+                Ok(ocm_edge_agent::trust::Checked::Trusted)
+            );
             write_message("agent_inbound", &format!("hub-{i}"), &msg);
         }
 
@@ -237,14 +267,7 @@ mod seeds {
             .unwrap();
         }
 
-        // Signed admin requests, with the CA that signed their credential as a fixture.
-        let pki_dir = tempfile::tempdir().unwrap();
-        let pki = ocm_edge_hub::pki::HubPki::load_or_create(pki_dir.path(), now()).unwrap();
-        std::fs::write(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/admin-ca.der"),
-            pki.ca_der().unwrap(),
-        )
-        .unwrap();
+        // Signed admin requests, by a credential of the same CA.
         let pem = pki
             .issue_user(
                 ADMIN_USER,
