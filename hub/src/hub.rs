@@ -56,9 +56,11 @@ use crate::admin::messages::{
 use crate::admin::server;
 use crate::availability::AvailabilityConfig;
 use crate::config::{AdminAuth, BrokerConfig, EmbeddedSecurity, HubConfig};
-use crate::core::{AgentInput, Change, CoreConfig, HubCore, Outbound, Presence, Record, counter};
+use crate::core::{
+    AgentInput, Change, ClusterRecord, CoreConfig, HubCore, Outbound, Presence, Record, counter,
+};
 use crate::pki::{HubPki, PkiError, default_serving_names};
-use crate::signing::EventSigner;
+use crate::signing::{EventSigner, check_agent_signature};
 use crate::store::{Store, StoreError};
 use crate::{dashboard, events};
 
@@ -291,6 +293,7 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
         path = %store.path().display(),
         "hub state loaded"
     );
+    let keys = AgentKeys::of(&loaded.clusters);
     let mut core = HubCore::restore(
         CoreConfig {
             source_id: cfg.source_id.clone(),
@@ -345,6 +348,7 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
         source_id: cfg.source_id.clone(),
         admin_topic,
         to_hub: inbound_tx,
+        keys: keys.clone(),
     };
     let mut intakes = Vec::with_capacity(cfg.intakes - 1);
     for index in 1..cfg.intakes {
@@ -378,6 +382,7 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
         authenticator,
         answered: Answered::default(),
         signer,
+        keys,
         stopped,
     };
     let task = tokio::spawn(hub.run());
@@ -466,6 +471,8 @@ struct HubLoop {
     answered: Answered,
     /// Signs every event sent to agents.
     signer: Arc<EventSigner>,
+    /// The agent keys the intakes check events against, kept up to date with the clusters.
+    keys: AgentKeys,
     stopped: watch::Receiver<bool>,
 }
 
@@ -478,6 +485,8 @@ enum Inbound {
     Agent(Option<AgentInput>),
     /// An agent message that could not be decoded (logged by the intake).
     Malformed,
+    /// An agent event not signed by its cluster's agent key (logged by the intake).
+    Refused,
     /// Session `intake` had a SUBACK; `refused` lists the filters the broker refused.
     Subscribed { intake: usize, refused: Vec<String> },
 }
@@ -491,6 +500,45 @@ struct Intake {
     source_id: String,
     admin_topic: String,
     to_hub: mpsc::UnboundedSender<Inbound>,
+    keys: AgentKeys,
+}
+
+/// The agent keys bound to accepted clusters (raw Ed25519 public keys), read by every intake,
+/// written by the hub task when it stores a cluster.
+#[derive(Debug, Clone, Default)]
+struct AgentKeys(Arc<std::sync::RwLock<HashMap<String, Vec<u8>>>>);
+
+impl AgentKeys {
+    fn of(clusters: &[ClusterRecord]) -> Self {
+        let keys = AgentKeys::default();
+        keys.update(clusters.iter());
+        keys
+    }
+
+    fn update<'a>(&self, clusters: impl Iterator<Item = &'a ClusterRecord>) {
+        use base64::Engine as _;
+        let mut map = self
+            .0
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for c in clusters {
+            let key = c
+                .bound_agent_key()
+                .and_then(|k| base64::engine::general_purpose::STANDARD.decode(k).ok());
+            match key {
+                Some(k) => map.insert(c.name.clone(), k),
+                None => map.remove(&c.name),
+            };
+        }
+    }
+
+    fn bound(&self, cluster: &str) -> Option<Vec<u8>> {
+        self.0
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(cluster)
+            .cloned()
+    }
 }
 
 impl Intake {
@@ -526,7 +574,29 @@ impl Intake {
             }
             SessionEvent::Message(received) => {
                 match events::decode_agent_message(&self.source_id, &received.message) {
-                    Ok(input) => Some(Inbound::Agent(input)),
+                    Ok(Some(input)) => {
+                        let carried = match &input {
+                            AgentInput::JoinRequest { request, .. } => request
+                                .metadata
+                                .annotations
+                                .get(ocm_edge_schemas::wire::signature::AGENT_KEY_ANNOTATION)
+                                .map(String::as_str),
+                            _ => None,
+                        };
+                        let bound = self.keys.bound(input.cluster());
+                        match check_agent_signature(&received.message, bound.as_deref(), carried) {
+                            Ok(()) => Some(Inbound::Agent(Some(input))),
+                            Err(e) => {
+                                tracing::warn!(
+                                    cluster = input.cluster(),
+                                    error = %e,
+                                    "agent event refused"
+                                );
+                                Some(Inbound::Refused)
+                            }
+                        }
+                    }
+                    Ok(None) => Some(Inbound::Agent(None)),
                     Err(e) => {
                         tracing::warn!(
                             topic = %received.message.topic,
@@ -745,6 +815,7 @@ impl HubLoop {
             reports_only &= matches!(
                 &item,
                 Inbound::Malformed
+                    | Inbound::Refused
                     | Inbound::Agent(
                         None | Some(
                             AgentInput::WorkStatus { .. }
@@ -770,6 +841,7 @@ impl HubLoop {
                     Change::default()
                 }
                 Inbound::Malformed => self.core.count(counter::MALFORMED),
+                Inbound::Refused => self.core.count(counter::AGENT_SIGNATURE_REFUSED),
                 Inbound::Admin(received) => self.plan_admin(*received, now, &mut batch),
                 Inbound::Agent(Some(mut input)) => {
                     // An agent offers chunked transfers in its birth (first thing on a new
@@ -977,6 +1049,11 @@ impl HubLoop {
                 "batch published"
             );
         }
+        self.keys
+            .update(batch.change.records.iter().filter_map(|r| match r {
+                Record::Cluster(c) => Some(&**c),
+                _ => None,
+            }));
         if self.dashboard {
             self.dashboards
                 .changed(&batch.change.records, std::time::Instant::now());

@@ -181,6 +181,71 @@ fn read(path: &Path) -> Result<String, PkiError> {
     })
 }
 
+/// Why an agent's event is refused by signature. Logged, counted
+/// (`agentEventsRefusedSignature`), and the event dropped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AgentSignatureError {
+    #[error(
+        "unsigned, but the cluster's agent key {bound} was bound at acceptance: only that agent may speak for it"
+    )]
+    Unsigned { bound: String },
+    #[error(
+        "signed by key {named}, not by the cluster's agent key {bound} (if the agent was reinstalled: `ocm-edge cluster deny`, then `ocm-edge cluster accept` after comparing its new key)"
+    )]
+    OtherKey { named: String, bound: String },
+    #[error("the signature of key {0} does not verify: the event is not what the agent signed")]
+    BadSignature(String),
+    #[error("the agent key the join request carries is not 32 bytes of base64")]
+    BadKey,
+}
+
+/// Checks an agent's event: signed by `bound` (the key bound to its cluster at acceptance), or,
+/// for a join request of a cluster not bound yet, by the key it `carried` (proof that the sender
+/// holds it). Without either, events go unchecked (agents that do not sign: OCM's work agent,
+/// clusters accepted before agents had keys).
+///
+/// # Errors
+/// [`AgentSignatureError`] saying why the event must be dropped.
+pub fn check_agent_signature(
+    msg: &MqttMessage,
+    bound: Option<&[u8]>,
+    carried: Option<&str>,
+) -> Result<(), AgentSignatureError> {
+    let carried_key;
+    let key: &[u8] = match (bound, carried) {
+        (Some(b), _) => b,
+        (None, Some(c)) => {
+            carried_key = BASE64
+                .decode(c)
+                .ok()
+                .filter(|k| k.len() == 32)
+                .ok_or(AgentSignatureError::BadKey)?;
+            &carried_key
+        }
+        (None, None) => return Ok(()),
+    };
+    let id = key_id(key);
+    let (Some(signature), Some(named)) = (
+        msg.user_property(&property(SIGNATURE_EXTENSION)),
+        msg.user_property(&property(SIGNER_EXTENSION)),
+    ) else {
+        return Err(AgentSignatureError::Unsigned { bound: id });
+    };
+    if named != id {
+        return Err(AgentSignatureError::OtherKey {
+            named: named.chars().take(64).collect(),
+            bound: id,
+        });
+    }
+    let signature = Some(signature)
+        .filter(|s| s.len() <= 128)
+        .and_then(|s| BASE64.decode(s).ok())
+        .ok_or_else(|| AgentSignatureError::BadSignature(id.clone()))?;
+    ring::signature::UnparsedPublicKey::new(&ring::signature::ED25519, key)
+        .verify(&signed_bytes(msg), &signature)
+        .map_err(|_| AgentSignatureError::BadSignature(id))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

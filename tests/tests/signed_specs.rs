@@ -4,6 +4,8 @@
 //! of its own without a signature, the hub's spec with its payload changed, a spec signed by
 //! another hub, a hub view carrying another hub's key, and the hub's own older spec replayed.
 //! The agent refuses each (logged and counted), and its cluster keeps exactly what the hub sent.
+//! The other way round, the hub takes an accepted cluster's statuses only when the key its agent
+//! joined with (shown by `cluster get`, bound at `cluster accept`) signed them.
 
 use chrono::Utc;
 use ocm_edge_agent::trust::{Checked, HubSigner, HubTrust, TrustError};
@@ -339,4 +341,91 @@ fn other_dir_pin(signer: &EventSigner) -> ocm_edge_mqtt::CaPin {
         panic!("a signer's own hub view is learned")
     };
     s.ca_pin()
+}
+
+async fn refused_by_hub(fleet: &Fleet) -> u64 {
+    fleet
+        .stats()
+        .await
+        .counters
+        .get("agentEventsRefusedSignature")
+        .copied()
+        .unwrap_or(0)
+}
+
+#[tokio::test]
+async fn the_hub_takes_an_accepted_clusters_statuses_only_when_its_agent_signed_them() {
+    use ocm_edge_tests::forge::{applied_status, status_update};
+    let mut fleet = Fleet::start().await;
+    fleet.start_agents(&[CLUSTER]).await;
+    // What `cluster get` shows before accepting is the key the agent holds (and logs).
+    let agent_key = ocm_edge_agent::trust::AgentKey::load_or_create(&fleet.agent_dir(CLUSTER))
+        .unwrap()
+        .id()
+        .to_owned();
+    let admin = fleet.admin().await;
+    let view = admin.get_cluster(CLUSTER).await.unwrap();
+    assert_eq!(view.agent_key.as_deref(), Some(agent_key.as_str()));
+    fleet.accept(CLUSTER).await;
+    fleet
+        .create_work("settings", &[CLUSTER], settings("genuine-1"))
+        .await;
+    let work = fleet
+        .wait_work_condition(CLUSTER, "settings", "Applied")
+        .await
+        .unwrap();
+
+    // A rogue client forges the agent's status: unsigned, then signed by a key of its own.
+    let before = refused_by_hub(&fleet).await;
+    let mut forged_status = applied_status();
+    forged_status.conditions[0].reason = "Forged".into();
+    let unsigned = status_update(
+        "ocm-edge",
+        CLUSTER,
+        &work.resource_id,
+        work.version,
+        forged_status,
+    );
+    let rogue_dir = tempfile::tempdir().unwrap();
+    let rogue_key = ocm_edge_agent::trust::AgentKey::load_or_create(rogue_dir.path()).unwrap();
+    let mut other_key = unsigned.clone();
+    rogue_key.sign(&mut other_key);
+    let mut rogue = Probe::connect(fleet.broker_url()).await.unwrap();
+    for m in [&unsigned, &other_key] {
+        rogue.publish(m).await.unwrap();
+    }
+    wait_until("the hub to refuse both forged statuses", WAIT, || async {
+        refused_by_hub(&fleet).await >= before + 2
+    })
+    .await
+    .unwrap();
+    let view = admin.get_work(CLUSTER, "settings").await.unwrap();
+    assert!(
+        view.conditions.iter().all(|c| c.reason != "Forged"),
+        "a forged status was stored: {:?}",
+        view.conditions
+    );
+    // The agent's own (signed) statuses still go through: an update is reported applied.
+    let accepted = |s: &ocm_edge_hub::admin::messages::HubStats| {
+        s.counters.get("statusesAccepted").copied().unwrap_or(0)
+    };
+    let accepted_before = accepted(&fleet.stats().await);
+    fleet
+        .write_work(CreateWork {
+            name: "settings".into(),
+            clusters: vec![CLUSTER.into()],
+            manifests: settings("genuine-2"),
+            overwrite: true,
+            ..CreateWork::default()
+        })
+        .await;
+    wait_until(
+        "the hub to take the agent's signed statuses",
+        WAIT,
+        || async { accepted(&fleet.stats().await) > accepted_before },
+    )
+    .await
+    .unwrap();
+    assert_eq!(refused_by_hub(&fleet).await, before + 2);
+    fleet.shutdown().await;
 }

@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use cloudevents::Event;
@@ -31,7 +32,7 @@ use crate::core::lease::LeaseSchedule;
 use crate::core::outbox::Outbox;
 use crate::events::{AgentIdentity, Inbound, parse_inbound};
 use crate::store::{Store, StoreError};
-use crate::trust::{Checked, HubSigner, HubTrust, TrustError};
+use crate::trust::{AgentKey, Checked, HubSigner, HubTrust, TrustError};
 
 mod transfer;
 mod work;
@@ -52,6 +53,8 @@ pub enum AgentError {
     Session(#[from] SessionError),
     #[error("agent task failed: {0}")]
     Task(String),
+    #[error("signing key: {0}")]
+    Key(#[from] crate::trust::AgentKeyError),
 }
 
 /// Where the hub stands on this cluster's join request.
@@ -214,6 +217,11 @@ pub async fn start_agent(cfg: AgentConfig) -> Result<AgentHandle, AgentError> {
     // One rustls provider (ring) for the MQTT layer and kube-rs alike (DESIGN.md decision 10).
     ocm_edge_mqtt::install_crypto_provider();
     let store = Store::open(&cfg.data_dir)?;
+    let key = Arc::new(AgentKey::load_or_create(&cfg.data_dir)?);
+    tracing::info!(
+        key = key.id(),
+        "this agent's signing key: the hub shows it with the cluster (`ocm-edge cluster get`); compare before accepting"
+    );
     let (applier, sim) = match &cfg.applier {
         ApplierConfig::Sim { ready_delay } => {
             let sim = SimApplier::new(store.database(), *ready_delay)?;
@@ -250,6 +258,7 @@ pub async fn start_agent(cfg: AgentConfig) -> Result<AgentHandle, AgentError> {
         registration: store.registration()?,
         trust,
         refused_unknown_signer: false,
+        key,
         cfg,
         store,
         applier,
@@ -290,6 +299,8 @@ pub(crate) struct Agent {
     registration: Option<ManagedCluster>,
     /// Whose signature the agent acts on.
     trust: HubTrust,
+    /// Signs everything the agent publishes.
+    key: Arc<AgentKey>,
     /// An event signed by a key the agent did not know was dropped: once it learns the key, it
     /// asks for the specs again.
     refused_unknown_signer: bool,
@@ -314,6 +325,7 @@ impl Agent {
         let seq_store = self.store.downgrade();
         let will_id = self.id.clone();
         let will_topic = self.agent_events.clone();
+        let will_key = Arc::clone(&self.key);
         let mut session_cfg = SessionConfig::new(
             self.cfg.broker_url()?,
             format!("{}-agent", self.cfg.cluster_name),
@@ -344,7 +356,11 @@ impl Agent {
             let will = will_id
                 .presence(false, seq, Utc::now())
                 .ok()
-                .and_then(|event| encode(&event, will_topic.clone()).ok());
+                .and_then(|event| encode(&event, will_topic.clone()).ok())
+                .map(|mut msg| {
+                    will_key.sign(&mut msg);
+                    msg
+                });
             (seq, will)
         });
         Ok(Session::start(session_cfg, Some(will))?)
@@ -384,7 +400,7 @@ impl Agent {
         if let Some(p) = self.publisher.take() {
             let seq = self.counters.borrow().connection_seq;
             if let Ok(ev) = self.id.presence(false, seq, now()) {
-                Self::send_with(&p, &ev, &self.agent_events);
+                Self::send_with(&p, &ev, &self.agent_events, &self.key);
             }
         }
         session.shutdown().await;
@@ -395,17 +411,19 @@ impl Agent {
         self.counters.send_modify(f);
     }
 
-    fn send_with(publisher: &Publisher, event: &Event, topic: &str) -> bool {
-        match encode(event, topic) {
-            Ok(msg) => match publisher.try_publish(msg) {
-                Ok(()) => true,
-                Err(e) => {
-                    tracing::warn!(error = %e, "publish failed; will retry after reconnect");
-                    false
-                }
-            },
+    fn send_with(publisher: &Publisher, event: &Event, topic: &str, key: &AgentKey) -> bool {
+        let mut msg = match encode(event, topic) {
+            Ok(msg) => msg,
             Err(e) => {
                 tracing::error!(error = %e, "cannot encode an outgoing event");
+                return false;
+            }
+        };
+        key.sign(&mut msg);
+        match publisher.try_publish(msg) {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(error = %e, "publish failed; will retry after reconnect");
                 false
             }
         }
@@ -414,7 +432,7 @@ impl Agent {
     /// Publishes on the current connection; false when offline or the queue is full.
     fn send(&self, event: &Event) -> bool {
         match &self.publisher {
-            Some(p) => Self::send_with(p, event, &self.agent_events),
+            Some(p) => Self::send_with(p, event, &self.agent_events, &self.key),
             None => false,
         }
     }
@@ -625,6 +643,11 @@ impl Agent {
         cluster.metadata.labels = self.labels();
         cluster.spec.lease_duration_seconds = self.cfg.lease_duration_seconds;
         cluster.status.cluster_claims = self.claims();
+        // The hub binds this key to the cluster when it is accepted.
+        cluster.metadata.annotations.insert(
+            ocm_edge_schemas::wire::signature::AGENT_KEY_ANNOTATION.to_owned(),
+            self.key.public_base64().to_owned(),
+        );
         if let Ok(ev) = self.id.join_request(&cluster, t)
             && self.send(&ev)
         {

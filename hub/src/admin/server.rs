@@ -306,6 +306,13 @@ fn work_error(e: WorkError) -> AdminResponse {
     AdminResponse::error(kind, e.to_string())
 }
 
+/// The id of an agent key held as base64 (`None` when it is not one).
+pub fn agent_key_id(b64: &str) -> Option<String> {
+    use base64::Engine as _;
+    let raw = base64::engine::general_purpose::STANDARD.decode(b64).ok()?;
+    (raw.len() == 32).then(|| ocm_edge_schemas::wire::signature::key_id(&raw))
+}
+
 /// What the CLI shows about a cluster.
 pub fn cluster_view(core: &HubCore, c: &ClusterRecord) -> ClusterView {
     ClusterView {
@@ -316,6 +323,7 @@ pub fn cluster_view(core: &HubCore, c: &ClusterRecord) -> ClusterView {
         claims: c.claims.clone(),
         last_lease: c.last_lease,
         lease_duration_seconds: c.lease_duration_seconds,
+        agent_key: c.agent_key.as_deref().and_then(agent_key_id),
         kubernetes_version: Some(c.reported.version.kubernetes.clone()).filter(|v| !v.is_empty()),
         conditions: c.conditions.clone(),
         taints: c.taints.clone(),

@@ -70,6 +70,20 @@ pub struct ClusterRecord {
     /// timeAdded and a stale will stays recognisable across hub restarts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub availability: Option<ClusterAvailability>,
+    /// The agent's Ed25519 public key (32 bytes, base64) from its join request. Replaced by each
+    /// join request until the cluster is accepted; from acceptance on, the hub takes the
+    /// cluster's events only when this key signed them (`crate::hub` checks, per intake).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_key: Option<String>,
+}
+
+impl ClusterRecord {
+    /// The agent key the hub holds this cluster's events to: set and accepted.
+    pub fn bound_agent_key(&self) -> Option<&str> {
+        self.agent_key
+            .as_deref()
+            .filter(|_| self.acceptance == ClusterState::Accepted)
+    }
 }
 
 /// The agent's MQTT presence: birth on connect, will on a broken connection.
@@ -159,6 +173,9 @@ pub mod counter {
     pub const ADMIN_REFUSED: &str = "adminRequestsRefused";
     /// Changes asked again (a resend, or a replay) and answered with the first answer.
     pub const ADMIN_REPEATED: &str = "adminRequestsRepeated";
+    /// Agent events refused: not signed by the key bound to their cluster at acceptance, or a
+    /// join request not signed by the key it carries.
+    pub const AGENT_SIGNATURE_REFUSED: &str = "agentEventsRefusedSignature";
 }
 
 impl Counters {

@@ -74,7 +74,25 @@ impl HubCore {
                 presence: self.unknown_presence(cluster),
                 requested_at: time(now),
                 availability: None,
+                agent_key: None,
             });
+        let carried = request
+            .metadata
+            .annotations
+            .get(ocm_edge_schemas::wire::signature::AGENT_KEY_ANNOTATION);
+        if record.acceptance == ClusterState::Accepted {
+            if carried.is_some() && carried != record.agent_key.as_ref() {
+                // Bound at acceptance: only `cluster deny` then `cluster accept` binds another.
+                tracing::warn!(
+                    %cluster,
+                    "join request carries another agent key than the one bound at acceptance; \
+                     kept the bound one (if the agent was reinstalled: `ocm-edge cluster deny`, \
+                     then compare its key and `ocm-edge cluster accept` it again)"
+                );
+            }
+        } else {
+            record.agent_key = carried.cloned();
+        }
         record.labels = request.metadata.labels.clone();
         record.claims = request.status.cluster_claims.clone();
         record.lease_duration_seconds = lease;

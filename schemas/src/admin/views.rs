@@ -55,6 +55,11 @@ pub struct ClusterView {
     /// The agent's lease period in seconds.
     #[serde(default)]
     pub lease_duration_seconds: i32,
+    /// Id of the agent's signing key ([`crate::wire::signature::key_id`] of its public key),
+    /// sent with its join request: compare it with the one the agent logs at start before
+    /// `cluster accept`, which binds it (the hub then takes only events that key signed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_key: Option<String>,
     /// Kubernetes version the agent reports, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubernetes_version: Option<String>,

@@ -14,6 +14,8 @@
 //! - [`SIGNER_CHAIN_EXTENSION`] (hub views only): the signing certificate and the hub's CA, each
 //!   DER base64, joined by `.`; the agent checks the CA against its pin and learns the key.
 //!
+//! Agents sign what they send the same way with a key of their own ([`AGENT_KEY_ANNOTATION`]).
+//!
 //! maestro and OCM's work agents ignore extensions they do not know, so signed events stay
 //! readable by them.
 
@@ -28,6 +30,11 @@ pub const SIGNER_EXTENSION: &str = "ocmedgesigner";
 pub const SIGNATURE_EXTENSION: &str = "ocmedgesignature";
 /// Extension holding the signing certificate and the CA that issued it (hub views).
 pub const SIGNER_CHAIN_EXTENSION: &str = "ocmedgesignerchain";
+/// Annotation of an agent's join request (its ManagedCluster) holding the agent's own Ed25519
+/// public key, 32 bytes, base64. The hub binds it to the cluster at `cluster accept`; from then
+/// on it takes that cluster's events only when that key signed them ([`signed_bytes`], the same
+/// extensions with [`key_id`] of the raw public key).
+pub const AGENT_KEY_ANNOTATION: &str = "ocm-edge.io/agent-signing-key";
 /// Longest signer chain an agent reads (two certificates of well under 2 KiB each).
 pub const MAX_CHAIN_CHARS: usize = 8 * 1024;
 
@@ -36,7 +43,8 @@ pub fn property(name: &str) -> String {
     format!("{CE_PREFIX}{name}")
 }
 
-/// The id of a signing certificate: the first 16 bytes of the SHA-256 of its DER, lowercase hex.
+/// The id of a signing key: the first 16 bytes of the SHA-256 of the hub's signing certificate
+/// (DER) or of an agent's raw public key, lowercase hex.
 pub fn key_id(signer_der: &[u8]) -> String {
     hex::encode(&Sha256::digest(signer_der)[..16])
 }
