@@ -164,7 +164,12 @@ impl HubTrust {
         let signature = BASE64
             .decode(signature)
             .map_err(|e| TrustError::Malformed(format!("the signature is not base64: {e}")))?;
-        let (signer, learned) = match msg.user_property(&property(SIGNER_CHAIN_EXTENSION)) {
+        // The key is learned from hub views only: a chain on anything else (a spec) is ignored,
+        // so no spec is ever applied on the strength of a key it brought itself.
+        let chain = msg
+            .user_property(&property(SIGNER_CHAIN_EXTENSION))
+            .filter(|_| is_hub_view(msg));
+        let (signer, learned) = match chain {
             Some(chain) => {
                 let signer = self.chain(chain, named, now)?;
                 let learned = self.signer.as_ref() != Some(&signer);
@@ -247,6 +252,17 @@ impl HubTrust {
             .map_err(|e| TrustError::BadChain(e.to_string()))?;
         Ok(signer)
     }
+}
+
+/// Whether `msg` is a hub view (`managedclusters.spec.update_request`), the one event that may
+/// teach the agent the hub's key.
+fn is_hub_view(msg: &MqttMessage) -> bool {
+    use ocm_edge_schemas::wire::event_type::{Action, MANAGED_CLUSTERS, SubResource};
+    let hub_view = MANAGED_CLUSTERS
+        .event_type(SubResource::Spec, Action::UpdateRequest)
+        .to_string();
+    msg.user_property(&format!("{}type", ocm_edge_schemas::wire::mqtt::CE_PREFIX))
+        == Some(hub_view.as_str())
 }
 
 /// The agent's own key file in its data dir (PKCS#8, mode 0600).

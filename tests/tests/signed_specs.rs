@@ -25,6 +25,8 @@ use ocm_edge_tests::wait::wait_until;
 use serde_json::json;
 
 const CLUSTER: &str = "edge-1";
+const HUB_VIEW: &str = "cluster.open-cluster-management.io.v1.managedclusters.spec.update_request";
+const SPEC: &str = "io.open-cluster-management.works.v1alpha1.manifestbundles.spec.update_request";
 
 fn is_spec(m: &MqttMessage) -> bool {
     m.user_property("ce-type")
@@ -262,12 +264,14 @@ fn the_agent_learns_the_hub_key_from_a_signed_hub_view_and_keeps_to_its_ca() {
     let pki = HubPki::load_or_create(&dir.path().join("pki"), now).unwrap();
     let hub = EventSigner::load_or_create(&pki, now).unwrap();
     let (_other_dir, other) = other_hub();
+    // A hub view when it carries the chain (the only event the key is learned from).
     let message = |signer: &EventSigner, chain: bool| {
+        let ty = if chain { HUB_VIEW } else { SPEC };
         let mut m = MqttMessage {
             topic: "sources/ocm-edge/consumers/edge-1/sourceevents".into(),
             payload: b"{}".to_vec(),
             content_type: Some("application/json".into()),
-            user_properties: vec![("ce-type".into(), "t".into())],
+            user_properties: vec![("ce-type".into(), ty.into())],
         };
         signer.sign(&mut m, chain);
         m
@@ -290,6 +294,17 @@ fn the_agent_learns_the_hub_key_from_a_signed_hub_view_and_keeps_to_its_ca() {
         Ok(Checked::Trusted)
     );
     assert_eq!(trust.check(&message(&hub, true), now), Ok(Checked::Trusted));
+    // A chain on a spec teaches nothing: a fresh agent still does not know the key.
+    let mut spec_with_chain = message(&hub, false);
+    spec_with_chain.user_properties.clear();
+    spec_with_chain
+        .user_properties
+        .push(("ce-type".into(), SPEC.into()));
+    hub.sign(&mut spec_with_chain, true);
+    assert_eq!(
+        HubTrust::new(None, None).check(&spec_with_chain, now),
+        Err(TrustError::UnknownSigner(hub.key_id().to_owned()))
+    );
     // From then on another hub's view is refused (its CA is not the one trusted first).
     assert!(matches!(
         trust.check(&message(&other, true), now),
@@ -336,6 +351,7 @@ fn the_agent_learns_the_hub_key_from_a_signed_hub_view_and_keeps_to_its_ca() {
 /// The pin of the CA in `signer`'s chain, read back through a hub view it signs.
 fn other_dir_pin(signer: &EventSigner) -> ocm_edge_mqtt::CaPin {
     let mut m = MqttMessage::default();
+    m.user_properties.push(("ce-type".into(), HUB_VIEW.into()));
     signer.sign(&mut m, true);
     let Ok(Checked::Learned(s)) = HubTrust::new(None, None).check(&m, Utc::now()) else {
         panic!("a signer's own hub view is learned")

@@ -301,8 +301,8 @@ pub(crate) struct Agent {
     trust: HubTrust,
     /// Signs everything the agent publishes.
     key: Arc<AgentKey>,
-    /// An event signed by a key the agent did not know was dropped: once it learns the key, it
-    /// asks for the specs again.
+    /// An event signed by a key the agent did not know was dropped: it asks for the hub's view
+    /// until one comes, then for the specs again.
     refused_unknown_signer: bool,
     /// When the last piece of an unfinished chunked transfer arrived (or the agent last asked
     /// for the rest of one).
@@ -573,15 +573,14 @@ impl Agent {
             tracing::error!(error = %e, "cannot store the hub's signing key; it is trusted until the agent stops");
         }
         self.trust.learn(signer);
-        if std::mem::take(&mut self.refused_unknown_signer) && self.publisher.is_some() {
-            self.send_spec_resync(now());
-        }
     }
 
     /// Whether the agent asks the hub for its view: until the hub has answered the join
-    /// request, and while the agent does not know the hub's signing key.
+    /// request, while the agent does not know the hub's signing key, and after it dropped an
+    /// event signed by a key it does not know (the view carries the hub's current key).
     fn wants_hub_view(&self) -> bool {
         self.trust.needs_signer()
+            || self.refused_unknown_signer
             || !matches!(
                 self.registration_state(),
                 Registration::Accepted | Registration::Denied
@@ -605,6 +604,11 @@ impl Agent {
     }
 
     fn on_hub_view(&mut self, view: ManagedCluster) {
+        // A checked view: the agent knows the hub's current key, and asks again for the specs
+        // it dropped while it did not.
+        if std::mem::take(&mut self.refused_unknown_signer) && self.publisher.is_some() {
+            self.send_spec_resync(now());
+        }
         if !view.metadata.name.is_empty() && view.metadata.name != self.cfg.cluster_name {
             tracing::warn!(name = %view.metadata.name, "hub view for another cluster dropped");
             self.bump(|c| c.dropped_malformed += 1);

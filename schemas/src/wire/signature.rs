@@ -75,7 +75,11 @@ pub fn signed_bytes(msg: &MqttMessage) -> Vec<u8> {
     };
     field(b"ocm-edge hub event v1");
     field(msg.topic.as_bytes());
-    field(msg.content_type.as_deref().unwrap_or("").as_bytes());
+    // Absent and empty differ: a presence byte, then the content type.
+    match &msg.content_type {
+        None => field(b"0"),
+        Some(ct) => field(format!("1{ct}").as_bytes()),
+    }
     field(&(props.len() as u32).to_be_bytes());
     for (k, v) in props {
         field(k.as_bytes());
@@ -115,10 +119,11 @@ mod tests {
             .user_properties
             .push((property(SIGNATURE_EXTENSION), "sig".into()));
         assert_eq!(signed_bytes(&reordered), base);
-        let changes: [fn(&mut MqttMessage); 6] = [
+        let changes: [fn(&mut MqttMessage); 7] = [
             |m| m.topic = "sources/ocm-edge/consumers/edge-2/sourceevents".into(),
             |m| m.payload.push(b' '),
             |m| m.content_type = None,
+            |m| m.content_type = Some(String::new()),
             |m| m.user_properties[1].1 = "3".into(),
             |m| {
                 m.user_properties
