@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
 use ocm_edge_schemas::api::cluster::ManagedCluster;
 use ocm_edge_schemas::api::meta::ObjectMeta;
 use ocm_edge_schemas::api::work::ManifestBundle;
@@ -37,6 +38,8 @@ const OUTBOX: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("outbox");
 const META: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("agent_meta");
 const TRANSFER_HEADS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("transfer_heads");
 const TRANSFER_CHUNKS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("transfer_chunks");
+/// Deleted bundles: resource id to [`Tombstone`]. A few dozen bytes per work ever deleted.
+const TOMBSTONES: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("tombstones");
 
 const KEY_CONNECTION_SEQ: &str = "connection_seq";
 const KEY_REGISTRATION: &str = "registration_view";
@@ -98,6 +101,20 @@ pub struct DesiredBundle {
     pub bundle: ManifestBundle,
     /// A delete was received; removal is in progress.
     pub deleting: bool,
+    /// `ce-time` of the last spec event acted on for this bundle (signed by the hub): anything
+    /// older is a replay ([`crate::core::acceptance::is_replay`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_at: Option<DateTime<Utc>>,
+}
+
+/// What the agent keeps of a deleted bundle, so that a replay of its old spec or delete is
+/// refused after the bundle is gone (and after a restart).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tombstone {
+    /// The version deleted.
+    pub resource_version: i64,
+    /// `ce-time` of the delete acted on.
+    pub decided_at: Option<DateTime<Utc>>,
 }
 
 /// The head of an unfinished chunked transfer: the message it stands for, without its payload.
@@ -174,6 +191,7 @@ impl Store {
             META,
             TRANSFER_HEADS,
             TRANSFER_CHUNKS,
+            TOMBSTONES,
         ] {
             tx.open_table(t)?;
         }
@@ -266,14 +284,25 @@ impl Store {
         Ok(tx.open_table(DESIRED)?.len()?)
     }
 
-    /// Forgets a bundle and its inventory.
-    pub fn forget(&self, resource_id: &str) -> Result<()> {
+    /// Forgets a bundle and its inventory, keeping `tombstone` in their place.
+    pub fn forget(&self, resource_id: &str, tombstone: &Tombstone) -> Result<()> {
         // One write transaction: one commit, and never a bundle without its inventory.
         let tx = self.db.begin_write()?;
         tx.open_table(DESIRED)?.remove(resource_id)?;
         tx.open_table(INVENTORY)?.remove(resource_id)?;
+        let bytes = serde_json::to_vec(tombstone).map_err(|e| StoreError::Corrupt {
+            key: resource_id.to_owned(),
+            reason: e.to_string(),
+        })?;
+        tx.open_table(TOMBSTONES)?
+            .insert(resource_id, bytes.as_slice())?;
         tx.commit()?;
         Ok(())
+    }
+
+    /// What is left of a deleted bundle.
+    pub fn tombstone(&self, resource_id: &str) -> Result<Option<Tombstone>> {
+        self.get(TOMBSTONES, resource_id)
     }
 
     /// Objects applied for a bundle.

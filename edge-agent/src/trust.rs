@@ -76,7 +76,7 @@ pub enum TrustError {
     #[error("the hub's signing certificate is not valid for signing under its CA: {0}")]
     BadChain(String),
     #[error(
-        "the signing CA {found} is not the trusted {trusted}: if this agent was moved to another hub, give it that hub's --hub-ca-pin"
+        "the hub's signing CA {found} is not the trusted {trusted} (--hub-ca-pin, else --broker-ca-pin): with a broker that is not the hub's own (Mosquitto, EMQX) give --hub-ca-pin the `hub CA pin` that `ocm-edge hub` prints; if this agent was moved to another hub, give it that hub's pin"
     )]
     OtherCa { found: CaPin, trusted: CaPin },
 }

@@ -543,7 +543,7 @@ fn a_deleted_bundles_status_is_forgotten_once_sent() {
 }
 
 #[test]
-fn spec_versions_lower_than_held_are_dropped_equal_reapplied_and_deletes_always_apply() {
+fn spec_versions_lower_than_held_are_dropped_equal_reapplied_and_deletes_of_older_versions_too() {
     assert_eq!(decide_spec(None, 1, false), SpecDecision::Apply);
     assert_eq!(decide_spec(Some(1), 2, false), SpecDecision::Apply);
     assert_eq!(decide_spec(Some(2), 2, false), SpecDecision::Reapply);
@@ -554,7 +554,16 @@ fn spec_versions_lower_than_held_are_dropped_equal_reapplied_and_deletes_always_
             received: 2
         }
     );
-    assert_eq!(decide_spec(Some(3), 1, true), SpecDecision::Delete);
+    // The hub deletes the version it holds; an older delete is a replay.
+    assert_eq!(decide_spec(Some(3), 3, true), SpecDecision::Delete);
+    assert_eq!(decide_spec(Some(3), 4, true), SpecDecision::Delete);
+    assert_eq!(
+        decide_spec(Some(3), 1, true),
+        SpecDecision::DropStale {
+            held: 3,
+            received: 1
+        }
+    );
     assert_eq!(decide_spec(None, 1, true), SpecDecision::DeleteUnknown);
 }
 

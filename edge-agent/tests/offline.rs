@@ -43,6 +43,7 @@ fn web_bundle() -> DesiredBundle {
             ..ManifestBundle::default()
         },
         deleting: false,
+        decided_at: None,
     }
 }
 

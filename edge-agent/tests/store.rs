@@ -22,6 +22,7 @@ fn desired(id: &str, version: i64) -> DesiredBundle {
             ..ManifestBundle::default()
         },
         deleting: false,
+        decided_at: None,
     }
 }
 
@@ -81,15 +82,23 @@ fn bundles_inventory_outbox_and_registration_survive_reopening_the_file() {
 }
 
 #[test]
-fn forgetting_a_bundle_removes_it_and_its_inventory() {
+fn forgetting_a_bundle_removes_it_and_its_inventory_and_keeps_a_tombstone() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
     store.put_desired(&desired("r1", 1)).unwrap();
     store.put_inventory("r1", &[]).unwrap();
     store.put_status("r1", None).unwrap();
-    store.forget("r1").unwrap();
+    let tombstone = ocm_edge_agent::store::Tombstone {
+        resource_version: 1,
+        decided_at: chrono::DateTime::from_timestamp(1_800_000_000, 0),
+    };
+    store.forget("r1", &tombstone).unwrap();
     assert!(store.desired("r1").unwrap().is_none());
     assert!(store.all_desired().unwrap().is_empty());
+    // What is left of it survives a restart: a replay of its old spec is still recognised.
+    drop(store);
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(store.tombstone("r1").unwrap(), Some(tombstone));
 }
 
 #[test]

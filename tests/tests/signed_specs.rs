@@ -445,3 +445,87 @@ async fn the_hub_takes_an_accepted_clusters_statuses_only_when_its_agent_signed_
     assert_eq!(refused_by_hub(&fleet).await, before + 2);
     fleet.shutdown().await;
 }
+
+#[tokio::test]
+async fn old_specs_and_deletes_replayed_around_a_deleted_and_recreated_work_change_nothing() {
+    use ocm_edge_hub::admin::messages::AdminErrorKind;
+    let mut fleet = Fleet::start().await;
+    fleet.start_agents(&[CLUSTER]).await;
+    fleet.accept(CLUSTER).await;
+    let topic = source_events_topic(&fleet.options().source_id, CLUSTER);
+    let mut rogue = Probe::connect(fleet.broker_url()).await.unwrap();
+    rogue.subscribe(&topic).await.unwrap();
+    let is_delete = |m: &MqttMessage| m.user_property("ce-deletiontimestamp").is_some();
+
+    // The work is created, then deleted; the rogue client records both.
+    fleet
+        .create_work("settings", &[CLUSTER], settings("first"))
+        .await;
+    let spec = rogue
+        .recv_matching(WAIT, |m| is_spec(m) && !is_delete(m))
+        .await
+        .expect("the hub's spec");
+    fleet
+        .wait_sim(CLUSTER, "the first ConfigMap", |sim| {
+            sim.get("ConfigMap", "default", "settings")
+        })
+        .await
+        .unwrap();
+    let admin = fleet.admin().await;
+    admin.delete_work(CLUSTER, "settings").await.unwrap();
+    let delete = rogue
+        .recv_matching(WAIT, |m| is_spec(m) && is_delete(m))
+        .await
+        .expect("the hub's delete");
+    wait_until("the hub to forget the work", WAIT, || async {
+        matches!(admin.get_work(CLUSTER, "settings").await,
+            Err(e) if e.hub_kind() == Some(AdminErrorKind::NotFound))
+    })
+    .await
+    .unwrap();
+
+    // Its old spec, replayed after the delete: refused, nothing comes back.
+    let stale = fleet.counters(CLUSTER).specs_dropped_stale;
+    rogue.publish(&spec).await.unwrap();
+    wait_until("the replayed spec to be dropped", WAIT, || {
+        let n = fleet.counters(CLUSTER).specs_dropped_stale;
+        async move { n > stale }
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        mode_on_cluster(&fleet).await,
+        None,
+        "the deleted work came back"
+    );
+
+    // Created again (its version starts at 1 again): the old delete, replayed, is refused.
+    fleet
+        .create_work("settings", &[CLUSTER], settings("second"))
+        .await;
+    fleet
+        .wait_sim(CLUSTER, "the second ConfigMap", |sim| {
+            sim.get("ConfigMap", "default", "settings")
+                .filter(|o| o.pointer("/data/mode") == Some(&json!("second")))
+        })
+        .await
+        .unwrap();
+    let stale = fleet.counters(CLUSTER).specs_dropped_stale;
+    rogue.publish(&delete).await.unwrap();
+    wait_until("the replayed delete to be dropped", WAIT, || {
+        let n = fleet.counters(CLUSTER).specs_dropped_stale;
+        async move { n > stale }
+    })
+    .await
+    .unwrap();
+    let reconciles = fleet.counters(CLUSTER).reconciles;
+    wait_until("a reconcile after the replay", WAIT, || {
+        let r = fleet.counters(CLUSTER).reconciles;
+        async move { r > reconciles }
+    })
+    .await
+    .unwrap();
+    assert_eq!(mode_on_cluster(&fleet).await.as_deref(), Some("second"));
+    assert_eq!(fleet.counters(CLUSTER).bundles_held, 1);
+    fleet.shutdown().await;
+}

@@ -8,13 +8,13 @@ use ocm_edge_schemas::wire::works::SpecEvent;
 
 use super::Agent;
 use crate::applier::{Applier, ApplyError};
-use crate::core::acceptance::{SpecDecision, decide_spec};
+use crate::core::acceptance::{SpecDecision, decide_spec, is_replay};
 use crate::core::outbox::Envelope;
 use crate::core::plan::{ApplyStrategy, RemoveAction, plan_apply, plan_delete, same_object};
 use crate::core::resource::ResourceRef;
 use crate::core::status::{ManifestOutcome, StatusContext, deleted_status, work_status};
 use crate::events::admissible;
-use crate::store::DesiredBundle;
+use crate::store::{DesiredBundle, Tombstone};
 
 impl Agent {
     pub(super) async fn on_spec(&mut self, spec: SpecEvent, t: DateTime<Utc>) {
@@ -35,6 +35,29 @@ impl Agent {
                 return;
             }
         };
+        // The last event acted on for this work, held or deleted: anything sent before it is a
+        // replay (a work created again starts again at version 1, so versions alone cannot tell).
+        let last = match &held {
+            Some(h) => h.decided_at,
+            None => match self.store.tombstone(&spec.resource_id) {
+                Ok(t) => t.and_then(|t| t.decided_at),
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot read the store");
+                    return;
+                }
+            },
+        };
+        if is_replay(last, spec.header.time) {
+            tracing::warn!(
+                resource_id = %spec.resource_id,
+                version = spec.resource_version,
+                sent = ?spec.header.time,
+                last = ?last,
+                "spec dropped: sent before the last one acted on for this work (a replay, or the hub's clock went back)"
+            );
+            self.bump(|c| c.specs_dropped_stale += 1);
+            return;
+        }
         let decision = decide_spec(
             held.as_ref().map(|h| h.resource_version),
             spec.resource_version,
@@ -64,6 +87,7 @@ impl Agent {
                     generation,
                     bundle,
                     deleting: false,
+                    decided_at: spec.header.time,
                 };
                 if let Err(e) = self.store.put_desired(&desired) {
                     tracing::error!(error = %e, "cannot store a bundle");
@@ -79,6 +103,7 @@ impl Agent {
             SpecDecision::Delete => {
                 let Some(mut desired) = held else { return };
                 desired.deleting = true;
+                desired.decided_at = spec.header.time.or(desired.decided_at);
                 if let Err(e) = self.store.put_desired(&desired) {
                     tracing::error!(error = %e, "cannot store a bundle");
                     return;
@@ -309,7 +334,11 @@ impl Agent {
         };
         self.outbox
             .record(&desired.resource_id, envelope, status, true);
-        if let Err(e) = self.store.forget(&desired.resource_id) {
+        let tombstone = Tombstone {
+            resource_version: desired.resource_version,
+            decided_at: desired.decided_at,
+        };
+        if let Err(e) = self.store.forget(&desired.resource_id, &tombstone) {
             tracing::error!(error = %e, "cannot forget a deleted bundle");
         }
         tracing::info!(resource_id = %desired.resource_id, "bundle deleted");
