@@ -25,7 +25,7 @@ use ocm_edge_mqtt::CaPin;
 use ocm_edge_schemas::wire::MqttMessage;
 use ocm_edge_schemas::wire::signature::{
     MAX_CHAIN_CHARS, SIGNATURE_EXTENSION, SIGNER_CHAIN_EXTENSION, SIGNER_EXTENSION, key_id,
-    property, signed_bytes, split_chain,
+    property, signed_bytes, signed_bytes_with_digest, split_chain,
 };
 use ring::signature::{Ed25519KeyPair, KeyPair as _};
 use rustls::pki_types::{CertificateDer, UnixTime};
@@ -147,6 +147,22 @@ impl HubTrust {
     /// # Errors
     /// [`TrustError`] saying why the message must be dropped.
     pub fn check(&self, msg: &MqttMessage, now: DateTime<Utc>) -> Result<Checked, TrustError> {
+        use sha2::Digest as _;
+        self.check_with_digest(msg, &sha2::Sha256::digest(&msg.payload).into(), now)
+    }
+
+    /// [`HubTrust::check`] of a message whose payload has SHA-256 `digest` (the head of a
+    /// chunked transfer, [`ocm_edge_schemas::wire::chunks::head_message`]): a forged head is
+    /// refused before anything of it is stored.
+    ///
+    /// # Errors
+    /// As [`HubTrust::check`].
+    pub fn check_with_digest(
+        &self,
+        msg: &MqttMessage,
+        digest: &[u8; 32],
+        now: DateTime<Utc>,
+    ) -> Result<Checked, TrustError> {
         if self.unsigned {
             return Ok(Checked::Unchecked);
         }
@@ -184,7 +200,11 @@ impl HubTrust {
         let end_entity = webpki::EndEntityCert::try_from(&cert)
             .map_err(|e| TrustError::Malformed(format!("signing certificate: {e}")))?;
         end_entity
-            .verify_signature(webpki::ring::ED25519, &signed_bytes(msg), &signature)
+            .verify_signature(
+                webpki::ring::ED25519,
+                &signed_bytes_with_digest(msg, digest),
+                &signature,
+            )
             .map_err(|_| TrustError::BadSignature)?;
         Ok(if learned {
             Checked::Learned(signer)

@@ -529,3 +529,59 @@ async fn old_specs_and_deletes_replayed_around_a_deleted_and_recreated_work_chan
     assert_eq!(fleet.counters(CLUSTER).bundles_held, 1);
     fleet.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_forged_chunked_transfer_is_refused_at_its_head_and_stores_nothing() {
+    use ocm_edge_schemas::wire::chunks::split;
+    let mut fleet = Fleet::start().await;
+    fleet.start_agents(&[CLUSTER]).await;
+    fleet.accept(CLUSTER).await;
+    let topic = source_events_topic(&fleet.options().source_id, CLUSTER);
+    let mut rogue = Probe::connect(fleet.broker_url()).await.unwrap();
+    rogue.subscribe(&topic).await.unwrap();
+    // A genuine spec, recorded, then made into a large forged one and sent in chunks.
+    fleet
+        .create_work("settings", &[CLUSTER], settings("genuine-1"))
+        .await;
+    let genuine = rogue
+        .recv_matching(WAIT, is_spec)
+        .await
+        .expect("the hub's spec");
+    fleet
+        .wait_sim(CLUSTER, "the ConfigMap", |sim| {
+            sim.get("ConfigMap", "default", "settings")
+        })
+        .await
+        .unwrap();
+    let big = "x".repeat(64 * 1024);
+    let forged = with_payload_changed(genuine, "genuine-1", &big);
+    let pieces = split(forged, 16 * 1024, &Default::default());
+    assert!(pieces.len() > 2, "sent as a head and chunks");
+    let before = fleet.counters(CLUSTER);
+    for piece in &pieces {
+        rogue.publish(piece).await.unwrap();
+    }
+    let chunks = (pieces.len() - 1) as u64;
+    wait_until(
+        "the agent to refuse the head and drop its chunks",
+        WAIT,
+        || {
+            let c = fleet.counters(CLUSTER);
+            async move {
+                c.refused_signature > before.refused_signature
+                    && c.chunks_dropped >= before.chunks_dropped + chunks
+            }
+        },
+    )
+    .await
+    .unwrap();
+    let after = fleet.counters(CLUSTER);
+    assert_eq!(
+        after.chunks_received, before.chunks_received,
+        "no chunk stored"
+    );
+    assert_eq!(after.transfers_completed, before.transfers_completed);
+    assert_eq!(after.transfers_refused, before.transfers_refused);
+    assert_eq!(mode_on_cluster(&fleet).await.as_deref(), Some("genuine-1"));
+    fleet.shutdown().await;
+}

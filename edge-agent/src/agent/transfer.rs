@@ -9,6 +9,7 @@ use ocm_edge_schemas::wire::chunks::{self, ChunkInfo, Head, MAX_CHUNKS, Transfer
 
 use super::Agent;
 use crate::store::TransferHead;
+use crate::trust::TrustError;
 
 /// Largest payload a transfer may announce: the manifests' limit plus room for the bundle's
 /// other fields. Anything larger would be refused as a spec anyway; it is refused before a byte
@@ -79,6 +80,21 @@ impl Agent {
         head: Head,
         t: DateTime<Utc>,
     ) -> Option<MqttMessage> {
+        // The hub signed the whole message; its head carries everything the signature covers
+        // but the payload, whose digest it announces: a forged head is refused before it can
+        // touch the store (replace a genuine transfer's head, drop it, or fill the disk).
+        let checked = match chunks::head_message(msg) {
+            Ok((whole, digest)) => self.trust.check_with_digest(&whole, &digest, t),
+            Err(e) => Err(TrustError::Malformed(e.to_string())),
+        };
+        if let Err(e) = checked {
+            tracing::warn!(digest = %head.digest, error = %e, "refused the head of a chunked transfer");
+            self.bump(|c| c.refused_signature += 1);
+            if let TrustError::UnknownSigner(_) = e {
+                self.refused_unknown_signer = true;
+            }
+            return None;
+        }
         if self.cfg.chunk_bytes.is_none() {
             self.refuse_transfer(&head.digest, "this agent does not take chunked transfers");
             return None;

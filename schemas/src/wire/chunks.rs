@@ -254,6 +254,35 @@ pub fn split(msg: MqttMessage, chunk_bytes: u32, held: &BTreeSet<u32>) -> Vec<Mq
     out
 }
 
+/// The message a head stands for, without its payload (topic, original content type and
+/// properties), and the payload's SHA-256 the head announces: enough to check the sender's
+/// signature ([`super::signature::signed_bytes_with_digest`]) before storing anything.
+///
+/// # Errors
+/// [`ChunkError::Malformed`] when `head` is not a head.
+pub fn head_message(head: &MqttMessage) -> Result<(MqttMessage, [u8; 32]), ChunkError> {
+    let Piece::Head(announced) = classify(head)? else {
+        return Err(malformed(HEAD_PROPERTY, "", "not the head of a transfer"));
+    };
+    let mut digest = [0u8; 32];
+    hex::decode_to_slice(&announced.digest, &mut digest)
+        .map_err(|e| malformed(HEAD_PROPERTY, &announced.digest, e.to_string()))?;
+    Ok((
+        MqttMessage {
+            topic: head.topic.clone(),
+            payload: Vec::new(),
+            content_type: head.user_property(CONTENT_TYPE_PROPERTY).map(str::to_owned),
+            user_properties: head
+                .user_properties
+                .iter()
+                .filter(|(k, _)| k != HEAD_PROPERTY && k != CONTENT_TYPE_PROPERTY)
+                .cloned()
+                .collect(),
+        },
+        digest,
+    ))
+}
+
 /// The message a head and its chunks (in index order) stand for: the head's topic and
 /// properties, its original content type, and the chunks' bytes, checked against the head's size
 /// and digest.

@@ -53,6 +53,12 @@ pub fn key_id(signer_der: &[u8]) -> String {
 /// other than the signature sorted by name then value (a broker may reorder them), and the
 /// SHA-256 of the payload, each framed by its length.
 pub fn signed_bytes(msg: &MqttMessage) -> Vec<u8> {
+    signed_bytes_with_digest(msg, &Sha256::digest(&msg.payload).into())
+}
+
+/// [`signed_bytes`] of a message whose payload has SHA-256 `digest` (`msg.payload` is not
+/// read): what the head of a chunked transfer lets a receiver check before any chunk arrives.
+pub fn signed_bytes_with_digest(msg: &MqttMessage, digest: &[u8; 32]) -> Vec<u8> {
     let signature = property(SIGNATURE_EXTENSION);
     let mut props: Vec<(&str, &str)> = msg
         .user_properties
@@ -61,7 +67,6 @@ pub fn signed_bytes(msg: &MqttMessage) -> Vec<u8> {
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
     props.sort_unstable();
-    let digest = Sha256::digest(&msg.payload);
     let mut out = Vec::with_capacity(
         256 + props
             .iter()
@@ -85,7 +90,7 @@ pub fn signed_bytes(msg: &MqttMessage) -> Vec<u8> {
         field(k.as_bytes());
         field(v.as_bytes());
     }
-    field(&digest);
+    field(digest);
     out
 }
 
