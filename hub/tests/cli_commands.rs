@@ -945,6 +945,15 @@ async fn cluster_get_shows_state_labels_and_conditions_and_deny_revokes() {
     ] {
         assert!(text.contains(needle), "lacks {needle:?}:\n{text}");
     }
+    // The agent's signing key, bound at accept: its 32-hex-digit id.
+    let key = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Agent key:   "))
+        .unwrap_or_else(|| panic!("no agent key line:\n{text}"));
+    assert!(
+        key.len() == 32 && key.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{key:?}"
+    );
 
     let out = hub.cli(&["cluster", "get", "edge-1", "-o", "yaml"]).await;
     assert_success(&out);

@@ -60,7 +60,10 @@ async fn a_stale_will_does_not_mark_a_live_cluster() {
 
     // The will of an older connection, arriving late (as a broker publishes a taken-over
     // session's will after the new session's birth).
-    let raw = common::RawAgent::connect(&fleet.url(), "ocm-edge", "edge-1").await;
+    // Signed by the agent's key: the hub takes a bound cluster's events only so.
+    let raw = common::RawAgent::connect(&fleet.url(), "ocm-edge", "edge-1")
+        .await
+        .signing_with(&fleet.agent_dir("edge-1"));
     let will = raw.event(
         "edge.open-cluster-management.io.v1alpha1.presences.status.update_request",
         serde_json::json!({"state": "offline", "connectionSeq": seq - 1}),

@@ -236,11 +236,15 @@ async fn add_on_placement_scores_from_clusters_steer_a_placement() {
                          "weight": 1}]}}}))
         .await
         .unwrap();
-    // An add-on beside each agent publishes its score on the cluster's agentevents.
+    // An add-on beside each agent publishes its score on the cluster's agentevents, signed
+    // with the cluster's key (the hub takes a bound cluster's events only so).
     let publish = |cluster: &'static str, value: i32| {
         let url = fleet.url();
+        let dir = fleet.agent_dir(cluster);
         async move {
-            let raw = common::RawAgent::connect(&url, "ocm-edge", cluster).await;
+            let raw = common::RawAgent::connect(&url, "ocm-edge", cluster)
+                .await
+                .signing_with(&dir);
             let score = raw.event(
                 "cluster.open-cluster-management.io.v1alpha1.addonplacementscores.status.update_request",
                 json!({"metadata": {"name": "cpu-ratio"},

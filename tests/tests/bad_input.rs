@@ -343,12 +343,15 @@ async fn malformed_mqtt_payloads_to_the_hub_are_counted_and_dropped_and_nothing_
         "the work's status is untouched"
     );
 
-    // The hub still works: a good status for the work is accepted.
+    // The hub still works: a good status for the work, signed with the cluster's agent key
+    // (bound at acceptance), is accepted.
     let mut good = applied_status();
     good.conditions[0].reason = "AfterTheStorm".into();
-    peer.publish(&status_update("ocm-edge", "edge-1", &rid, 1, good))
-        .await
-        .unwrap();
+    let mut good = status_update("ocm-edge", "edge-1", &rid, 1, good);
+    ocm_edge_agent::trust::AgentKey::load_or_create(&fleet.agent_dir("edge-1"))
+        .unwrap()
+        .sign(&mut good);
+    peer.publish(&good).await.unwrap();
     fleet
         .wait_work("edge-1", "web", "the good status stored", |w| {
             w.conditions.iter().any(|c| c.reason == "AfterTheStorm")

@@ -182,15 +182,34 @@ async fn the_hub_accepts_a_status_event_shaped_like_an_ocm_work_agents() {
     let vector = structured::parse(AGENT_STATUS_VECTOR).expect("the agent status vector parses");
     let cluster = ext::cluster_name(&vector).unwrap().to_owned();
     // A hub with maestro's source id, so the vector's originalsource and topics fit as they are.
-    let mut fleet = Fleet::start_with(FleetOptions {
+    let fleet = Fleet::start_with(FleetOptions {
         source_id: "maestro".into(),
         ..FleetOptions::default()
     })
     .await;
-    // The cluster joins with an ocm-edge agent, which then goes away: an OCM work agent takes over.
-    fleet.agent(&cluster).start().await;
+    // The cluster joins without an agent key (OCM's work agent has none and signs nothing), so
+    // the hub takes its events unsigned once it is accepted.
+    let joiner = ocm_edge_agent::events::AgentIdentity {
+        cluster: cluster.clone(),
+        agent_id: format!("{cluster}-work-agent"),
+    };
+    let join = joiner
+        .join_request(
+            &ocm_edge_schemas::api::cluster::ManagedCluster::new(cluster.clone()),
+            chrono::Utc::now(),
+        )
+        .unwrap();
+    let mut ocm_agent = Probe::connect(fleet.broker_url()).await.unwrap();
+    ocm_agent
+        .publish(&encode(&join, agent_events_topic("maestro", &cluster)).unwrap())
+        .await
+        .unwrap();
+    ocm_edge_tests::wait::wait_until("the hub to hear the join request", WAIT, || async {
+        fleet.admin().await.get_cluster(&cluster).await.is_ok()
+    })
+    .await
+    .unwrap();
     fleet.accept(&cluster).await;
-    fleet.stop_agent(&cluster).await;
 
     let spec = structured::parse(SPEC_VECTOR).unwrap();
     let manifests = ocm_edge_schemas::wire::data_json(&spec).unwrap().unwrap()["manifests"]
@@ -213,7 +232,6 @@ async fn the_hub_accepts_a_status_event_shaped_like_an_ocm_work_agents() {
         .get("statusesAccepted")
         .copied()
         .unwrap_or(0);
-    let mut ocm_agent = Probe::connect(fleet.broker_url()).await.unwrap();
     ocm_agent
         .publish(&encode(&status, agent_events_topic("maestro", &cluster)).unwrap())
         .await

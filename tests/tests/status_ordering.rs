@@ -35,17 +35,23 @@ async fn the_hub_drops_stale_and_unchanged_statuses_and_keeps_the_newest() {
     let older = seq.next_string(now);
     let newer = seq.next_string(now + 1000);
     let mut agent = Probe::connect(fleet.broker_url()).await.unwrap();
+    // Signed with the agent's key, bound to c1 when it was accepted.
+    let key = ocm_edge_agent::trust::AgentKey::load_or_create(&fleet.agent_dir("c1")).unwrap();
+    let signed = |mut m: ocm_edge_schemas::wire::MqttMessage| {
+        key.sign(&mut m);
+        m
+    };
 
     let accepted0 = counter(&fleet, "statusesAccepted").await;
     agent
-        .publish(&status_update_with_sequence(
+        .publish(&signed(status_update_with_sequence(
             "ocm-edge",
             "c1",
             &rid,
             1,
             &newer,
             with_reason("Newest"),
-        ))
+        )))
         .await
         .unwrap();
     fleet
@@ -60,38 +66,38 @@ async fn the_hub_drops_stale_and_unchanged_statuses_and_keeps_the_newest() {
     let unchanged0 = counter(&fleet, "statusesUnchanged").await;
     // Older sequence id; a resourceversion the hub does not hold; the same status again.
     agent
-        .publish(&status_update_with_sequence(
+        .publish(&signed(status_update_with_sequence(
             "ocm-edge",
             "c1",
             &rid,
             1,
             &older,
             with_reason("Older"),
-        ))
+        )))
         .await
         .unwrap();
     let future = seq.next_string(now + 2000);
     agent
-        .publish(&status_update_with_sequence(
+        .publish(&signed(status_update_with_sequence(
             "ocm-edge",
             "c1",
             &rid,
             2,
             &future,
             with_reason("FutureSpec"),
-        ))
+        )))
         .await
         .unwrap();
     let again = seq.next_string(now + 3000);
     agent
-        .publish(&status_update_with_sequence(
+        .publish(&signed(status_update_with_sequence(
             "ocm-edge",
             "c1",
             &rid,
             1,
             &again,
             with_reason("Newest"),
-        ))
+        )))
         .await
         .unwrap();
     let waited = wait_until("the hub to count the dropped statuses", WAIT, || async {

@@ -156,6 +156,13 @@ pub fn cluster_detail(c: &ClusterView, now: DateTime<Utc>) -> String {
         |a| format!("{} ({})", a.status, a.reason),
     );
     out.push_str(&format!("Available:   {available}\n"));
+    // The operator's half of the double opt-in: the key the agent logs at start must be this one.
+    match &c.agent_key {
+        Some(k) => out.push_str(&format!("Agent key:   {k}\n")),
+        None => out.push_str(
+            "Agent key:   none (the agent does not sign; its events are taken unsigned)\n",
+        ),
+    }
     let lease = c
         .last_lease
         .map_or_else(|| "never".to_owned(), |t| format!("{t} ({})", ago(t, now)));

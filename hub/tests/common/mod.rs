@@ -87,6 +87,8 @@ pub struct RawAgent {
     pub source: String,
     session: Session,
     messages: mpsc::UnboundedReceiver<MqttMessage>,
+    /// Signs what it sends, as the cluster's agent does (its key, from the agent's data dir).
+    key: Option<ocm_edge_agent::trust::AgentKey>,
 }
 
 impl RawAgent {
@@ -117,7 +119,15 @@ impl RawAgent {
             source: source.to_owned(),
             session,
             messages,
+            key: None,
         }
+    }
+
+    /// Signs everything it sends with the key of the agent whose data dir is `dir` (a process
+    /// beside the agent, such as an add-on, speaking for its cluster once its key is bound).
+    pub fn signing_with(mut self, dir: &std::path::Path) -> RawAgent {
+        self.key = Some(ocm_edge_agent::trust::AgentKey::load_or_create(dir).unwrap());
+        self
     }
 
     /// An event of type `ty` from this cluster with JSON data.
@@ -135,7 +145,10 @@ impl RawAgent {
 
     pub async fn send(&self, event: &Event) {
         let topic = topic::agent_events(&self.source, &self.cluster).unwrap();
-        let msg = ocm_edge_schemas::wire::encode(event, topic).unwrap();
+        let mut msg = ocm_edge_schemas::wire::encode(event, topic).unwrap();
+        if let Some(key) = &self.key {
+            key.sign(&mut msg);
+        }
         self.send_raw(msg).await;
     }
 

@@ -68,8 +68,13 @@ impl Fleet {
         self.dir.path().join("hub").join("admin-credentials.pem")
     }
 
+    /// The data dir of `name`'s agent (its redb file and signing key).
+    pub fn agent_dir(&self, name: &str) -> std::path::PathBuf {
+        self.dir.path().join(name)
+    }
+
     pub fn agent_config(&self, name: &str, labels: &[(&str, &str)]) -> AgentConfig {
-        let mut cfg = AgentConfig::new(name, self.url(), self.dir.path().join(name));
+        let mut cfg = AgentConfig::new(name, self.url(), self.agent_dir(name));
         cfg.applier = ApplierConfig::Sim {
             ready_delay: Duration::from_millis(200),
         };
