@@ -24,7 +24,17 @@ struct Running {
     child: tokio::process::Child,
 }
 
-async fn agent_with_the_maestro_work(extra: &[&str]) -> Running {
+/// The real agent binary (source maestro, sim applier, default log level, stderr piped) on a
+/// fresh broker with a fake maestro hub, and the maestro spec published once the agent has
+/// subscribed.
+async fn agent_sent_the_maestro_spec(
+    extra: &[&str],
+) -> (
+    TestBroker,
+    FakeHub,
+    tempfile::TempDir,
+    tokio::process::Child,
+) {
     let broker = start_broker();
     let mut hub = FakeHub::connect(
         &broker,
@@ -34,7 +44,6 @@ async fn agent_with_the_maestro_work(extra: &[&str]) -> Running {
     let dir = tempfile::tempdir().unwrap();
     let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_ocm-edge-agent"))
         .args(["--cluster-name", CLUSTER, "--source-id", "maestro"])
-        .args(["--accept-unsigned-specs-from", "maestro"])
         .args(["--applier", "sim", "--broker", &broker])
         .args(extra)
         .arg("--data-dir")
@@ -52,6 +61,13 @@ async fn agent_with_the_maestro_work(extra: &[&str]) -> Running {
         &format!("sources/maestro/consumers/{CLUSTER}/sourceevents"),
     )
     .await;
+    (broker, hub, dir, child)
+}
+
+async fn agent_with_the_maestro_work(extra: &[&str]) -> Running {
+    let mut flags = vec!["--accept-unsigned-specs-from", "maestro"];
+    flags.extend_from_slice(extra);
+    let (broker, mut hub, dir, child) = agent_sent_the_maestro_spec(&flags).await;
     hub.next_event("status.update_request", |e| ext::resource_id(e) == Ok(RID))
         .await;
     Running {
@@ -106,31 +122,7 @@ async fn applying_a_work_and_its_status_changes_are_logged_at_the_default_level(
 
 #[tokio::test]
 async fn an_unsigned_spec_is_refused_logged_and_never_applied_without_the_explicit_flag() {
-    let broker = start_broker();
-    let mut hub = FakeHub::connect(
-        &broker,
-        &format!("sources/maestro/consumers/{CLUSTER}/agentevents"),
-    )
-    .await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_ocm-edge-agent"))
-        .args(["--cluster-name", CLUSTER, "--source-id", "maestro"])
-        .args(["--applier", "sim", "--broker", &broker])
-        .arg("--data-dir")
-        .arg(dir.path())
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    hub.next_event("spec.resync_request", |_| true).await;
-    hub.publish_event(
-        &maestro_spec(),
-        &format!("sources/maestro/consumers/{CLUSTER}/sourceevents"),
-    )
-    .await;
+    let (_broker, _hub, dir, mut child) = agent_sent_the_maestro_spec(&[]).await;
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let refused = tokio::time::timeout(Duration::from_secs(30), async {
         while let Ok(Some(line)) = lines.next_line().await {

@@ -78,6 +78,41 @@ async fn mode_on_cluster(fleet: &Fleet) -> Option<String> {
         })
 }
 
+/// Waits until the cluster's ConfigMap says `mode`.
+async fn wait_mode(fleet: &Fleet, mode: &str) {
+    fleet
+        .wait_sim(CLUSTER, &format!("mode {mode}"), |sim| {
+            sim.get("ConfigMap", "default", "settings")
+                .filter(|o| o.pointer("/data/mode") == Some(&json!(mode)))
+        })
+        .await
+        .unwrap();
+}
+
+/// Overwrites the work with `mode`.
+async fn update_settings(fleet: &Fleet, mode: &str) {
+    fleet
+        .write_work(CreateWork {
+            name: "settings".into(),
+            clusters: vec![CLUSTER.into()],
+            manifests: settings(mode),
+            overwrite: true,
+            ..CreateWork::default()
+        })
+        .await;
+}
+
+/// Waits until the agent has reconciled once more (a replay had its chance to show).
+async fn wait_reconcile(fleet: &Fleet) {
+    let reconciles = fleet.counters(CLUSTER).reconciles;
+    wait_until("a reconcile", WAIT, || {
+        let r = fleet.counters(CLUSTER).reconciles;
+        async move { r > reconciles }
+    })
+    .await
+    .unwrap();
+}
+
 /// The whole attack against a fleet whose hub runs and whose agent `edge-1` is accepted.
 async fn forged_and_replayed_specs_are_refused(fleet: &Fleet) {
     let topic = source_events_topic(&fleet.options().source_id, CLUSTER);
@@ -91,33 +126,13 @@ async fn forged_and_replayed_specs_are_refused(fleet: &Fleet) {
         .recv_matching(WAIT, |m| is_spec(m) && version(m) == Some("1"))
         .await
         .expect("the rogue client sees the hub's spec");
-    fleet
-        .wait_sim(CLUSTER, "mode genuine-1", |sim| {
-            sim.get("ConfigMap", "default", "settings")
-                .filter(|o| o.pointer("/data/mode") == Some(&json!("genuine-1")))
-        })
-        .await
-        .unwrap();
-    fleet
-        .write_work(CreateWork {
-            name: "settings".into(),
-            clusters: vec![CLUSTER.into()],
-            manifests: settings("genuine-2"),
-            overwrite: true,
-            ..CreateWork::default()
-        })
-        .await;
+    wait_mode(fleet, "genuine-1").await;
+    update_settings(fleet, "genuine-2").await;
     let v2 = rogue
         .recv_matching(WAIT, |m| is_spec(m) && version(m) == Some("2"))
         .await
         .expect("the rogue client sees the hub's update");
-    fleet
-        .wait_sim(CLUSTER, "mode genuine-2", |sim| {
-            sim.get("ConfigMap", "default", "settings")
-                .filter(|o| o.pointer("/data/mode") == Some(&json!("genuine-2")))
-        })
-        .await
-        .unwrap();
+    wait_mode(fleet, "genuine-2").await;
 
     let before = fleet.counters(CLUSTER);
     let (_other_dir, other) = other_hub();
@@ -183,13 +198,7 @@ async fn forged_and_replayed_specs_are_refused(fleet: &Fleet) {
         "nothing forged was applied"
     );
     // Past a reconcile, the cluster still has the hub's version.
-    let reconciles = after.reconciles;
-    wait_until("a reconcile after the attack", WAIT, || {
-        let r = fleet.counters(CLUSTER).reconciles;
-        async move { r > reconciles }
-    })
-    .await
-    .unwrap();
+    wait_reconcile(fleet).await;
     assert_eq!(mode_on_cluster(fleet).await.as_deref(), Some("genuine-2"));
     let work = fleet
         .admin()
@@ -426,15 +435,7 @@ async fn the_hub_takes_an_accepted_clusters_statuses_only_when_its_agent_signed_
         s.counters.get("statusesAccepted").copied().unwrap_or(0)
     };
     let accepted_before = accepted(&fleet.stats().await);
-    fleet
-        .write_work(CreateWork {
-            name: "settings".into(),
-            clusters: vec![CLUSTER.into()],
-            manifests: settings("genuine-2"),
-            overwrite: true,
-            ..CreateWork::default()
-        })
-        .await;
+    update_settings(&fleet, "genuine-2").await;
     wait_until(
         "the hub to take the agent's signed statuses",
         WAIT,
@@ -503,13 +504,7 @@ async fn old_specs_and_deletes_replayed_around_a_deleted_and_recreated_work_chan
     fleet
         .create_work("settings", &[CLUSTER], settings("second"))
         .await;
-    fleet
-        .wait_sim(CLUSTER, "the second ConfigMap", |sim| {
-            sim.get("ConfigMap", "default", "settings")
-                .filter(|o| o.pointer("/data/mode") == Some(&json!("second")))
-        })
-        .await
-        .unwrap();
+    wait_mode(&fleet, "second").await;
     let stale = fleet.counters(CLUSTER).specs_dropped_stale;
     rogue.publish(&delete).await.unwrap();
     wait_until("the replayed delete to be dropped", WAIT, || {
@@ -518,13 +513,7 @@ async fn old_specs_and_deletes_replayed_around_a_deleted_and_recreated_work_chan
     })
     .await
     .unwrap();
-    let reconciles = fleet.counters(CLUSTER).reconciles;
-    wait_until("a reconcile after the replay", WAIT, || {
-        let r = fleet.counters(CLUSTER).reconciles;
-        async move { r > reconciles }
-    })
-    .await
-    .unwrap();
+    wait_reconcile(&fleet).await;
     assert_eq!(mode_on_cluster(&fleet).await.as_deref(), Some("second"));
     assert_eq!(fleet.counters(CLUSTER).bundles_held, 1);
     fleet.shutdown().await;
