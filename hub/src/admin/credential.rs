@@ -319,12 +319,9 @@ impl Authenticator {
         let at = UnixTime::since_unix_epoch(std::time::Duration::from_secs(
             now.timestamp().max(0) as u64
         ));
-        let algorithms = rustls::crypto::ring::default_provider()
-            .signature_verification_algorithms
-            .all;
         let anchors = [anchor];
         let verified = end_entity.verify_for_usage(
-            algorithms,
+            webpki::ALL_VERIFICATION_ALGS,
             &anchors,
             &[],
             at,
