@@ -1,7 +1,6 @@
 //! `ocm-edge hub`: runs the hub until Ctrl-C or SIGTERM.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 
 use clap::Args;
 
@@ -15,14 +14,8 @@ use crate::config::{
 /// `hub` options.
 #[derive(Debug, Clone, Args)]
 pub struct HubArgs {
-    /// Directory of the hub's store (created when missing).
-    #[arg(
-        long,
-        env = "OCM_EDGE_DATA_DIR",
-        default_value = super::DEFAULT_DATA_DIR,
-        value_name = "DIR"
-    )]
-    pub data_dir: PathBuf,
+    #[command(flatten)]
+    pub data: super::DataDirArg,
     /// Listen address of the embedded MQTT broker (port 0 picks a free one) [default:
     /// 127.0.0.1:8883; with --insecure-plaintext 127.0.0.1:1883]. Not with --broker.
     #[arg(long, value_name = "ADDR")]
@@ -99,7 +92,7 @@ pub fn hub_config(global: &GlobalArgs, args: &HubArgs) -> Result<HubConfig, CliE
             args.intakes
         )));
     }
-    let mut cfg = HubConfig::new(args.data_dir.clone());
+    let mut cfg = HubConfig::new(args.data.data_dir.clone());
     cfg.broker = broker;
     cfg.embedded_security = if args.insecure_plaintext {
         EmbeddedSecurity::InsecurePlaintext

@@ -127,6 +127,20 @@ impl GlobalArgs {
 }
 
 /// The data directory of a hub on this machine: `$OCM_EDGE_DATA_DIR`, else `./ocm-edge-data`.
+/// `--data-dir` of the commands that run on the hub's machine (`hub`, `user create`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct DataDirArg {
+    /// The hub's data directory: its store, and its CA in DIR/pki (created by `ocm-edge hub`
+    /// when missing).
+    #[arg(
+        long,
+        env = "OCM_EDGE_DATA_DIR",
+        default_value = DEFAULT_DATA_DIR,
+        value_name = "DIR"
+    )]
+    pub data_dir: std::path::PathBuf,
+}
+
 fn local_data_dir() -> std::path::PathBuf {
     std::env::var_os("OCM_EDGE_DATA_DIR")
         .map_or_else(|| DEFAULT_DATA_DIR.into(), std::path::PathBuf::from)

@@ -37,14 +37,8 @@ pub struct CreateArgs {
     /// file is not overwritten.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
-    /// The hub's data directory (its CA is in DIR/pki).
-    #[arg(
-        long,
-        env = "OCM_EDGE_DATA_DIR",
-        default_value = super::DEFAULT_DATA_DIR,
-        value_name = "DIR"
-    )]
-    pub data_dir: PathBuf,
+    #[command(flatten)]
+    pub data: super::DataDirArg,
 }
 
 fn parse_role(text: &str) -> Result<Role, String> {
@@ -80,7 +74,7 @@ pub fn run(cmd: UserCommand) -> Result<String, CliError> {
             out.display()
         )));
     }
-    let pki = HubPki::load_existing(&args.data_dir.join("pki"))
+    let pki = HubPki::load_existing(&args.data.data_dir.join("pki"))
         .map_err(|e| CliError::Hub(e.to_string()))?;
     let now = Utc::now();
     let validity = chrono::Duration::days(i64::from(args.days));
