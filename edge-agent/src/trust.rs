@@ -352,6 +352,18 @@ impl AgentKey {
         &self.public
     }
 
+    /// The MQTT password that proves this key to the hub's embedded broker when logging in as
+    /// `username` (the cluster) with `client_id` (`ocm_edge_schemas::wire::login`).
+    pub fn login_password(&self, username: &str, client_id: &str) -> String {
+        let signature = self.key.sign(&signed_bytes(
+            &ocm_edge_schemas::wire::login::agent_login_message(username, client_id),
+        ));
+        ocm_edge_schemas::wire::login::agent_key_password(
+            &self.public,
+            &BASE64.encode(signature.as_ref()),
+        )
+    }
+
     /// Signs `msg` as it will be published.
     pub fn sign(&self, msg: &mut MqttMessage) {
         msg.user_properties

@@ -35,11 +35,14 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use chrono::Utc;
-use ocm_edge_mqtt::broker::{BrokerError, EmbeddedBroker, EmbeddedOptions, start_embedded_with};
+use ocm_edge_mqtt::acl::{DASHBOARD_USER, HUB_USER};
+use ocm_edge_mqtt::broker::{
+    BrokerError, BrokerLogin, EmbeddedBroker, EmbeddedOptions, start_embedded_with,
+};
 use ocm_edge_mqtt::{
     BrokerUrl, Publication, Publisher, Session, SessionConfig, SessionError, SessionEvent, UrlError,
 };
-use ocm_edge_mqtt::{CaPin, TlsFiles};
+use ocm_edge_mqtt::{CaPin, Credentials, TlsFiles};
 use ocm_edge_schemas::admin::Role;
 use ocm_edge_schemas::wire::MqttMessage;
 use ocm_edge_schemas::wire::chunks::{self, TransferOffer};
@@ -56,9 +59,8 @@ use crate::admin::messages::{
 use crate::admin::server;
 use crate::availability::AvailabilityConfig;
 use crate::config::{AdminAuth, BrokerConfig, EmbeddedSecurity, HubConfig};
-use crate::core::{
-    AgentInput, Change, ClusterRecord, CoreConfig, HubCore, Outbound, Presence, Record, counter,
-};
+use crate::core::{AgentInput, Change, CoreConfig, HubCore, Outbound, Presence, Record, counter};
+use crate::logins::{HubLogins, Standings, dashboard_password, random_password};
 use crate::pki::{HubPki, PkiError, default_serving_names};
 use crate::signing::{EventSigner, check_agent_signature};
 use crate::store::{Store, StoreError};
@@ -115,6 +117,7 @@ pub struct HubHandle {
     hub_ca_pin: CaPin,
     ca: Option<(CaPin, PathBuf)>,
     admin_credentials: Option<PathBuf>,
+    dashboard_password_file: Option<PathBuf>,
     stop: watch::Sender<bool>,
     subscriptions: watch::Receiver<u64>,
     task: JoinHandle<Result<(), HubError>>,
@@ -134,6 +137,12 @@ impl HubHandle {
     /// takes signed requests and the file is there.
     pub fn admin_credentials(&self) -> Option<&Path> {
         self.admin_credentials.as_deref()
+    }
+
+    /// The file holding the dashboard identity's password on the embedded broker (TLS with
+    /// logins, the default), `DATA_DIR/dashboard-password`.
+    pub fn dashboard_password_file(&self) -> Option<&Path> {
+        self.dashboard_password_file.as_deref()
     }
 
     /// The pin of the hub's CA, which issues the key that signs everything the hub sends to
@@ -252,6 +261,11 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
             None
         }
     };
+    let keys = Standings::of(&loaded.clusters);
+    // The hub's own sessions on its embedded broker with logins.
+    let mut own_login = None;
+    let mut logins = None;
+    let mut dashboard_password_file = None;
     let (broker_url, broker) = match &cfg.broker {
         BrokerConfig::Embedded { listen } => {
             let listen = *listen;
@@ -265,9 +279,28 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
                         ..TlsFiles::default()
                     };
                     ca = Some((pki.pin(), pki.ca_file()));
+                    let hub_password = random_password();
+                    let (dashboard_file, dashboard_password) = dashboard_password(&cfg.data_dir)?;
+                    let check = Arc::new(HubLogins::new(
+                        hub_password.clone(),
+                        Some(dashboard_password),
+                        authenticator.clone(),
+                        keys.clone(),
+                    ));
+                    logins = Some(check.clone());
+                    own_login = Some(Credentials {
+                        username: HUB_USER.to_owned(),
+                        password: hub_password,
+                    });
+                    tracing::info!(
+                        user = DASHBOARD_USER,
+                        password_file = %dashboard_file.display(),
+                        "dashboards log in to the embedded broker as this user, with the password in this file"
+                    );
+                    dashboard_password_file = Some(dashboard_file);
                     EmbeddedOptions {
                         tls: Some(tls),
-                        ..EmbeddedOptions::default()
+                        login: BrokerLogin::Checked(check),
                     }
                 }
                 EmbeddedSecurity::InsecurePlaintext => {
@@ -293,7 +326,7 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
         path = %store.path().display(),
         "hub state loaded"
     );
-    let keys = AgentKeys::of(&loaded.clusters);
+
     let mut core = HubCore::restore(
         CoreConfig {
             source_id: cfg.source_id.clone(),
@@ -332,7 +365,10 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
     // 500).
     session_cfg.inflight = HUB_INFLIGHT;
     session_cfg.queue_capacity = HUB_QUEUE;
-    session_cfg.credentials = cfg.broker_credentials().map_err(HubError::Config)?;
+    session_cfg.credentials = match own_login {
+        Some(login) => Some(login),
+        None => cfg.broker_credentials().map_err(HubError::Config)?,
+    };
     session_cfg.tls = broker_tls;
     let mut intake_cfg = session_cfg.clone();
     intake_cfg.subscriptions = vec![agent_events.clone()];
@@ -383,6 +419,8 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
         answered: Answered::default(),
         signer,
         keys,
+        logins,
+        broker: broker.clone(),
         stopped,
     };
     let task = tokio::spawn(hub.run());
@@ -393,6 +431,7 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
         hub_ca_pin: pki.pin(),
         ca,
         admin_credentials,
+        dashboard_password_file,
         stop,
         subscriptions,
         task,
@@ -471,8 +510,13 @@ struct HubLoop {
     answered: Answered,
     /// Signs every event sent to agents.
     signer: Arc<EventSigner>,
-    /// The agent keys the intakes check events against, kept up to date with the clusters.
-    keys: AgentKeys,
+    /// The clusters' standings (bound agent keys) the intakes and the embedded broker check
+    /// against, kept up to date with the clusters.
+    keys: Standings,
+    /// The embedded broker's login check (TLS with logins), told when a cluster's standing changes.
+    logins: Option<Arc<HubLogins>>,
+    /// The embedded broker, which drops the sessions [`HubLogins`] says must go.
+    broker: Option<EmbeddedBroker>,
     stopped: watch::Receiver<bool>,
 }
 
@@ -500,45 +544,7 @@ struct Intake {
     source_id: String,
     admin_topic: String,
     to_hub: mpsc::UnboundedSender<Inbound>,
-    keys: AgentKeys,
-}
-
-/// The agent keys bound to accepted clusters (raw Ed25519 public keys), read by every intake,
-/// written by the hub task when it stores a cluster.
-#[derive(Debug, Clone, Default)]
-struct AgentKeys(Arc<std::sync::RwLock<HashMap<String, Vec<u8>>>>);
-
-impl AgentKeys {
-    fn of(clusters: &[ClusterRecord]) -> Self {
-        let keys = AgentKeys::default();
-        keys.update(clusters.iter());
-        keys
-    }
-
-    fn update<'a>(&self, clusters: impl Iterator<Item = &'a ClusterRecord>) {
-        use base64::Engine as _;
-        let mut map = self
-            .0
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        for c in clusters {
-            let key = c
-                .bound_agent_key()
-                .and_then(|k| base64::engine::general_purpose::STANDARD.decode(k).ok());
-            match key {
-                Some(k) => map.insert(c.name.clone(), k),
-                None => map.remove(&c.name),
-            };
-        }
-    }
-
-    fn bound(&self, cluster: &str) -> Option<Vec<u8>> {
-        self.0
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(cluster)
-            .cloned()
-    }
+    keys: Standings,
 }
 
 impl Intake {
@@ -1049,11 +1055,18 @@ impl HubLoop {
                 "batch published"
             );
         }
-        self.keys
+        let changed = self
+            .keys
             .update(batch.change.records.iter().filter_map(|r| match r {
                 Record::Cluster(c) => Some(&**c),
                 _ => None,
             }));
+        if let (Some(logins), Some(broker)) = (&self.logins, &self.broker) {
+            for client_id in logins.sessions_to_drop(&changed) {
+                tracing::info!(client = %client_id, "dropping the broker session of a cluster whose standing changed (denied, or accepted with another key)");
+                broker.disconnect(&client_id);
+            }
+        }
         if self.dashboard {
             self.dashboards
                 .changed(&batch.change.records, std::time::Instant::now());

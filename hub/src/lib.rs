@@ -36,6 +36,7 @@ pub mod dashboard;
 pub mod demo;
 pub mod events;
 pub mod hub;
+pub mod logins;
 pub mod pki;
 pub mod placement;
 pub mod rollout;

@@ -11,7 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ocm_edge_agent::{AgentConfig, ApplierConfig, Registration, start_agent};
-use ocm_edge_mqtt::{BrokerUrl, CaPin, ConnectError, Session, SessionConfig, TlsFiles};
+use ocm_edge_mqtt::{
+    BrokerUrl, CaPin, ConnectError, Credentials, LinkError, Session, SessionConfig, TlsFiles,
+};
 use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout};
 use tokio::time::timeout;
@@ -114,8 +116,18 @@ impl HubProcess {
 
 /// Connects a plain MQTT session to `url` with `tls`, or says why it could not.
 async fn connect(url: &str, tls: TlsFiles) -> Result<Session, ConnectError> {
+    connect_as(url, tls, None).await
+}
+
+/// [`connect`] with a username and password.
+async fn connect_as(
+    url: &str,
+    tls: TlsFiles,
+    credentials: Option<Credentials>,
+) -> Result<Session, ConnectError> {
     let mut cfg = SessionConfig::new(BrokerUrl::parse(url).unwrap(), "tls-probe");
     cfg.tls = tls;
+    cfg.credentials = credentials;
     Session::connect(cfg, Duration::from_secs(5))
         .await
         .map(|(session, _events)| session)
@@ -177,15 +189,29 @@ async fn the_default_hub_takes_only_tls_and_clients_that_trust_its_ca() {
         .await
         .expect_err("a wrong pin got in");
     assert!(e.to_string().contains("pinned"), "{e}");
-    // Trusted: the pin, or the CA file.
-    connect(&hub.url, pinned(pin))
+    // Trusted: the pin, or the CA file; and then the broker wants to know who logs in.
+    let e = connect(&hub.url, pinned(pin))
         .await
-        .expect("the pin is trusted");
+        .expect_err("an anonymous client got in");
+    assert!(
+        matches!(e, ConnectError::Link(LinkError::LoginRefused { .. })),
+        "the pin is trusted, the login is what is refused: {e}"
+    );
+    let dashboard = Credentials {
+        username: "ocm-edge-dashboard".to_owned(),
+        password: std::fs::read_to_string(data.join("dashboard-password"))
+            .expect("the hub wrote the dashboard's password")
+            .trim()
+            .to_owned(),
+    };
+    connect_as(&hub.url, pinned(pin), Some(dashboard.clone()))
+        .await
+        .expect("the pin is trusted and the dashboard logs in");
     let ca_file = TlsFiles {
         ca_file: Some(data.join("pki/ca.pem")),
         ..TlsFiles::default()
     };
-    connect(&hub.url, ca_file)
+    connect_as(&hub.url, ca_file, Some(dashboard))
         .await
         .expect("the CA file is trusted");
 

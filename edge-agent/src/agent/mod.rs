@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use cloudevents::Event;
-use ocm_edge_mqtt::{Publisher, Session, SessionConfig, SessionError, SessionEvent};
+use ocm_edge_mqtt::{Credentials, Publisher, Session, SessionConfig, SessionError, SessionEvent};
 use ocm_edge_schemas::api::cluster::{
     HUB_ACCEPTED_MANAGED_CLUSTER, HUB_DENIED_MANAGED_CLUSTER, MANAGED_CLUSTER_CONDITION_AVAILABLE,
     ManagedCluster, ManagedClusterClaim,
@@ -326,13 +326,20 @@ impl Agent {
         let will_id = self.id.clone();
         let will_topic = self.agent_events.clone();
         let will_key = Arc::clone(&self.key);
-        let mut session_cfg = SessionConfig::new(
-            self.cfg.broker_url()?,
-            format!("{}-agent", self.cfg.cluster_name),
-        );
+        let client_id = format!("{}-agent", self.cfg.cluster_name);
+        // A password given for an external broker, else the proof of the agent's own key, which
+        // the hub's embedded broker asks for (brokers without logins ignore it).
+        let credentials = self
+            .cfg
+            .broker_credentials()
+            .unwrap_or_else(|| Credentials {
+                username: self.cfg.cluster_name.clone(),
+                password: self.key.login_password(&self.cfg.cluster_name, &client_id),
+            });
+        let mut session_cfg = SessionConfig::new(self.cfg.broker_url()?, client_id);
         session_cfg.keepalive = self.cfg.keepalive;
         session_cfg.receive_maximum = Some(self.cfg.receive_maximum);
-        session_cfg.credentials = self.cfg.broker_credentials();
+        session_cfg.credentials = Some(credentials);
         session_cfg.tls = self.cfg.tls.clone();
         session_cfg.backoff = ocm_edge_mqtt::Backoff {
             min: self.cfg.reconnect_min,

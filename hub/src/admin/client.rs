@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use ocm_edge_mqtt::acl::OPERATOR_USER;
 use ocm_edge_mqtt::{BrokerUrl, Credentials, RequestError, Requester, SessionConfig, TlsFiles};
 use ocm_edge_schemas::api::work::ManifestWork;
 use ocm_edge_schemas::wire::{MqttMessage, topic};
@@ -129,10 +130,20 @@ impl AdminClient {
         cfg.max_packet_bytes = MAX_ADMIN_PAYLOAD_BYTES as u32;
         cfg.connect_timeout = connect.timeout;
         cfg.tls = connect.tls.clone();
-        cfg.credentials = connect.username.as_ref().map(|u| Credentials {
-            username: u.clone(),
-            password: connect.password.clone().unwrap_or_default(),
-        });
+        cfg.credentials = match (&connect.username, &credential) {
+            // A username and password for an external broker.
+            (Some(u), _) => Some(Credentials {
+                username: u.clone(),
+                password: connect.password.clone().unwrap_or_default(),
+            }),
+            // The hub's embedded broker lets operators in by their credential (brokers without
+            // logins ignore it).
+            (None, Some(c)) => Some(Credentials {
+                username: OPERATOR_USER.to_owned(),
+                password: c.login_password(OPERATOR_USER, &cfg.client_id),
+            }),
+            (None, None) => None,
+        };
         let mut requester = Requester::connect(cfg, response_topic, connect.timeout).await?;
         if let Some(credential) = credential {
             tracing::debug!(user = credential.user(), role = %credential.role(), "signing admin requests");

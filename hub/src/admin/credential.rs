@@ -18,6 +18,8 @@ use ocm_edge_schemas::admin::auth::{
 };
 use ocm_edge_schemas::admin::{AdminRequest, Role};
 use ocm_edge_schemas::wire::MqttMessage;
+use ocm_edge_schemas::wire::login;
+use ocm_edge_schemas::wire::signature::signed_bytes as wire_signed_bytes;
 use ring::rand::SystemRandom;
 use ring::signature::{ECDSA_P256_SHA256_ASN1_SIGNING, EcdsaKeyPair};
 use rustls::pki_types::pem::PemObject;
@@ -170,6 +172,22 @@ impl Credential {
     }
 }
 
+impl Credential {
+    /// The MQTT password that logs this credential in to the hub's embedded broker as
+    /// `username` with `client_id` (`ocm_edge_schemas::wire::login`).
+    pub fn login_password(&self, username: &str, client_id: &str) -> String {
+        let bytes = wire_signed_bytes(&login::credential_login_message(username, client_id));
+        // As in `sign_at`: a failing random source makes a proof the broker refuses, with a
+        // log line saying so.
+        let signature = self
+            .key
+            .sign(&self.rng, &bytes)
+            .map(|s| BASE64.encode(s.as_ref()))
+            .unwrap_or_default();
+        login::credential_password(&self.cert_base64, &signature)
+    }
+}
+
 impl SignRequest for Credential {
     fn sign(
         &self,
@@ -296,6 +314,92 @@ impl Authenticator {
                 .map(|(_, v)| v.as_str())
         };
         let credential = property(CREDENTIAL_PROPERTY).ok_or(AuthError::NoCredential)?;
+        let (cert, subject) = self.verified(credential, now)?;
+        let end_entity =
+            webpki::EndEntityCert::try_from(&cert).map_err(|e| AuthError::Untrusted {
+                claimed: format!(" of user {:?}", subject.user),
+                reason: format!("not a usable certificate: {e}"),
+            })?;
+        let bad_signature = |reason: &str| AuthError::BadSignature {
+            user: subject.user.clone(),
+            reason: reason.to_owned(),
+        };
+        let signed_at: i64 = property(SIGNED_AT_PROPERTY)
+            .ok_or_else(|| bad_signature("no signing time"))?
+            .parse()
+            .map_err(|_| bad_signature("the signing time is not a number"))?;
+        let off = signed_at.saturating_sub(now.timestamp());
+        if off.abs() > MAX_CLOCK_SKEW_SECS {
+            return Err(AuthError::Clock { signed_at, off });
+        }
+        let signature = property(SIGNATURE_PROPERTY).ok_or_else(|| bad_signature("unsigned"))?;
+        if signature.len() > MAX_SIGNATURE_CHARS {
+            return Err(bad_signature("the signature is too long"));
+        }
+        let signature = BASE64
+            .decode(signature)
+            .map_err(|_| bad_signature("the signature is not base64"))?;
+        let bytes = signed_bytes(
+            &request.topic,
+            response_topic,
+            correlation,
+            signed_at,
+            &request.payload,
+        );
+        end_entity
+            .verify_signature(webpki::ring::ECDSA_P256_SHA256, &bytes, &signature)
+            .map_err(|_| bad_signature("the signature is wrong"))?;
+        Ok(Identity {
+            user: subject.user,
+            role: subject.role,
+        })
+    }
+
+    /// Who logs in to the embedded broker as `username` with `client_id` and the credential
+    /// login proof `certificate` / `signature` (base64; `ocm_edge_schemas::wire::login`): the
+    /// credential must be signed by the CA and valid at `now`, and the signature must cover
+    /// exactly this username and client id.
+    ///
+    /// # Errors
+    /// [`AuthError`] saying which check failed.
+    pub fn authenticate_login(
+        &self,
+        username: &str,
+        client_id: &str,
+        certificate: &str,
+        signature: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Identity, AuthError> {
+        let (cert, subject) = self.verified(certificate, now)?;
+        let bad_signature = |reason: &str| AuthError::BadSignature {
+            user: subject.user.clone(),
+            reason: reason.to_owned(),
+        };
+        let end_entity = webpki::EndEntityCert::try_from(&cert)
+            .map_err(|e| bad_signature(&format!("not a usable certificate: {e}")))?;
+        if signature.len() > MAX_SIGNATURE_CHARS {
+            return Err(bad_signature("the signature is too long"));
+        }
+        let signature = BASE64
+            .decode(signature)
+            .map_err(|_| bad_signature("the signature is not base64"))?;
+        let bytes = wire_signed_bytes(&login::credential_login_message(username, client_id));
+        end_entity
+            .verify_signature(webpki::ring::ECDSA_P256_SHA256, &bytes, &signature)
+            .map_err(|_| bad_signature("the signature is wrong"))?;
+        Ok(Identity {
+            user: subject.user,
+            role: subject.role,
+        })
+    }
+
+    /// The certificate of `credential` (base64 DER) and what it says, when the CA signed it
+    /// and it is valid at `now`.
+    fn verified(
+        &self,
+        credential: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(CertificateDer<'static>, Subject), AuthError> {
         let untrusted = |claimed: &str, reason: String| AuthError::Untrusted {
             claimed: claimed.to_owned(),
             reason,
@@ -347,39 +451,7 @@ impl Authenticator {
             }
             Err(e) => return Err(untrusted(&claimed, e.to_string())),
         }
-        let bad_signature = |reason: &str| AuthError::BadSignature {
-            user: subject.user.clone(),
-            reason: reason.to_owned(),
-        };
-        let signed_at: i64 = property(SIGNED_AT_PROPERTY)
-            .ok_or_else(|| bad_signature("no signing time"))?
-            .parse()
-            .map_err(|_| bad_signature("the signing time is not a number"))?;
-        let off = signed_at.saturating_sub(now.timestamp());
-        if off.abs() > MAX_CLOCK_SKEW_SECS {
-            return Err(AuthError::Clock { signed_at, off });
-        }
-        let signature = property(SIGNATURE_PROPERTY).ok_or_else(|| bad_signature("unsigned"))?;
-        if signature.len() > MAX_SIGNATURE_CHARS {
-            return Err(bad_signature("the signature is too long"));
-        }
-        let signature = BASE64
-            .decode(signature)
-            .map_err(|_| bad_signature("the signature is not base64"))?;
-        let bytes = signed_bytes(
-            &request.topic,
-            response_topic,
-            correlation,
-            signed_at,
-            &request.payload,
-        );
-        end_entity
-            .verify_signature(webpki::ring::ECDSA_P256_SHA256, &bytes, &signature)
-            .map_err(|_| bad_signature("the signature is wrong"))?;
-        Ok(Identity {
-            user: subject.user,
-            role: subject.role,
-        })
+        Ok((cert, subject))
     }
 }
 

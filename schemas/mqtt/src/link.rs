@@ -32,7 +32,7 @@ pub enum LinkError {
     },
     /// The broker refused the username and password (or their absence). Not retryable as is.
     #[error(
-        "the MQTT broker at {url} refused {} ({code}): check --broker-username and --broker-password (or OCM_EDGE_BROKER_USERNAME and OCM_EDGE_BROKER_PASSWORD)",
+        "the MQTT broker at {url} refused {} ({code}): the hub's embedded broker lets the CLI in with an admin credential (--credentials FILE or OCM_EDGE_CREDENTIALS; an admin makes one with `ocm-edge user create`) and an agent with its own key unless its cluster is denied or accepted with another key (`ocm-edge cluster get`, and the hub's log, say why); for another broker check --broker-username and --broker-password (or OCM_EDGE_BROKER_USERNAME and OCM_EDGE_BROKER_PASSWORD)",
         user.as_deref().map_or_else(|| "a client without credentials".to_owned(), |u| format!("the credentials for user {u:?}"))
     )]
     LoginRefused {

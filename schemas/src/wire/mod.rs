@@ -10,6 +10,7 @@
 //! - [`sequence`]: the snowflake `sequenceid` generator and ordering.
 //! - [`status_hash`]: the status hash exactly as Go peers compute it.
 //! - [`works`]: build and parse every work event (`WorkEvent`).
+//! - [`login`]: the proofs ocm-edge's clients log in to the embedded broker with.
 //! - [`signature`]: what the hub's signature on its events covers, and where it travels.
 //! - [`chunks`]: large messages split into a head and chunks for agents that offer it.
 //! - [`cluster_events`]: ocm-edge's registration, hub view, cluster status, lease and presence events.
@@ -19,6 +20,7 @@ pub mod cluster_events;
 pub mod event_type;
 pub mod extensions;
 mod go_json;
+pub mod login;
 pub mod mqtt;
 pub mod resync;
 pub mod sequence;

@@ -12,6 +12,7 @@
 //! Dropping the last [`EmbeddedBroker`] handle stops it and closes every connection.
 
 mod rmqtt;
+use rmqtt::Control;
 #[cfg(feature = "rumqttd")]
 pub mod rumqttd;
 
@@ -65,6 +66,22 @@ pub enum BrokerLogin {
     /// identities by name, any other username as the edge cluster of that name), only client
     /// ids of its own ([`crate::acl::client_id_allowed`]) and a will on its own topics.
     Users(HashMap<String, String>),
+    /// Each login decided by a [`LoginCheck`] (the hub's: proofs made with keys, never shared
+    /// passwords; `ocm_edge_schemas::wire::login`), then the same topic, client id and will
+    /// rules as [`BrokerLogin::Users`].
+    Checked(Arc<dyn LoginCheck>),
+}
+
+/// Decides who may log in to the embedded broker ([`BrokerLogin::Checked`]). Called on the
+/// broker's threads for every CONNECT, so it must not block for long.
+pub trait LoginCheck: Send + Sync + 'static {
+    /// `Ok` when `username` may log in with `client_id` and `password` (then limited to that
+    /// identity's topics, [`crate::acl`]); `Err` with the reason otherwise, which the broker
+    /// logs (the client sees only "not authorized").
+    ///
+    /// # Errors
+    /// The reason the login is refused.
+    fn check(&self, username: &str, client_id: &str, password: &[u8]) -> Result<(), String>;
 }
 
 impl std::fmt::Debug for BrokerLogin {
@@ -73,6 +90,7 @@ impl std::fmt::Debug for BrokerLogin {
             Self::Anonymous => f.write_str("Anonymous"),
             // Never the passwords.
             Self::Users(u) => f.debug_tuple("Users").field(&u.len()).finish(),
+            Self::Checked(_) => f.write_str("Checked"),
         }
     }
 }
@@ -104,6 +122,7 @@ pub struct BrokerStats {
     dropped: AtomicU64,
     refused_logins: AtomicU64,
     refused_topics: AtomicU64,
+    disconnected: AtomicU64,
 }
 
 impl BrokerStats {
@@ -113,7 +132,8 @@ impl BrokerStats {
         self.dropped.load(Ordering::Relaxed)
     }
 
-    /// CONNECTs refused for a wrong or missing username / password.
+    /// CONNECTs refused: a wrong or missing username / password or login proof, a client id or
+    /// will of another identity.
     pub fn refused_logins(&self) -> u64 {
         self.refused_logins.load(Ordering::Relaxed)
     }
@@ -121,6 +141,15 @@ impl BrokerStats {
     /// Subscriptions and publishes refused by the topic rules ([`crate::acl`]).
     pub fn refused_topics(&self) -> u64 {
         self.refused_topics.load(Ordering::Relaxed)
+    }
+
+    /// Connections dropped by [`EmbeddedBroker::disconnect`].
+    pub fn disconnected(&self) -> u64 {
+        self.disconnected.load(Ordering::Relaxed)
+    }
+
+    fn count_disconnected(&self) {
+        self.disconnected.fetch_add(1, Ordering::Relaxed);
     }
 
     fn count_refused_topic(&self) -> u64 {
@@ -142,6 +171,7 @@ pub struct EmbeddedBroker {
     addr: SocketAddr,
     tls: bool,
     stats: Arc<BrokerStats>,
+    control: Control,
     _running: Arc<Running>,
 }
 
@@ -179,6 +209,13 @@ impl EmbeddedBroker {
     /// What the broker counted so far.
     pub fn stats(&self) -> &BrokerStats {
         &self.stats
+    }
+
+    /// Drops the live connection of `client_id`, and its session, if there is one (a cluster
+    /// denied or removed, a session logged in with a key that is no longer the cluster's).
+    /// Returns at once; the broker disconnects it on its own threads.
+    pub fn disconnect(&self, client_id: &str) {
+        self.control.disconnect(client_id);
     }
 
     fn connect_addr(&self) -> SocketAddr {
@@ -229,11 +266,12 @@ pub fn start_embedded_with(
 ) -> Result<EmbeddedBroker, BrokerError> {
     let stats = Arc::new(BrokerStats::default());
     let tls = options.tls.is_some();
-    let (addr, stop) = rmqtt::spawn(listen, options, stats.clone(), START_TIMEOUT)?;
+    let (addr, stop, control) = rmqtt::spawn(listen, options, stats.clone(), START_TIMEOUT)?;
     let broker = EmbeddedBroker {
         addr,
         tls,
         stats,
+        control,
         _running: Arc::new(Running { stop: Some(stop) }),
     };
     wait_listening(broker.connect_addr(), START_TIMEOUT)?;

@@ -22,13 +22,14 @@ use rmqtt::context::ServerContext;
 use rmqtt::hook::{Handler, HookResult, Parameter, ReturnType, Type};
 use rmqtt::net::Builder;
 use rmqtt::server::MqttServer;
-use rmqtt::types::{AuthResult, LastWill, PublishAclResult, SubscribeAclResult};
+use rmqtt::types::{AuthResult, ClientId, Id, LastWill, PublishAclResult, SubscribeAclResult};
 use tokio::sync::oneshot;
 
 use crate::acl::{self, Access};
 
 use super::{
-    BrokerError, BrokerLogin, BrokerStats, EmbeddedOptions, MAX_CONNECTIONS, MAX_PACKET_BYTES,
+    BrokerError, BrokerLogin, BrokerStats, EmbeddedOptions, LoginCheck, MAX_CONNECTIONS,
+    MAX_PACKET_BYTES,
 };
 
 /// Unacknowledged QoS 1 deliveries per client (the hub receives a whole fleet's statuses).
@@ -48,13 +49,57 @@ const RETRY_INTERVAL: Duration = Duration::from_secs(180);
 /// Worker threads of the broker's runtime.
 const WORKERS: usize = 2;
 
-/// Starts the broker on its own thread; returns the bound address and the sender that stops it.
+/// Reaches into a running broker from outside its runtime.
+#[derive(Clone)]
+pub(super) struct Control {
+    scx: ServerContext,
+    runtime: tokio::runtime::Handle,
+    stats: Arc<BrokerStats>,
+}
+
+impl std::fmt::Debug for Control {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Control").finish_non_exhaustive()
+    }
+}
+
+impl Control {
+    /// Kicks `client_id` off (and removes its session) on the broker's runtime.
+    pub(super) fn disconnect(&self, client_id: &str) {
+        let scx = self.scx.clone();
+        let stats = self.stats.clone();
+        let client_id = client_id.to_owned();
+        self.runtime.spawn(async move {
+            if !scx.extends.shared().await.exist(&client_id) {
+                return;
+            }
+            let id = Id::from(scx.node.id(), ClientId::from(client_id.clone()));
+            let entry = scx.extends.shared().await.entry(id);
+            let result = match entry.try_lock().await {
+                Ok(mut entry) => entry.kick(true, true, true).await.map(|_| ()),
+                Err(e) => Err(e),
+            };
+            match result {
+                Ok(()) => {
+                    stats.count_disconnected();
+                    tracing::info!(client = %client_id, "embedded broker dropped a connection and its session");
+                }
+                Err(e) => {
+                    tracing::warn!(client = %client_id, error = %e, "embedded broker could not drop a connection");
+                }
+            }
+        });
+    }
+}
+
+/// Starts the broker on its own thread; returns the bound address, the sender that stops it and
+/// its [`Control`].
 pub(super) fn spawn(
     listen: SocketAddr,
     options: EmbeddedOptions,
     stats: Arc<BrokerStats>,
     timeout: Duration,
-) -> Result<(SocketAddr, oneshot::Sender<()>), BrokerError> {
+) -> Result<(SocketAddr, oneshot::Sender<()>, Control), BrokerError> {
     let (bound_tx, bound_rx) = std::sync::mpsc::sync_channel(1);
     let (stop_tx, stop_rx) = oneshot::channel();
     std::thread::Builder::new()
@@ -77,31 +122,37 @@ pub(super) fn spawn(
             runtime.shutdown_timeout(Duration::from_secs(1));
         })
         .map_err(BrokerError::Thread)?;
-    let addr = bound_rx
-        .recv_timeout(timeout)
-        .map_err(|_| BrokerError::NotListening {
-            addr: listen,
-            waited: timeout,
-        })??;
-    Ok((addr, stop_tx))
+    let (addr, control) =
+        bound_rx
+            .recv_timeout(timeout)
+            .map_err(|_| BrokerError::NotListening {
+                addr: listen,
+                waited: timeout,
+            })??;
+    Ok((addr, stop_tx, control))
 }
 
 async fn serve(
     listen: SocketAddr,
     options: EmbeddedOptions,
     stats: Arc<BrokerStats>,
-    bound: std::sync::mpsc::SyncSender<Result<SocketAddr, BrokerError>>,
+    bound: std::sync::mpsc::SyncSender<Result<(SocketAddr, Control), BrokerError>>,
     stop: oneshot::Receiver<()>,
 ) {
-    let server = match build(listen, options, stats).await {
+    let server = match build(listen, options, stats.clone()).await {
         Ok(s) => s,
         Err(e) => {
             let _ = bound.send(Err(e));
             return;
         }
     };
-    let (server, addr) = server;
-    let _ = bound.send(Ok(addr));
+    let (server, addr, scx) = server;
+    let control = Control {
+        scx,
+        runtime: tokio::runtime::Handle::current(),
+        stats,
+    };
+    let _ = bound.send(Ok((addr, control)));
     tokio::select! {
         result = server.run() => {
             if let Err(e) = result {
@@ -116,7 +167,7 @@ async fn build(
     listen: SocketAddr,
     options: EmbeddedOptions,
     stats: Arc<BrokerStats>,
-) -> Result<(MqttServer, SocketAddr), BrokerError> {
+) -> Result<(MqttServer, SocketAddr, ServerContext), BrokerError> {
     let bind_error = |e: &dyn std::fmt::Display| BrokerError::Bind {
         addr: listen,
         reason: e.to_string(),
@@ -144,14 +195,19 @@ async fn build(
             }),
         )
         .await;
-    let allow_anonymous = match options.login {
-        BrokerLogin::Anonymous => true,
-        BrokerLogin::Users(users) => {
+    let check = match options.login {
+        BrokerLogin::Anonymous => None,
+        BrokerLogin::Users(users) => Some(Logins::Users(users)),
+        BrokerLogin::Checked(check) => Some(Logins::Checked(check)),
+    };
+    let allow_anonymous = match check {
+        None => true,
+        Some(logins) => {
             hooks
                 .add(
                     Type::ClientAuthenticate,
                     Box::new(CheckLogin {
-                        users,
+                        logins,
                         stats: stats.clone(),
                     }),
                 )
@@ -206,10 +262,10 @@ async fn build(
         None => listener.tcp().map_err(|e| bind_error(&e))?,
     };
     // The port is the listener's id (0 would collide between brokers started on port 0).
-    let server = MqttServer::new(scx)
+    let server = MqttServer::new(scx.clone())
         .listener_by_id(listener, addr.port())
         .build();
-    Ok((server, addr))
+    Ok((server, addr, scx))
 }
 
 /// Counts (and logs, sparingly) every delivery the broker drops.
@@ -300,9 +356,30 @@ impl Handler for TopicRules {
     }
 }
 
-/// Lets in only the configured username / password pairs.
+/// Who may log in.
+enum Logins {
+    /// These username / password pairs.
+    Users(std::collections::HashMap<String, String>),
+    /// Whoever the check lets in.
+    Checked(Arc<dyn LoginCheck>),
+}
+
+impl Logins {
+    fn check(&self, user: &str, client_id: &str, password: &[u8]) -> Result<(), String> {
+        match self {
+            Logins::Users(users) => match users.get(user) {
+                Some(expected) if expected.as_bytes() == password => Ok(()),
+                Some(_) => Err("wrong password".to_owned()),
+                None => Err("unknown user".to_owned()),
+            },
+            Logins::Checked(check) => check.check(user, client_id, password),
+        }
+    }
+}
+
+/// Lets in only the clients [`Logins`] lets in, with a client id and a will of their own.
 struct CheckLogin {
-    users: std::collections::HashMap<String, String>,
+    logins: Logins,
     stats: Arc<BrokerStats>,
 }
 
@@ -314,27 +391,29 @@ impl Handler for CheckLogin {
         let Parameter::ClientAuthenticate(connect) = param else {
             return (true, acc);
         };
-        let user = connect
-            .username()
-            .zip(connect.password())
-            .filter(|(user, password)| {
-                self.users
-                    .get(&user[..])
-                    .is_some_and(|expected| expected.as_bytes() == &password[..])
-            })
-            .map(|(user, _)| &user[..]);
         let client_id = &connect.id().client_id[..];
-        let Some(user) = user else {
-            self.stats.count_refused_login();
-            tracing::info!(
-                client = %client_id,
-                user = ?connect.username().map(|u| u.to_string()),
-                "embedded broker refused a login (unknown user or wrong password)"
-            );
-            return (
-                false,
-                Some(HookResult::AuthResult(AuthResult::BadUsernameOrPassword)),
-            );
+        let checked = match connect.username().zip(connect.password()) {
+            None => Err("no username and password".to_owned()),
+            Some((user, password)) => self
+                .logins
+                .check(&user[..], client_id, &password[..])
+                .map(|()| &user[..]),
+        };
+        let user = match checked {
+            Ok(user) => user,
+            Err(reason) => {
+                self.stats.count_refused_login();
+                tracing::info!(
+                    client = %client_id,
+                    user = ?connect.username().map(|u| u.to_string()),
+                    %reason,
+                    "embedded broker refused a login"
+                );
+                return (
+                    false,
+                    Some(HookResult::AuthResult(AuthResult::BadUsernameOrPassword)),
+                );
+            }
         };
         // rmqtt publishes a will without its publish ACL check: the will's topic is checked
         // here, once, against the same rules.

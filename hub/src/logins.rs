@@ -1,0 +1,321 @@
+//! Who may log in to the hub's embedded broker, and as whom (`ocm_edge_mqtt::acl` then keeps each
+//! identity to its own topics). No shared password leaves the hub:
+//!
+//! - the hub's own sessions: a random password made at every start, known only in this process;
+//! - operators (the CLI), as [`OPERATOR_USER`]: a credential login proof made with their admin
+//!   credential (any role; the hub still authorizes every admin request by role);
+//! - dashboards, as [`DASHBOARD_USER`]: the password in `DATA_DIR/dashboard-password` (0600,
+//!   created at first start), read-only dashboard topics;
+//! - an edge cluster, as its name: a login proof made with the agent's own key
+//!   (`ocm_edge_schemas::wire::login`). An accepted cluster gets in only with the key bound at
+//!   `cluster accept`; a denied one never; a cluster the hub has not accepted yet (joining) with
+//!   any key, and then reads nothing but its own spec topic, where the hub sends nothing before
+//!   accepting it. A cluster accepted without a key (an agent that does not sign, e.g. OCM's)
+//!   cannot log in to the embedded broker: serve it through an external broker.
+//!
+//! When a cluster is denied, or accepted with a key other than the one its live session logged
+//! in with, the hub drops that session ([`HubLogins::sessions_to_drop`]).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use chrono::Utc;
+use ocm_edge_mqtt::acl::{DASHBOARD_USER, HUB_USER, OPERATOR_USER};
+use ocm_edge_mqtt::broker::LoginCheck;
+use ocm_edge_schemas::admin::ClusterState;
+use ocm_edge_schemas::wire::login::{self, LoginProof};
+use ocm_edge_schemas::wire::signature::{key_id, signed_bytes};
+use ring::signature::{ED25519, UnparsedPublicKey};
+
+use crate::admin::credential::Authenticator;
+use crate::core::ClusterRecord;
+use crate::pki::PkiError;
+
+/// The dashboard identity's password, in the hub's data directory.
+pub const DASHBOARD_PASSWORD_FILE: &str = "dashboard-password";
+
+/// Where a cluster stands, as far as logging in and signing go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Standing {
+    /// Accepted, with the agent key bound at accept (raw Ed25519 public key) or none.
+    Accepted(Option<Vec<u8>>),
+    /// Denied.
+    Denied,
+}
+
+impl Standing {
+    fn of(c: &ClusterRecord) -> Option<Standing> {
+        match c.acceptance {
+            ClusterState::Accepted => Some(Standing::Accepted(
+                c.bound_agent_key().and_then(|k| BASE64.decode(k).ok()),
+            )),
+            ClusterState::Denied => Some(Standing::Denied),
+            ClusterState::Pending => None,
+        }
+    }
+}
+
+/// Every cluster's [`Standing`], read by the intakes (signatures) and the broker (logins),
+/// written by the hub task when it stores a cluster.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Standings(Arc<RwLock<HashMap<String, Standing>>>);
+
+impl Standings {
+    pub(crate) fn of(clusters: &[ClusterRecord]) -> Self {
+        let standings = Standings::default();
+        standings.update(clusters.iter());
+        standings
+    }
+
+    /// Takes in changed cluster records; returns each cluster whose standing changed, with
+    /// its new standing (`None`: pending).
+    pub(crate) fn update<'a>(
+        &self,
+        clusters: impl Iterator<Item = &'a ClusterRecord>,
+    ) -> Vec<(String, Option<Standing>)> {
+        let mut changed = Vec::new();
+        let mut map = self.0.write().unwrap_or_else(PoisonError::into_inner);
+        for c in clusters {
+            let new = Standing::of(c);
+            let old = match &new {
+                Some(s) => map.insert(c.name.clone(), s.clone()),
+                None => map.remove(&c.name),
+            };
+            if old != new {
+                changed.push((c.name.clone(), new));
+            }
+        }
+        changed
+    }
+
+    /// The key bound to an accepted cluster.
+    pub(crate) fn bound(&self, cluster: &str) -> Option<Vec<u8>> {
+        match self
+            .0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(cluster)
+        {
+            Some(Standing::Accepted(key)) => key.clone(),
+            _ => None,
+        }
+    }
+
+    fn standing(&self, cluster: &str) -> Option<Standing> {
+        self.0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(cluster)
+            .cloned()
+    }
+}
+
+/// The embedded broker's login check (see the module).
+pub struct HubLogins {
+    hub_password: String,
+    dashboard_password: Option<String>,
+    /// `None` with an open admin API (`--insecure-open-admin`): operators log in with any
+    /// password, as they may send anything.
+    operators: Option<Authenticator>,
+    standings: Standings,
+    /// The key each cluster's live agent session logged in with.
+    live: Mutex<HashMap<String, Vec<u8>>>,
+}
+
+impl std::fmt::Debug for HubLogins {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HubLogins").finish_non_exhaustive()
+    }
+}
+
+impl HubLogins {
+    pub(crate) fn new(
+        hub_password: String,
+        dashboard_password: Option<String>,
+        operators: Option<Authenticator>,
+        standings: Standings,
+    ) -> Self {
+        HubLogins {
+            hub_password,
+            dashboard_password,
+            operators,
+            standings,
+            live: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The MQTT client ids to drop after `changed` ([`Standings::update`]): a denied cluster's
+    /// agent, and an accepted cluster's agent logged in with a key that is not the bound one.
+    pub(crate) fn sessions_to_drop(&self, changed: &[(String, Option<Standing>)]) -> Vec<String> {
+        let live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+        changed
+            .iter()
+            .filter(|(cluster, standing)| match standing {
+                Some(Standing::Denied) => true,
+                Some(Standing::Accepted(bound)) => live
+                    .get(cluster)
+                    .is_some_and(|key| bound.as_deref() != Some(key.as_slice())),
+                None => false,
+            })
+            .map(|(cluster, _)| agent_client_id(cluster))
+            .collect()
+    }
+
+    fn check_cluster(&self, cluster: &str, client_id: &str, password: &str) -> Result<(), String> {
+        let (public_key, signature) = match login::parse(password) {
+            Ok(LoginProof::AgentKey {
+                public_key,
+                signature,
+            }) => (public_key, signature),
+            Ok(LoginProof::Credential { .. }) => {
+                return Err(format!(
+                    "an admin credential logs in as {OPERATOR_USER}, not as cluster {cluster:?}"
+                ));
+            }
+            Err(e) => {
+                return Err(format!(
+                    "{e}: agents log in with their own key (ocm-edge-agent does it by itself; check the agent's version)"
+                ));
+            }
+        };
+        let key = BASE64
+            .decode(public_key)
+            .map_err(|_| "the key in the login proof is not base64".to_owned())?;
+        let signature = BASE64
+            .decode(signature)
+            .map_err(|_| "the signature in the login proof is not base64".to_owned())?;
+        UnparsedPublicKey::new(&ED25519, &key)
+            .verify(
+                &signed_bytes(&login::agent_login_message(cluster, client_id)),
+                &signature,
+            )
+            .map_err(|_| {
+                format!(
+                    "the login proof is not signed by key {} for this username and client id",
+                    key_id(&key)
+                )
+            })?;
+        match self.standings.standing(cluster) {
+            Some(Standing::Denied) => {
+                return Err(format!(
+                    "cluster {cluster:?} is denied (an admin can accept it again: `ocm-edge cluster accept {cluster}`)"
+                ));
+            }
+            Some(Standing::Accepted(None)) => {
+                return Err(format!(
+                    "cluster {cluster:?} was accepted without an agent key, so it cannot prove who it is to this broker (serve agents that do not sign through an external broker, or deny and accept the cluster again once its agent sends a key)"
+                ));
+            }
+            Some(Standing::Accepted(Some(bound))) if bound != key => {
+                return Err(format!(
+                    "cluster {cluster:?} is accepted with agent key {}, and this login is made with key {} (another agent, or the agent's key file was replaced: an admin re-keys with `ocm-edge cluster deny` then `cluster accept`)",
+                    key_id(&bound),
+                    key_id(&key)
+                ));
+            }
+            Some(Standing::Accepted(Some(_))) | None => {}
+        }
+        self.live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(cluster.to_owned(), key);
+        Ok(())
+    }
+
+    fn check_operator(&self, client_id: &str, password: &str) -> Result<(), String> {
+        let Some(operators) = &self.operators else {
+            return Ok(());
+        };
+        match login::parse(password) {
+            Ok(LoginProof::Credential {
+                certificate,
+                signature,
+            }) => operators
+                .authenticate_login(OPERATOR_USER, client_id, certificate, signature, Utc::now())
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+            Ok(LoginProof::AgentKey { .. }) => {
+                Err("an agent key cannot log in as the operator".to_owned())
+            }
+            Err(e) => Err(format!(
+                "{e}: the operator logs in with an admin credential (the CLI does it with --credentials FILE)"
+            )),
+        }
+    }
+}
+
+impl LoginCheck for HubLogins {
+    fn check(&self, username: &str, client_id: &str, password: &[u8]) -> Result<(), String> {
+        let password =
+            std::str::from_utf8(password).map_err(|_| "the password is not UTF-8".to_owned())?;
+        match username {
+            HUB_USER => {
+                if same_secret(password, &self.hub_password) {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "wrong password for {HUB_USER} (only the hub process knows it)"
+                    ))
+                }
+            }
+            OPERATOR_USER => self.check_operator(client_id, password),
+            DASHBOARD_USER => match &self.dashboard_password {
+                Some(expected) if same_secret(password, expected) => Ok(()),
+                _ => Err(format!(
+                    "wrong password for {DASHBOARD_USER} (it is in the hub's DATA_DIR/{DASHBOARD_PASSWORD_FILE})"
+                )),
+            },
+            cluster => self.check_cluster(cluster, client_id, password),
+        }
+    }
+}
+
+/// Whether two secrets are equal, compared through their SHA-256 so the time taken says
+/// nothing about where they differ.
+fn same_secret(given: &str, expected: &str) -> bool {
+    let digest = |s: &str| ring::digest::digest(&ring::digest::SHA256, s.as_bytes());
+    digest(given).as_ref() == digest(expected).as_ref()
+}
+
+/// The MQTT client id of a cluster's agent.
+pub(crate) fn agent_client_id(cluster: &str) -> String {
+    format!("{cluster}-agent")
+}
+
+/// A new random password (32 bytes, base64).
+pub(crate) fn random_password() -> String {
+    use ring::rand::SecureRandom as _;
+    let mut bytes = [0u8; 32];
+    // ring's system random source fails only on a broken system; a password of zeros would
+    // then still be unknown to clients only by luck, so stop instead.
+    ring::rand::SystemRandom::new()
+        .fill(&mut bytes)
+        .expect("the system's random source works");
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// The dashboard password of `data_dir`, created (0600) when missing.
+///
+/// # Errors
+/// The file cannot be read or written.
+pub(crate) fn dashboard_password(data_dir: &Path) -> Result<(PathBuf, String), PkiError> {
+    let path = data_dir.join(DASHBOARD_PASSWORD_FILE);
+    if path.exists() {
+        let password = std::fs::read_to_string(&path)
+            .map_err(|e| PkiError::Io {
+                path: path.clone(),
+                reason: e.to_string(),
+            })?
+            .trim()
+            .to_owned();
+        if !password.is_empty() {
+            return Ok((path, password));
+        }
+    }
+    let password = random_password();
+    crate::pki::write_file(&path, &format!("{password}\n"), true)?;
+    Ok((path, password))
+}
