@@ -8,13 +8,16 @@
 //!   created at first start), read-only dashboard topics;
 //! - an edge cluster, as its name: a login proof made with the agent's own key
 //!   (`ocm_edge_schemas::wire::login`). An accepted cluster gets in only with the key bound at
-//!   `cluster accept`; a denied one never; a cluster the hub has not accepted yet (joining) with
-//!   any key, and then reads nothing but its own spec topic, where the hub sends nothing before
-//!   accepting it. A cluster accepted without a key (an agent that does not sign, e.g. OCM's)
-//!   cannot log in to the embedded broker: serve it through an external broker.
+//!   `cluster accept`. A cluster the hub has not accepted (pending, denied, or new) gets in with
+//!   any key as a cluster asking to join: it may publish its join request and read its own spec
+//!   topic, where the hub sends nothing to a cluster it has not accepted. (That is how a
+//!   reinstalled agent with a new key is re-admitted: `cluster deny`, its join request carries
+//!   the new key, `cluster accept`.) A cluster accepted without a key (an agent that does not
+//!   sign, e.g. OCM's) cannot log in to the embedded broker: serve it through an external broker.
 //!
 //! When a cluster is denied, or accepted with a key other than the one its live session logged
-//! in with, the hub drops that session ([`HubLogins::sessions_to_drop`]).
+//! in with, the hub drops that session and what the broker queued for it
+//! ([`HubLogins::sessions_to_drop`]).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -199,11 +202,6 @@ impl HubLogins {
                 )
             })?;
         match self.standings.standing(cluster) {
-            Some(Standing::Denied) => {
-                return Err(format!(
-                    "cluster {cluster:?} is denied (an admin can accept it again: `ocm-edge cluster accept {cluster}`)"
-                ));
-            }
             Some(Standing::Accepted(None)) => {
                 return Err(format!(
                     "cluster {cluster:?} was accepted without an agent key, so it cannot prove who it is to this broker (serve agents that do not sign through an external broker, or deny and accept the cluster again once its agent sends a key)"
@@ -211,12 +209,15 @@ impl HubLogins {
             }
             Some(Standing::Accepted(Some(bound))) if bound != key => {
                 return Err(format!(
-                    "cluster {cluster:?} is accepted with agent key {}, and this login is made with key {} (another agent, or the agent's key file was replaced: an admin re-keys with `ocm-edge cluster deny` then `cluster accept`)",
+                    "cluster {cluster:?} is accepted with agent key {}, and this login is made with key {} (another agent, or the agent's key file was replaced: if this is the cluster's new key, an admin runs `ocm-edge cluster deny {cluster}`, checks the key `ocm-edge cluster get {cluster}` shows once the agent has asked to join again, and runs `ocm-edge cluster accept {cluster}`)",
                     key_id(&bound),
                     key_id(&key)
                 ));
             }
-            Some(Standing::Accepted(Some(_))) | None => {}
+            // Pending or denied: let in as a cluster asking to join, whose join request may
+            // carry a new key (how an admin re-keys a cluster: deny, then accept its new key).
+            // The hub sends such a cluster nothing.
+            Some(Standing::Accepted(Some(_)) | Standing::Denied) | None => {}
         }
         self.live
             .lock()

@@ -58,6 +58,10 @@ pub struct FleetOptions {
     pub logins: bool,
     /// The CA every party trusts for an `mqtts://` broker (the system's roots when `None`).
     pub broker_ca_file: Option<PathBuf>,
+    /// The hub runs its own embedded broker with its defaults, as `ocm-edge hub` does: TLS with
+    /// the hub's CA, and logins proven with keys (agents their own, the admin client the first
+    /// admin credential). No separate broker then; the hub keeps its port across restarts.
+    pub hub_broker: bool,
 }
 
 /// The hub's broker username when [`FleetOptions::logins`] is set.
@@ -81,6 +85,7 @@ impl Default for FleetOptions {
             hub_intakes: 1,
             logins: false,
             broker_ca_file: None,
+            hub_broker: false,
         }
     }
 }
@@ -160,6 +165,11 @@ impl Fleet {
     /// # Panics
     /// When the broker or hub does not start.
     pub async fn start_with(opts: FleetOptions) -> Fleet {
+        if opts.hub_broker {
+            let mut fleet = Self::on_broker(String::new(), opts);
+            fleet.start_hub().await;
+            return fleet;
+        }
         let broker = TestBroker::start_async().await;
         let mut fleet = Self::on_broker(broker.url(), opts);
         fleet._broker = Some(broker);
@@ -193,8 +203,17 @@ impl Fleet {
     /// The hub's config (data dir under the fleet's directory, external broker).
     pub fn hub_config(&self) -> HubConfig {
         let mut cfg = HubConfig::new(self.dir.path().join("hub"));
-        cfg.broker = BrokerConfig::External {
-            url: self.broker_url.clone(),
+        cfg.broker = if self.opts.hub_broker {
+            // The port of the first start on every restart (agents keep their URL).
+            let listen = ocm_edge_mqtt::BrokerUrl::parse(&self.broker_url)
+                .ok()
+                .and_then(|u| format!("{}:{}", u.host(), u.port()).parse().ok())
+                .unwrap_or_else(|| std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
+            BrokerConfig::Embedded { listen }
+        } else {
+            BrokerConfig::External {
+                url: self.broker_url.clone(),
+            }
         };
         cfg.source_id = self.opts.source_id.clone();
         cfg.keepalive = Duration::from_secs(5);
@@ -214,6 +233,10 @@ impl Fleet {
     pub async fn start_hub(&mut self) {
         assert!(self.hub.is_none(), "the hub is already running");
         let hub = start_hub(self.hub_config()).await.expect("hub starts");
+        if self.opts.hub_broker {
+            self.broker_url = hub.broker_url();
+            self.opts.broker_ca_file = hub.ca_file().map(std::path::Path::to_path_buf);
+        }
         // Until it has subscribed, what agents publish does not reach it (the broker keeps nothing).
         tokio::time::timeout(WAIT, hub.subscribed())
             .await
@@ -226,6 +249,14 @@ impl Fleet {
         if let Some(hub) = self.hub.take() {
             hub.shutdown().await.expect("hub stops cleanly");
         }
+    }
+
+    /// The running hub.
+    ///
+    /// # Panics
+    /// When no hub runs.
+    pub fn hub(&self) -> &HubHandle {
+        self.hub.as_ref().expect("the hub runs")
     }
 
     /// Whether a hub is running.

@@ -448,7 +448,7 @@ impl Agent {
         match ev {
             SessionEvent::Connected {
                 connection: connection_seq,
-                ..
+                session_present,
             } => {
                 tracing::debug!(connection_seq, "connected to the broker");
                 self.publisher = Some(session.publisher());
@@ -466,7 +466,11 @@ impl Agent {
                     }
                     self.send(&birth);
                 }
-                if self.wants_hub_view() {
+                // A new broker session may have lost what the hub sent the old one, its view
+                // of this cluster among it (a broker that restarted, or dropped the session
+                // when the cluster was denied): ask where the cluster stands. The join request
+                // also carries the agent's key, which an admin needs to see after a re-install.
+                if self.wants_hub_view() || !session_present {
                     self.send_join_request(t);
                 }
                 self.api_healthy = Some(self.applier.health().await);

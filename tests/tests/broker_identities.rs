@@ -1,0 +1,378 @@
+//! The hub's own embedded broker, as `ocm-edge hub` runs it with no flags (TLS with the hub's CA,
+//! logins proven with keys), attacked from clients that reach its port: nobody gets in without
+//! proving an identity, each identity uses only its own topics, a cluster's accepted key cannot be
+//! borrowed by another key, a denied cluster's session is dropped at once, and a reinstalled agent
+//! with a new key is kept out until an admin re-admits it, after which it works again without
+//! anyone touching the agent.
+
+use ocm_edge_agent::trust::{AGENT_KEY_FILE, AgentKey};
+use ocm_edge_hub::admin::messages::ClusterState;
+use ocm_edge_hub::pki::HubPki;
+use ocm_edge_mqtt::TlsFiles;
+use ocm_edge_mqtt::acl::{DASHBOARD_USER, HUB_USER, OPERATOR_USER};
+use ocm_edge_mqtt::broker::BrokerStats;
+use ocm_edge_schemas::wire::MqttMessage;
+use ocm_edge_tests::fleet::{Fleet, FleetOptions, WAIT};
+use ocm_edge_tests::manifests::config_map;
+use ocm_edge_tests::probe::{Probe, ProbeOptions};
+use ocm_edge_tests::wait::wait_until;
+use serde_json::json;
+
+fn secure() -> FleetOptions {
+    FleetOptions {
+        hub_broker: true,
+        ..FleetOptions::default()
+    }
+}
+
+fn settings(value: &str) -> Vec<serde_json::Value> {
+    vec![config_map(
+        "default",
+        "settings",
+        json!({ "secret": value }),
+    )]
+}
+
+fn spec_topic(cluster: &str) -> String {
+    format!("sources/ocm-edge/consumers/{cluster}/sourceevents")
+}
+
+fn status_topic(cluster: &str) -> String {
+    format!("sources/ocm-edge/consumers/{cluster}/agentevents")
+}
+
+fn stats(fleet: &Fleet) -> &BrokerStats {
+    fleet
+        .hub()
+        .embedded_broker()
+        .expect("the hub runs its own broker")
+        .stats()
+}
+
+/// Probe options trusting the hub's CA, logged in as `user` with `password` (none: anonymous).
+fn probe_options(fleet: &Fleet, client_id: &str, login: Option<(&str, String)>) -> ProbeOptions {
+    ProbeOptions {
+        client_id: client_id.to_owned(),
+        credentials: login.map(|(u, p)| (u.to_owned(), p)),
+        tls: TlsFiles {
+            ca_file: fleet.options().broker_ca_file.clone(),
+            ..TlsFiles::default()
+        },
+        ..ProbeOptions::default()
+    }
+}
+
+/// A fresh agent key (its own temporary directory) and the proof it makes for `cluster`.
+fn fresh_key_login(cluster: &str, client_id: &str) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let key = AgentKey::load_or_create(dir.path()).unwrap();
+    let password = key.login_password(cluster, client_id);
+    (dir, password)
+}
+
+async fn mode_on(fleet: &Fleet, cluster: &str) -> Option<String> {
+    fleet
+        .sim(cluster)
+        .get("ConfigMap", "default", "settings")
+        .and_then(|o| {
+            o.pointer("/data/secret")
+                .and_then(|v| v.as_str())
+                .map(str::to_owned)
+        })
+}
+
+async fn wait_mode(fleet: &Fleet, cluster: &str, value: &str) {
+    wait_until(&format!("{cluster} holds {value}"), WAIT, || async {
+        mode_on(fleet, cluster).await.as_deref() == Some(value)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+}
+
+async fn write_settings(fleet: &Fleet, cluster: &str, value: &str) {
+    fleet
+        .write_work(ocm_edge_hub::admin::messages::CreateWork {
+            name: "settings".into(),
+            clusters: vec![cluster.to_owned()],
+            manifests: settings(value),
+            overwrite: true,
+            ..Default::default()
+        })
+        .await;
+}
+
+#[tokio::test]
+async fn nobody_gets_in_without_proving_who_it_is_and_each_identity_keeps_to_its_own_topics() {
+    let mut fleet = Fleet::start_with(secure()).await;
+    assert!(fleet.broker_url().starts_with("mqtts://"), "TLS by default");
+    fleet.start_agents(&["edge-a", "edge-b"]).await;
+    fleet.accept_all(&["edge-a", "edge-b"]).await;
+    write_settings(&fleet, "edge-a", "a-1").await;
+    write_settings(&fleet, "edge-b", "b-1").await;
+    wait_mode(&fleet, "edge-a", "a-1").await;
+    wait_mode(&fleet, "edge-b", "b-1").await;
+    assert_eq!(stats(&fleet).refused_logins(), 0, "{:?}", stats(&fleet));
+    assert_eq!(
+        stats(&fleet).refused_topics(),
+        0,
+        "the hub, the admin client and the agents use only their own topics"
+    );
+    let url = fleet.broker_url().to_owned();
+
+    // Refused at CONNECT: no credentials, a guessed hub password, garbage as the operator, an
+    // operator credential of another hub, a fresh key claiming accepted cluster B (with B's
+    // client id, which would have taken B's session over), and B's real key with a client id
+    // that is not B's agent's.
+    let other_hub = tempfile::tempdir().unwrap();
+    let other_pki = HubPki::load_or_create(other_hub.path(), chrono::Utc::now()).unwrap();
+    let stranger_pem = other_pki
+        .issue_user(
+            "mallory",
+            ocm_edge_schemas::admin::Role::Admin,
+            chrono::Duration::days(1),
+            chrono::Utc::now(),
+        )
+        .unwrap();
+    let stranger =
+        ocm_edge_hub::admin::credential::Credential::from_pem(stranger_pem.as_bytes()).unwrap();
+    let (_k, fresh_b) = fresh_key_login("edge-b", "edge-b-agent");
+    let b_key = AgentKey::load_or_create(&fleet.agent_dir("edge-b")).unwrap();
+    let attempts = [
+        ("anonymous", probe_options(&fleet, "anon-1", None)),
+        (
+            "a guessed hub password",
+            probe_options(&fleet, "ocm-edge-hub", Some((HUB_USER, "ocm-edge".into()))),
+        ),
+        (
+            "a plain password as the operator",
+            probe_options(
+                &fleet,
+                "ocm-edge-cli-x",
+                Some((OPERATOR_USER, "admin".into())),
+            ),
+        ),
+        (
+            "another hub's admin credential",
+            probe_options(
+                &fleet,
+                "ocm-edge-cli-y",
+                Some((
+                    OPERATOR_USER,
+                    stranger.login_password(OPERATOR_USER, "ocm-edge-cli-y"),
+                )),
+            ),
+        ),
+        (
+            "a fresh key claiming accepted cluster B",
+            probe_options(&fleet, "edge-b-agent", Some(("edge-b", fresh_b))),
+        ),
+        (
+            "B's key with another client id",
+            probe_options(
+                &fleet,
+                "edge-b-probe",
+                Some(("edge-b", b_key.login_password("edge-b", "edge-b-probe"))),
+            ),
+        ),
+        (
+            "B's key proof replayed for cluster A",
+            probe_options(
+                &fleet,
+                "edge-a-agent",
+                Some(("edge-a", b_key.login_password("edge-b", "edge-b-agent"))),
+            ),
+        ),
+    ];
+    let n = attempts.len() as u64;
+    for (what, options) in attempts {
+        let refused = Probe::connect_with(&url, options).await;
+        assert!(refused.is_err(), "{what} got in");
+    }
+    assert_eq!(stats(&fleet).refused_logins(), n, "every refusal counted");
+
+    // A newcomer (any key: a cluster asking to join) gets in, and may read only its own spec
+    // topic, where the hub sends nothing to a cluster it has not accepted.
+    let (_k, newcomer_login) = fresh_key_login("edge-x", "edge-x-agent");
+    let mut newcomer = Probe::connect_with(
+        &url,
+        probe_options(&fleet, "edge-x-agent", Some(("edge-x", newcomer_login))),
+    )
+    .await
+    .expect("a cluster asking to join gets in");
+    for filter in [
+        spec_topic("edge-b").as_str(),
+        "sources/ocm-edge/consumers/+/sourceevents",
+        "sources/#",
+        "#",
+        "ocm-edge/ocm-edge/admin/responses/#",
+        &status_topic("edge-a"),
+    ] {
+        let granted = newcomer.subscribe(filter).await.unwrap();
+        assert!(
+            granted.iter().all(Result::is_err),
+            "a newcomer may subscribe to {filter}: {granted:?}"
+        );
+    }
+    let own = newcomer.subscribe(&spec_topic("edge-x")).await.unwrap();
+    assert!(own.iter().all(Result::is_ok), "{own:?}");
+    // It cannot speak for B either: the broker refuses a status on B's topic.
+    let forged = MqttMessage {
+        topic: status_topic("edge-b"),
+        payload: br#"{"forged":true}"#.to_vec(),
+        content_type: Some("application/json".into()),
+        user_properties: vec![("ce-specversion".into(), "1.0".into())],
+    };
+    let ack = newcomer.publish(&forged).await.unwrap();
+    assert!(ack.refused.is_some(), "a forged status for B got through");
+
+    // The dashboard logs in with the password the hub wrote, reads dashboards, nothing else.
+    let password = std::fs::read_to_string(
+        fleet
+            .hub()
+            .dashboard_password_file()
+            .expect("the hub wrote a dashboard password"),
+    )
+    .unwrap();
+    let mut dashboard = Probe::connect_with(
+        &url,
+        probe_options(
+            &fleet,
+            "grafana-1",
+            Some((DASHBOARD_USER, password.trim().to_owned())),
+        ),
+    )
+    .await
+    .expect("the dashboard logs in");
+    let granted = dashboard
+        .subscribe("ocm-edge/ocm-edge/dashboard/#")
+        .await
+        .unwrap();
+    assert!(granted.iter().all(Result::is_ok), "{granted:?}");
+    assert!(
+        dashboard
+            .recv(WAIT)
+            .await
+            .is_some_and(|m| m.topic.starts_with("ocm-edge/ocm-edge/dashboard/")),
+        "the retained dashboards arrive"
+    );
+    let granted = dashboard.subscribe(&spec_topic("edge-a")).await.unwrap();
+    assert!(granted.iter().all(Result::is_err), "{granted:?}");
+    assert!(stats(&fleet).refused_topics() >= 8, "{:?}", stats(&fleet));
+
+    // Nothing of that touched the fleet: B still connected, and it takes its next version.
+    assert!(fleet.counters("edge-b").connected);
+    write_settings(&fleet, "edge-b", "b-2").await;
+    wait_mode(&fleet, "edge-b", "b-2").await;
+    assert_eq!(mode_on(&fleet, "edge-a").await.as_deref(), Some("a-1"));
+    fleet.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_denied_cluster_is_dropped_at_once_and_a_new_key_waits_for_an_admin() {
+    let mut fleet = Fleet::start_with(secure()).await;
+    fleet.start_agents(&["edge-a"]).await;
+    fleet.accept("edge-a").await;
+    write_settings(&fleet, "edge-a", "v1").await;
+    wait_mode(&fleet, "edge-a", "v1").await;
+    let first_key = AgentKey::load_or_create(&fleet.agent_dir("edge-a"))
+        .unwrap()
+        .id()
+        .to_owned();
+
+    // Deny: the broker drops the agent's session at once (and what it queued for it).
+    let dropped = stats(&fleet).disconnected();
+    let connections = fleet.counters("edge-a").connections;
+    fleet
+        .admin()
+        .await
+        .deny_cluster("edge-a")
+        .await
+        .expect("deny");
+    wait_until("the denied cluster's session dropped", WAIT, || async {
+        stats(&fleet).disconnected() > dropped
+    })
+    .await
+    .unwrap();
+    // The agent comes back as a cluster asking to join; the hub sends it no work.
+    wait_until(
+        "the agent reconnects as a joining cluster",
+        WAIT,
+        || async { fleet.counters("edge-a").connections > connections },
+    )
+    .await
+    .unwrap();
+    let refused = fleet
+        .admin()
+        .await
+        .create_work(ocm_edge_hub::admin::messages::CreateWork {
+            name: "settings".into(),
+            clusters: vec!["edge-a".into()],
+            manifests: settings("v2"),
+            overwrite: true,
+            ..Default::default()
+        })
+        .await;
+    assert!(refused.is_err(), "a work for a denied cluster: {refused:?}");
+
+    // Accepted again with the same key: it works again, nobody touches the agent.
+    fleet
+        .admin()
+        .await
+        .accept_cluster("edge-a")
+        .await
+        .expect("accept");
+    write_settings(&fleet, "edge-a", "v2").await;
+    wait_mode(&fleet, "edge-a", "v2").await;
+
+    // Reinstalled with a new key: the broker keeps it out while the cluster is accepted with
+    // the old one, and its cluster keeps what it had.
+    fleet.stop_agent("edge-a").await;
+    std::fs::remove_file(fleet.agent_dir("edge-a").join(AGENT_KEY_FILE)).unwrap();
+    let refused_before = stats(&fleet).refused_logins();
+    fleet.restart_agent("edge-a").await;
+    let new_key = AgentKey::load_or_create(&fleet.agent_dir("edge-a"))
+        .unwrap()
+        .id()
+        .to_owned();
+    assert_ne!(new_key, first_key);
+    wait_until("the new key refused at login", WAIT, || async {
+        stats(&fleet).refused_logins() > refused_before
+    })
+    .await
+    .unwrap();
+    assert!(!fleet.counters("edge-a").connected);
+    let view = fleet.admin().await.get_cluster("edge-a").await.unwrap();
+    assert_eq!(view.agent_key.as_deref(), Some(first_key.as_str()));
+    assert_eq!(mode_on(&fleet, "edge-a").await.as_deref(), Some("v2"));
+
+    // The admin re-keys: deny, see the new key the agent asks with, accept it.
+    fleet
+        .admin()
+        .await
+        .deny_cluster("edge-a")
+        .await
+        .expect("deny");
+    let admin = fleet.admin().await;
+    ocm_edge_tests::wait::wait_for("the new key shown at the hub", WAIT, || async {
+        admin
+            .get_cluster("edge-a")
+            .await
+            .ok()
+            .filter(|c| c.agent_key.as_deref() == Some(new_key.as_str()))
+    })
+    .await
+    .unwrap();
+    fleet
+        .admin()
+        .await
+        .accept_cluster("edge-a")
+        .await
+        .expect("accept");
+    fleet
+        .wait_cluster_state("edge-a", ClusterState::Accepted)
+        .await
+        .unwrap();
+    write_settings(&fleet, "edge-a", "v3").await;
+    wait_mode(&fleet, "edge-a", "v3").await;
+    fleet.shutdown().await;
+}
