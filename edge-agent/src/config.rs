@@ -79,6 +79,10 @@ pub struct AgentConfig {
     /// (`tls.ca_pin`, the hub's own CA with the embedded broker), and without that either the
     /// agent trusts the first hub CA it sees and keeps it ([`crate::trust`]).
     pub hub_ca_pin: Option<CaPin>,
+    /// The join token (`ocm-edge token create`) the hub's embedded broker wants from a cluster it
+    /// has not accepted yet; once accepted, the agent's own key is enough (an expired token then
+    /// changes nothing).
+    pub join_token: Option<String>,
     /// Takes events without the hub's signature from this source, which must be `source_id`
     /// (a source that does not sign, such as maestro). Anyone who can publish on the cluster's
     /// topics can then make it apply anything: only for brokers whose ACLs are trusted.
@@ -133,6 +137,7 @@ impl AgentConfig {
             tls: TlsFiles::default(),
             source_id: DEFAULT_SOURCE_ID.to_owned(),
             hub_ca_pin: None,
+            join_token: None,
             accept_unsigned_from: None,
             applier: ApplierConfig::Sim {
                 ready_delay: Duration::from_secs(2),

@@ -63,6 +63,15 @@ struct Cli {
     /// sees and keeps it.
     #[arg(long, env = "OCM_EDGE_HUB_CA_PIN", value_name = "sha256:HEX", value_parser = parse_pin)]
     hub_ca_pin: Option<ocm_edge_mqtt::CaPin>,
+    /// Join token from `ocm-edge token create`: the hub's embedded broker lets a cluster it has
+    /// not accepted in only with one. Not needed once the cluster is accepted.
+    #[arg(
+        long,
+        env = "OCM_EDGE_JOIN_TOKEN",
+        value_name = "TOKEN",
+        hide_env_values = true
+    )]
+    token: Option<String>,
     /// INSECURE: take specs without the hub's signature from SOURCE (which must be --source-id),
     /// for a source that does not sign, such as maestro. Anyone who can publish on the cluster's
     /// topics can then make it apply anything: use only with a broker whose ACLs you trust.
@@ -237,6 +246,7 @@ async fn main() -> anyhow::Result<()> {
     );
     cfg.source_id = cli.source_id.clone();
     cfg.hub_ca_pin = cli.hub_ca_pin;
+    cfg.join_token = cli.token.clone();
     cfg.accept_unsigned_from = cli.accept_unsigned_specs_from.clone();
     cfg.broker_username = cli.broker.broker_username.clone();
     cfg.broker_password = cli.broker.broker_password.clone();

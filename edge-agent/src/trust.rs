@@ -353,14 +353,16 @@ impl AgentKey {
     }
 
     /// The MQTT password that proves this key to the hub's embedded broker when logging in as
-    /// `username` (the cluster) with `client_id` (`ocm_edge_schemas::wire::login`).
-    pub fn login_password(&self, username: &str, client_id: &str) -> String {
+    /// `username` (the cluster) with `client_id`, with the join token a cluster needs until the
+    /// hub accepts it (`ocm_edge_schemas::wire::login`).
+    pub fn login_password(&self, username: &str, client_id: &str, token: Option<&str>) -> String {
         let signature = self.key.sign(&signed_bytes(
             &ocm_edge_schemas::wire::login::agent_login_message(username, client_id),
         ));
         ocm_edge_schemas::wire::login::agent_key_password(
             &self.public,
             &BASE64.encode(signature.as_ref()),
+            token,
         )
     }
 

@@ -60,6 +60,7 @@ use crate::admin::server;
 use crate::availability::AvailabilityConfig;
 use crate::config::{AdminAuth, BrokerConfig, EmbeddedSecurity, HubConfig};
 use crate::core::{AgentInput, Change, CoreConfig, HubCore, Outbound, Presence, Record, counter};
+use crate::join_token::JoinTokens;
 use crate::logins::{HubLogins, Standings, dashboard_password, random_password};
 use crate::pki::{HubPki, PkiError, default_serving_names};
 use crate::signing::{EventSigner, check_agent_signature};
@@ -281,11 +282,13 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
                     ca = Some((pki.pin(), pki.ca_file()));
                     let hub_password = random_password();
                     let (dashboard_file, dashboard_password) = dashboard_password(&cfg.data_dir)?;
+                    let tokens = Arc::new(JoinTokens::load_or_create(&cfg.data_dir)?);
                     let check = Arc::new(HubLogins::new(
                         hub_password.clone(),
                         Some(dashboard_password),
                         authenticator.clone(),
                         keys.clone(),
+                        tokens,
                     ));
                     logins = Some(check.clone());
                     own_login = Some(Credentials {

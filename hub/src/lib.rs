@@ -18,6 +18,8 @@
 //!   store, MQTT session, core and admin server;
 //!   one task owns the core and ticks it at the next availability deadline or requeue time.
 //! - [`config`]: [`HubConfig`] and [`BrokerConfig`].
+//! - [`logins`] and [`join_token`]: who may log in to the embedded broker (keys, credentials,
+//!   join tokens).
 //! - [`pki`]: the hub's CA (created at first start) and the embedded broker's TLS certificate.
 //! - [`dashboard`]: the retained dashboard topics (summary, per cluster, per work).
 //! - [`admin`]: the admin API over MQTT 5 request/response: the message types (re-exported from
@@ -36,6 +38,7 @@ pub mod dashboard;
 pub mod demo;
 pub mod events;
 pub mod hub;
+pub mod join_token;
 pub mod logins;
 pub mod pki;
 pub mod placement;

@@ -9,7 +9,7 @@
 //! - an edge cluster, as its name: a login proof made with the agent's own key
 //!   (`ocm_edge_schemas::wire::login`). An accepted cluster gets in only with the key bound at
 //!   `cluster accept`. A cluster the hub has not accepted (pending, denied, or new) gets in with
-//!   any key as a cluster asking to join: it may publish its join request and read its own spec
+//!   any key and a valid join token ([`crate::join_token`]) as a cluster asking to join: it may publish its join request and read its own spec
 //!   topic, where the hub sends nothing to a cluster it has not accepted. (That is how a
 //!   reinstalled agent with a new key is re-admitted: `cluster deny`, its join request carries
 //!   the new key, `cluster accept`.) A cluster accepted without a key (an agent that does not
@@ -35,6 +35,7 @@ use ring::signature::{ED25519, UnparsedPublicKey};
 
 use crate::admin::credential::Authenticator;
 use crate::core::ClusterRecord;
+use crate::join_token::{JoinTokens, TokenError};
 use crate::pki::PkiError;
 
 /// The dashboard identity's password, in the hub's data directory.
@@ -124,6 +125,8 @@ pub struct HubLogins {
     /// password, as they may send anything.
     operators: Option<Authenticator>,
     standings: Standings,
+    /// Checks the join token of a cluster the hub has not accepted.
+    tokens: Arc<JoinTokens>,
     /// The key each cluster's live agent session logged in with.
     live: Mutex<HashMap<String, Vec<u8>>>,
 }
@@ -140,12 +143,14 @@ impl HubLogins {
         dashboard_password: Option<String>,
         operators: Option<Authenticator>,
         standings: Standings,
+        tokens: Arc<JoinTokens>,
     ) -> Self {
         HubLogins {
             hub_password,
             dashboard_password,
             operators,
             standings,
+            tokens,
             live: Mutex::new(HashMap::new()),
         }
     }
@@ -168,11 +173,12 @@ impl HubLogins {
     }
 
     fn check_cluster(&self, cluster: &str, client_id: &str, password: &str) -> Result<(), String> {
-        let (public_key, signature) = match login::parse(password) {
+        let (public_key, signature, token) = match login::parse(password) {
             Ok(LoginProof::AgentKey {
                 public_key,
                 signature,
-            }) => (public_key, signature),
+                token,
+            }) => (public_key, signature, token),
             Ok(LoginProof::Credential { .. }) => {
                 return Err(format!(
                     "an admin credential logs in as {OPERATOR_USER}, not as cluster {cluster:?}"
@@ -214,10 +220,19 @@ impl HubLogins {
                     key_id(&key)
                 ));
             }
-            // Pending or denied: let in as a cluster asking to join, whose join request may
-            // carry a new key (how an admin re-keys a cluster: deny, then accept its new key).
-            // The hub sends such a cluster nothing.
-            Some(Standing::Accepted(Some(_)) | Standing::Denied) | None => {}
+            Some(Standing::Accepted(Some(_))) => {}
+            // New, pending or denied: let in with a join token as a cluster asking to join,
+            // whose join request may carry a new key (how an admin re-keys a cluster: deny,
+            // then accept its new key). The hub sends such a cluster nothing.
+            Some(Standing::Denied) | None => {
+                let checked = match token {
+                    Some(t) => self.tokens.check(t, Utc::now()),
+                    None => Err(TokenError::Missing),
+                };
+                let id =
+                    checked.map_err(|e| format!("cluster {cluster:?} is not accepted: {e}"))?;
+                tracing::info!(%cluster, key = %key_id(&key), token = %id, "a cluster asking to join logged in with a join token");
+            }
         }
         self.live
             .lock()

@@ -334,7 +334,7 @@ fn read(path: &Path) -> Result<String, PkiError> {
     })
 }
 
-fn create_private_dir(dir: &Path) -> Result<(), PkiError> {
+pub(crate) fn create_private_dir(dir: &Path) -> Result<(), PkiError> {
     let io = |e: std::io::Error| PkiError::Io {
         path: dir.to_owned(),
         reason: e.to_string(),

@@ -75,10 +75,23 @@ impl TestHub {
 
     /// Starts a simulated agent for `name`, waits for its join request, accepts it with the CLI,
     /// and waits until the agent hears it was accepted.
+    /// A join token from `ocm-edge token create` on the hub's data directory.
+    async fn join_token(&self) -> String {
+        let out = self.cli(&["token", "create", "--ttl", "1h"]).await;
+        assert_success(&out);
+        stdout(&out)
+            .lines()
+            .find(|l| l.starts_with("oet1."))
+            .unwrap_or_else(|| panic!("no token printed: {}", stdout(&out)))
+            .to_owned()
+    }
+
     async fn accepted_cluster(&self, name: &str) -> AgentHandle {
         let mut cfg = AgentConfig::new(name, &self.url, self.dir.path().join(name));
-        // The agent trusts the hub by its CA's pin, as `ocm-edge hub` tells agents to.
+        // The agent trusts the hub by its CA's pin and joins with a token, as `ocm-edge hub`
+        // tells agents to.
         cfg.tls.ca_pin = self.hub.as_ref().and_then(HubHandle::ca_pin);
+        cfg.join_token = Some(self.join_token().await);
         cfg.applier = ApplierConfig::Sim {
             ready_delay: Duration::from_millis(200),
         };

@@ -215,10 +215,28 @@ async fn the_default_hub_takes_only_tls_and_clients_that_trust_its_ca() {
         .await
         .expect("the CA file is trusted");
 
-    // An agent given the pin joins; an operator on another machine accepts it with the pin and
-    // the admin credential the hub wrote at its first start.
+    // An agent given the pin but no join token is kept out; with a token from `ocm-edge token
+    // create` it joins, and an operator on another machine accepts it with the pin and the admin
+    // credential the hub wrote at its first start.
+    let out = ocm_edge(&["token", "create", "--data-dir", data.to_str().unwrap()]).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let printed = String::from_utf8_lossy(&out.stdout).to_string();
+    let token = printed
+        .lines()
+        .find(|l| l.starts_with("oet1."))
+        .unwrap_or_else(|| panic!("no token in {printed}"))
+        .to_owned();
+    assert!(
+        printed.contains(&format!("--broker-ca-pin {pin}")) && printed.contains("--token oet1."),
+        "the agent's command line is printed: {printed}"
+    );
     let mut cfg = AgentConfig::new("edge-1", &hub.url, dir.path().join("edge-1"));
     cfg.tls = pinned(pin);
+    cfg.join_token = Some(token);
     cfg.applier = ApplierConfig::Sim {
         ready_delay: Duration::from_millis(100),
     };

@@ -101,6 +101,8 @@ pub struct Fleet {
     hub: Option<HubHandle>,
     agents: BTreeMap<String, RunningAgent>,
     admin: tokio::sync::OnceCell<AdminClient>,
+    /// The join token agents get with [`FleetOptions::hub_broker`].
+    join_token: Option<String>,
 }
 
 #[derive(Debug)]
@@ -187,6 +189,7 @@ impl Fleet {
             hub: None,
             agents: BTreeMap::new(),
             admin: tokio::sync::OnceCell::new(),
+            join_token: None,
         }
     }
 
@@ -236,6 +239,9 @@ impl Fleet {
         if self.opts.hub_broker {
             self.broker_url = hub.broker_url();
             self.opts.broker_ca_file = hub.ca_file().map(std::path::Path::to_path_buf);
+            if self.join_token.is_none() {
+                self.join_token = Some(self.new_join_token(chrono::Duration::hours(24)).token);
+            }
         }
         // Until it has subscribed, what agents publish does not reach it (the broker keeps nothing).
         tokio::time::timeout(WAIT, hub.subscribed())
@@ -249,6 +255,21 @@ impl Fleet {
         if let Some(hub) = self.hub.take() {
             hub.shutdown().await.expect("hub stops cleanly");
         }
+    }
+
+    /// A new join token of the hub's data directory, valid for `ttl` from now (negative: expired).
+    ///
+    /// # Panics
+    /// When the hub's token key cannot be read or made.
+    pub fn new_join_token(&self, ttl: chrono::Duration) -> ocm_edge_hub::join_token::JoinToken {
+        ocm_edge_hub::join_token::JoinTokens::load_or_create(&self.dir.path().join("hub"))
+            .and_then(|t| t.create(ttl, chrono::Utc::now()))
+            .expect("a join token")
+    }
+
+    /// The hub's data directory.
+    pub fn hub_dir(&self) -> PathBuf {
+        self.dir.path().join("hub")
     }
 
     /// The running hub.
@@ -282,6 +303,8 @@ impl Fleet {
         // Pinned to the hub's CA, as `ocm-edge hub` tells users to (an agent configured before
         // the hub first started trusts the first hub CA it sees).
         cfg.hub_ca_pin = self.hub.as_ref().map(HubHandle::hub_ca_pin);
+        // The hub's own broker wants a join token from a cluster it has not accepted.
+        cfg.join_token = self.join_token.clone();
         if self.opts.logins {
             // The username defaults to the cluster name.
             cfg.broker_password = Some(password_of(cluster));

@@ -1,9 +1,10 @@
 //! The hub's own embedded broker, as `ocm-edge hub` runs it with no flags (TLS with the hub's CA,
 //! logins proven with keys), attacked from clients that reach its port: nobody gets in without
 //! proving an identity, each identity uses only its own topics, a cluster's accepted key cannot be
-//! borrowed by another key, a denied cluster's session is dropped at once, and a reinstalled agent
-//! with a new key is kept out until an admin re-admits it, after which it works again without
-//! anyone touching the agent.
+//! borrowed by another key, a cluster asks to join only with a valid join token, a denied
+//! cluster's session is dropped at once, a reinstalled agent with a new key is kept out until an
+//! admin re-admits it, after which it works again without anyone touching the agent, and an
+//! accepted cluster needs no token any more.
 
 use ocm_edge_agent::trust::{AGENT_KEY_FILE, AgentKey};
 use ocm_edge_hub::admin::messages::ClusterState;
@@ -62,11 +63,16 @@ fn probe_options(fleet: &Fleet, client_id: &str, login: Option<(&str, String)>) 
     }
 }
 
-/// A fresh agent key (its own temporary directory) and the proof it makes for `cluster`.
-fn fresh_key_login(cluster: &str, client_id: &str) -> (tempfile::TempDir, String) {
+/// A fresh agent key (its own temporary directory) and the proof it makes for `cluster`, with
+/// `token`.
+fn fresh_key_login(
+    cluster: &str,
+    client_id: &str,
+    token: Option<&str>,
+) -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().unwrap();
     let key = AgentKey::load_or_create(dir.path()).unwrap();
-    let password = key.login_password(cluster, client_id);
+    let password = key.login_password(cluster, client_id, token);
     (dir, password)
 }
 
@@ -135,8 +141,22 @@ async fn nobody_gets_in_without_proving_who_it_is_and_each_identity_keeps_to_its
         .unwrap();
     let stranger =
         ocm_edge_hub::admin::credential::Credential::from_pem(stranger_pem.as_bytes()).unwrap();
-    let (_k, fresh_b) = fresh_key_login("edge-b", "edge-b-agent");
+    let token = fleet.new_join_token(chrono::Duration::hours(1)).token;
+    let (_k, fresh_b) = fresh_key_login("edge-b", "edge-b-agent", Some(&token));
     let b_key = AgentKey::load_or_create(&fleet.agent_dir("edge-b")).unwrap();
+    let expired = fleet.new_join_token(chrono::Duration::hours(-1)).token;
+    let revoked_token = fleet.new_join_token(chrono::Duration::hours(1));
+    ocm_edge_hub::join_token::revoke(&fleet.hub_dir(), &revoked_token.id).unwrap();
+    let revoked = revoked_token.token;
+    let foreign = ocm_edge_hub::join_token::JoinTokens::load_or_create(other_hub.path())
+        .unwrap()
+        .create(chrono::Duration::hours(1), chrono::Utc::now())
+        .unwrap()
+        .token;
+    let stretched = {
+        let parts: Vec<&str> = token.split('.').collect();
+        format!("oet1.{}.{}.{}", parts[1], 4_000_000_000i64, parts[3])
+    };
     let attempts = [
         ("anonymous", probe_options(&fleet, "anon-1", None)),
         (
@@ -171,7 +191,10 @@ async fn nobody_gets_in_without_proving_who_it_is_and_each_identity_keeps_to_its
             probe_options(
                 &fleet,
                 "edge-b-probe",
-                Some(("edge-b", b_key.login_password("edge-b", "edge-b-probe"))),
+                Some((
+                    "edge-b",
+                    b_key.login_password("edge-b", "edge-b-probe", None),
+                )),
             ),
         ),
         (
@@ -179,7 +202,62 @@ async fn nobody_gets_in_without_proving_who_it_is_and_each_identity_keeps_to_its
             probe_options(
                 &fleet,
                 "edge-a-agent",
-                Some(("edge-a", b_key.login_password("edge-b", "edge-b-agent"))),
+                Some((
+                    "edge-a",
+                    b_key.login_password("edge-b", "edge-b-agent", None),
+                )),
+            ),
+        ),
+        (
+            "a newcomer without a join token",
+            probe_options(
+                &fleet,
+                "edge-x-agent",
+                Some(("edge-x", fresh_key_login("edge-x", "edge-x-agent", None).1)),
+            ),
+        ),
+        (
+            "a newcomer with an expired join token",
+            probe_options(
+                &fleet,
+                "edge-x-agent",
+                Some((
+                    "edge-x",
+                    fresh_key_login("edge-x", "edge-x-agent", Some(&expired)).1,
+                )),
+            ),
+        ),
+        (
+            "a newcomer with a revoked join token",
+            probe_options(
+                &fleet,
+                "edge-x-agent",
+                Some((
+                    "edge-x",
+                    fresh_key_login("edge-x", "edge-x-agent", Some(&revoked)).1,
+                )),
+            ),
+        ),
+        (
+            "a newcomer with another hub's join token",
+            probe_options(
+                &fleet,
+                "edge-x-agent",
+                Some((
+                    "edge-x",
+                    fresh_key_login("edge-x", "edge-x-agent", Some(&foreign)).1,
+                )),
+            ),
+        ),
+        (
+            "a newcomer with a join token whose expiry was pushed back",
+            probe_options(
+                &fleet,
+                "edge-x-agent",
+                Some((
+                    "edge-x",
+                    fresh_key_login("edge-x", "edge-x-agent", Some(&stretched)).1,
+                )),
             ),
         ),
     ];
@@ -190,9 +268,9 @@ async fn nobody_gets_in_without_proving_who_it_is_and_each_identity_keeps_to_its
     }
     assert_eq!(stats(&fleet).refused_logins(), n, "every refusal counted");
 
-    // A newcomer (any key: a cluster asking to join) gets in, and may read only its own spec
-    // topic, where the hub sends nothing to a cluster it has not accepted.
-    let (_k, newcomer_login) = fresh_key_login("edge-x", "edge-x-agent");
+    // A newcomer with a valid join token (any key: a cluster asking to join) gets in, and may
+    // read only its own spec topic, where the hub sends nothing to a cluster it has not accepted.
+    let (_k, newcomer_login) = fresh_key_login("edge-x", "edge-x-agent", Some(&token));
     let mut newcomer = Probe::connect_with(
         &url,
         probe_options(&fleet, "edge-x-agent", Some(("edge-x", newcomer_login))),
@@ -374,5 +452,18 @@ async fn a_denied_cluster_is_dropped_at_once_and_a_new_key_waits_for_an_admin() 
         .unwrap();
     write_settings(&fleet, "edge-a", "v3").await;
     wait_mode(&fleet, "edge-a", "v3").await;
+
+    // Once accepted, the cluster needs no token: with every token revoked, its agent restarted
+    // (a cluster back after a long time offline) gets back in by its key alone.
+    let token = fleet
+        .agent_config("edge-a")
+        .join_token
+        .expect("the fleet's agents have a token");
+    let id = token.split('.').nth(1).unwrap().to_owned();
+    ocm_edge_hub::join_token::revoke(&fleet.hub_dir(), &id).unwrap();
+    fleet.kill_agent("edge-a").await;
+    fleet.restart_agent("edge-a").await;
+    write_settings(&fleet, "edge-a", "v4").await;
+    wait_mode(&fleet, "edge-a", "v4").await;
     fleet.shutdown().await;
 }

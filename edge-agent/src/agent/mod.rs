@@ -258,6 +258,7 @@ pub async fn start_agent(cfg: AgentConfig) -> Result<AgentHandle, AgentError> {
         registration: store.registration()?,
         trust,
         refused_unknown_signer: false,
+        login_refused: false,
         key,
         cfg,
         store,
@@ -304,6 +305,9 @@ pub(crate) struct Agent {
     /// An event signed by a key the agent did not know was dropped: it asks for the hub's view
     /// until one comes, then for the specs again.
     refused_unknown_signer: bool,
+    /// The broker refused this agent's last login: ask the hub where the cluster stands once
+    /// back in.
+    login_refused: bool,
     /// When the last piece of an unfinished chunked transfer arrived (or the agent last asked
     /// for the rest of one).
     last_chunk_at: Option<DateTime<Utc>>,
@@ -334,7 +338,11 @@ impl Agent {
             .broker_credentials()
             .unwrap_or_else(|| Credentials {
                 username: self.cfg.cluster_name.clone(),
-                password: self.key.login_password(&self.cfg.cluster_name, &client_id),
+                password: self.key.login_password(
+                    &self.cfg.cluster_name,
+                    &client_id,
+                    self.cfg.join_token.as_deref(),
+                ),
             });
         let mut session_cfg = SessionConfig::new(self.cfg.broker_url()?, client_id);
         session_cfg.keepalive = self.cfg.keepalive;
@@ -448,7 +456,7 @@ impl Agent {
         match ev {
             SessionEvent::Connected {
                 connection: connection_seq,
-                session_present,
+                ..
             } => {
                 tracing::debug!(connection_seq, "connected to the broker");
                 self.publisher = Some(session.publisher());
@@ -466,11 +474,11 @@ impl Agent {
                     }
                     self.send(&birth);
                 }
-                // A new broker session may have lost what the hub sent the old one, its view
-                // of this cluster among it (a broker that restarted, or dropped the session
-                // when the cluster was denied): ask where the cluster stands. The join request
-                // also carries the agent's key, which an admin needs to see after a re-install.
-                if self.wants_hub_view() || !session_present {
+                // After the broker refused this agent's login, its standing at the hub changed
+                // while the agent could not hear it (denied, or accepted with another key): ask
+                // where the cluster stands. The join request also carries the agent's key,
+                // which an admin needs to see after a re-install.
+                if self.wants_hub_view() || std::mem::take(&mut self.login_refused) {
                     self.send_join_request(t);
                 }
                 self.api_healthy = Some(self.applier.health().await);
@@ -499,7 +507,10 @@ impl Agent {
             }
             // Only asked for by wire-level test clients.
             SessionEvent::Acked(_) => {}
-            SessionEvent::Disconnected { .. } => {
+            SessionEvent::Disconnected { why } => {
+                if matches!(why, ocm_edge_mqtt::LinkError::LoginRefused { .. }) {
+                    self.login_refused = true;
+                }
                 if self.publisher.take().is_some() {
                     // The session logged the loss; the agent keeps reconciling from its cache.
                     tracing::debug!("offline; reconciling from the local store");

@@ -171,11 +171,24 @@ pub async fn run(global: &GlobalArgs, args: HubArgs) -> Result<(), CliError> {
     {
         tracing::warn!(broker = %url, "the hub has not reached the broker yet; it keeps trying");
     }
+    // The embedded broker with logins wants a join token from a new cluster.
+    let (token, token_line) = match handle.dashboard_password_file() {
+        Some(dashboard) => (
+            " --token TOKEN",
+            format!(
+                "join tokens: ocm-edge token create --data-dir {data_dir} (prints TOKEN)\n\
+                 dashboards: user ocm-edge-dashboard, password in {}\n",
+                dashboard.display()
+            ),
+        ),
+        None => ("", String::new()),
+    };
     print(&format!(
         "ocm-edge hub running: broker {url}, source id {source_id}, data {data_dir}\n\
          {ca_line}\
          {admin_line}\
-         agents: ocm-edge-agent --cluster-name NAME --broker {url}{trust}\n\
+         {token_line}\
+         agents: ocm-edge-agent --cluster-name NAME --broker {url}{trust}{token}\n\
          then: ocm-edge cluster accept NAME\n"
     ))?;
     shutdown.await;

@@ -25,6 +25,7 @@ pub mod manifests;
 pub mod output;
 pub mod placement;
 pub mod rollout;
+pub mod token;
 pub mod user;
 pub mod work;
 
@@ -174,6 +175,9 @@ pub enum Command {
     /// Create admin API credentials for users (on the hub's machine).
     #[command(subcommand)]
     User(user::UserCommand),
+    /// Create and revoke join tokens for new clusters (on the hub's machine).
+    #[command(subcommand)]
+    Token(token::TokenCommand),
     /// Run a self-contained demo: broker, hub and three simulated clusters in one process.
     #[cfg(feature = "demo")]
     Demo(DemoArgs),
@@ -230,6 +234,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Rollout(cmd) => rollout::run(&cli.global, cmd).await,
         Command::Delete(args) => delete::run(&cli.global, args).await,
         Command::User(cmd) => output::print(&user::run(cmd)?),
+        Command::Token(cmd) => output::print(&token::run(cmd)?),
         #[cfg(feature = "demo")]
         Command::Demo(args) => {
             let options = crate::demo::DemoOptions {

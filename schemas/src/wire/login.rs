@@ -20,7 +20,8 @@
 
 use super::MqttMessage;
 
-/// Prefix of an agent's key login: `ocm-edge-agent-key-v1:<public key>:<signature>` (base64).
+/// Prefix of an agent's key login: `ocm-edge-agent-key-v1:<public key>:<signature>` (base64),
+/// then `:<join token>` while its cluster has not been accepted.
 pub const AGENT_KEY_PREFIX: &str = "ocm-edge-agent-key-v1:";
 /// Prefix of a credential login: `ocm-edge-credential-v1:<certificate DER>:<signature>` (base64).
 pub const CREDENTIAL_PREFIX: &str = "ocm-edge-credential-v1:";
@@ -40,6 +41,9 @@ pub enum LoginProof<'a> {
         public_key: &'a str,
         /// Signature, base64.
         signature: &'a str,
+        /// The join token (`ocm-edge token create`), which a cluster the hub has not accepted
+        /// needs to get in.
+        token: Option<&'a str>,
     },
     /// An admin credential and its signature (see the module).
     Credential {
@@ -72,11 +76,22 @@ pub fn parse(password: &str) -> Result<LoginProof<'_>, LoginError> {
         return Err(LoginError::TooLong);
     }
     if let Some(rest) = password.strip_prefix(AGENT_KEY_PREFIX) {
-        let (public_key, signature) =
-            two_fields(rest, "a key login has exactly a key and a signature")?;
+        let what = "a key login has a key, a signature and at most a join token";
+        let (public_key, rest) = rest.split_once(':').ok_or(LoginError::Malformed(what))?;
+        let (signature, token) = match rest.split_once(':') {
+            Some((signature, token)) => (signature, Some(token)),
+            None => (rest, None),
+        };
+        if public_key.is_empty()
+            || signature.is_empty()
+            || token.is_some_and(|t| t.is_empty() || t.contains(':'))
+        {
+            return Err(LoginError::Malformed(what));
+        }
         return Ok(LoginProof::AgentKey {
             public_key,
             signature,
+            token,
         });
     }
     if let Some(rest) = password.strip_prefix(CREDENTIAL_PREFIX) {
@@ -99,9 +114,16 @@ fn two_fields<'a>(s: &'a str, what: &'static str) -> Result<(&'a str, &'a str), 
     }
 }
 
-/// The password of an agent's key login.
-pub fn agent_key_password(public_key_base64: &str, signature_base64: &str) -> String {
-    format!("{AGENT_KEY_PREFIX}{public_key_base64}:{signature_base64}")
+/// The password of an agent's key login, with the join token while it has one.
+pub fn agent_key_password(
+    public_key_base64: &str,
+    signature_base64: &str,
+    token: Option<&str>,
+) -> String {
+    match token {
+        Some(t) => format!("{AGENT_KEY_PREFIX}{public_key_base64}:{signature_base64}:{t}"),
+        None => format!("{AGENT_KEY_PREFIX}{public_key_base64}:{signature_base64}"),
+    }
 }
 
 /// The password of a credential login.
@@ -140,12 +162,22 @@ mod tests {
 
     #[test]
     fn proofs_read_back_as_written() {
-        let p = agent_key_password("a2V5", "c2ln");
+        let p = agent_key_password("a2V5", "c2ln", None);
         assert_eq!(
             parse(&p),
             Ok(LoginProof::AgentKey {
                 public_key: "a2V5",
-                signature: "c2ln"
+                signature: "c2ln",
+                token: None,
+            })
+        );
+        let p = agent_key_password("a2V5", "c2ln", Some("oet1.0a0b0c0d.1.bWFj"));
+        assert_eq!(
+            parse(&p),
+            Ok(LoginProof::AgentKey {
+                public_key: "a2V5",
+                signature: "c2ln",
+                token: Some("oet1.0a0b0c0d.1.bWFj"),
             })
         );
         let p = credential_password("Y2VydA==", "c2ln");
@@ -166,7 +198,8 @@ mod tests {
             "ocm-edge-agent-key-v1:",
             "ocm-edge-agent-key-v1:key",
             "ocm-edge-agent-key-v1::sig",
-            "ocm-edge-agent-key-v1:key:sig:more",
+            "ocm-edge-agent-key-v1:key:sig:",
+            "ocm-edge-agent-key-v1:key:sig:token:more",
             "ocm-edge-credential-v1:cert",
             "ocm-edge-credential-v1::sig",
             "ocm-edge-credential-v1:cert:12:sig",
