@@ -1,15 +1,16 @@
 //! `ocm-edge demo`: the whole loop in one process, in about a minute, with simulated clusters.
 //!
-//! 1. A CA of its own, an embedded broker with TLS on a free port, the hub on it (data in a
-//!    temporary directory) and three agents with the sim applier (simulated clusters: no
-//!    Kubernetes runs) that trust the broker by the CA's pin, as real agents do.
+//! 1. The hub as `ocm-edge hub` runs it, on a free port (data in a temporary directory): its own
+//!    CA, its embedded broker with TLS and logins, and three agents with the sim applier
+//!    (simulated clusters: no Kubernetes runs) that trust it by the CA's pin and log in with
+//!    their own keys, as real agents do; the demo's admin client uses the first admin credential.
 //! 2. The clusters ask to join; the demo accepts them through the admin API, as an operator would.
 //! 3. A sample work (Namespace, ConfigMap, nginx Deployment with status feedback) goes to all three;
 //!    the status table is printed as it converges.
-//! 4. The hub is stopped. The agents keep reconciling from their own store: drift injected into
-//!    two simulated clusters is corrected with no hub.
-//! 5. The hub restarts on the same data dir, recovers its state, and an update (3 replicas) rolls
-//!    out to every cluster; the final table is printed.
+//! 4. The hub is stopped, and its broker with it. The agents keep reconciling from their own
+//!    store: drift injected into two simulated clusters is corrected with no hub and no link.
+//! 5. The hub restarts on the same data dir and port, recovers its state, the agents reconnect on
+//!    their own, and an update (3 replicas) rolls out to every cluster; the final table is printed.
 //!
 //! Every wait is bounded by [`DemoOptions::converge_timeout`]; a fleet that does not converge makes
 //! the demo fail with the last table it saw.
@@ -21,7 +22,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use ocm_edge_agent::{AgentConfig, AgentHandle, ApplierConfig, SimControl, start_agent};
-use ocm_edge_mqtt::broker::{EmbeddedOptions, start_embedded_with};
 use ocm_edge_mqtt::{CaPin, TlsFiles};
 use ocm_edge_schemas::api::meta::{ConditionStatus, find_condition};
 use ocm_edge_schemas::api::work::{WORK_APPLIED, WORK_AVAILABLE};
@@ -35,7 +35,6 @@ use crate::admin::messages::{ClusterState, ClusterView, WorkView};
 use crate::cli::output::{clusters_table, works_table};
 use crate::cli::work::well_known_feedback;
 use crate::config::{BrokerConfig, HubConfig};
-use crate::pki::HubPki;
 
 /// Demo settings.
 #[derive(Debug, Clone)]
@@ -67,9 +66,6 @@ pub enum DemoError {
     /// The temporary directory could not be made.
     #[error("cannot create the demo's temporary directory: {0}")]
     TempDir(std::io::Error),
-    /// The embedded broker did not start.
-    #[error("cannot start the embedded MQTT broker: {0}")]
-    Broker(String),
     /// The hub did not start.
     #[error("cannot start the hub: {0}")]
     Hub(String),
@@ -126,47 +122,36 @@ pub async fn run(options: DemoOptions, out: &mut impl Write) -> Result<(), DemoE
     )?;
 
     let hub_dir = dir.path().join("hub");
-    // The broker runs outside the hub so the hub can stop and restart while the agents stay
-    // connected; it uses the hub's CA, as `ocm-edge hub` does.
-    let now = chrono::Utc::now();
-    let pki = HubPki::load_or_create(&hub_dir.join("pki"), now)
-        .map_err(|e| DemoError::Broker(e.to_string()))?;
-    let tls = pki
-        .issue_serving(&["127.0.0.1".to_owned()], now)
-        .map_err(|e| DemoError::Broker(e.to_string()))?;
-    let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
-    let options_tls = EmbeddedOptions {
-        tls: Some(tls),
-        ..EmbeddedOptions::default()
-    };
-    let broker = tokio::task::spawn_blocking(move || start_embedded_with(listen, options_tls))
-        .await
-        .map_err(|e| DemoError::Broker(e.to_string()))?
-        .map_err(|e| DemoError::Broker(e.to_string()))?;
-    let url = Endpoint {
-        url: broker.url().to_string(),
-        ca_file: pki.ca_file(),
-        pin: pki.pin(),
-    };
+    let (first, url) = start_demo_hub(
+        &hub_dir,
+        SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+        options.converge_timeout,
+    )
+    .await?;
+    let mut hub = Some(first);
     writeln!(
         out,
-        "[{}] broker listening on {} (TLS only; CA pin {})",
+        "[{}] hub started (source id ocm-edge) with its embedded broker on {} (TLS only, CA pin {}; \
+         every client proves who it is: agents with their own key, the CLI with its admin credential)",
         elapsed(started),
         url.url,
         url.pin
     )?;
 
-    let mut hub = Some(start_demo_hub(&hub_dir, &url, options.converge_timeout).await?);
+    // What `ocm-edge token create` prints, for the agents to ask to join with.
+    let token = crate::join_token::JoinTokens::load_or_create(&hub_dir)
+        .and_then(|t| t.create(chrono::Duration::hours(1), chrono::Utc::now()))
+        .map_err(|e| DemoError::Hub(format!("cannot make a join token: {e}")))?;
     writeln!(
         out,
-        "[{}] hub started (source id ocm-edge)",
-        elapsed(started)
+        "[{}] $ ocm-edge token create --ttl 1h  (join token {} for the agents)",
+        elapsed(started),
+        token.id
     )?;
-
     let mut agents = Vec::new();
     let result = async {
         for i in 1..=options.clusters {
-            let agent = start_demo_agent(i, &url, dir.path()).await?;
+            let agent = start_demo_agent(i, &url, &token.token, dir.path()).await?;
             agents.push(agent);
         }
         writeln!(
@@ -296,7 +281,7 @@ async fn story(
         )
         .await?;
 
-    // Hub down; agents keep working.
+    // Hub down, and its broker with it; agents keep working.
     if let Some(h) = hub.take() {
         h.shutdown()
             .await
@@ -305,7 +290,8 @@ async fn story(
     let down_at = Instant::now();
     writeln!(
         out,
-        "\n[{}] hub STOPPED. The agents keep reconciling from their local store; injecting drift:",
+        "\n[{}] hub STOPPED (and its broker: the agents have no link either). The agents keep \
+         reconciling from their local store; injecting drift:",
         elapsed(started)
     )?;
     if let Some(a) = agents.get(1) {
@@ -359,11 +345,15 @@ async fn story(
     // Keep the hub down for the rest of the announced downtime.
     tokio::time::sleep_until(down_at + options.hub_downtime).await;
 
-    // Hub back on the same data dir.
-    *hub = Some(start_demo_hub(hub_dir, url, options.converge_timeout).await?);
+    // Hub back on the same data dir and port; agents and the admin client reconnect on their own.
+    *hub = Some(
+        start_demo_hub(hub_dir, url.listen, options.converge_timeout)
+            .await?
+            .0,
+    );
     writeln!(
         out,
-        "\n[{}] hub RESTARTED on the same data dir after {} s down",
+        "\n[{}] hub RESTARTED on the same data dir after {} s down; the agents reconnect on their own",
         elapsed(started),
         down_at.elapsed().as_secs()
     )?;
@@ -558,45 +548,64 @@ fn elapsed(started: Instant) -> String {
     format!("{:>4.1}s", started.elapsed().as_secs_f64())
 }
 
+/// Starts the hub with its own embedded broker on `listen`, with every default of `ocm-edge hub`
+/// (TLS with the hub's CA, logins), and waits until it has subscribed.
 async fn start_demo_hub(
     data_dir: &Path,
-    broker: &Endpoint,
+    listen: SocketAddr,
     timeout: Duration,
-) -> Result<crate::hub::HubHandle, DemoError> {
-    let url = &broker.url;
+) -> Result<(crate::hub::HubHandle, Endpoint), DemoError> {
     let mut cfg = HubConfig::new(data_dir);
-    cfg.broker = BrokerConfig::External { url: url.clone() };
-    cfg.broker_tls = TlsFiles {
-        ca_file: Some(broker.ca_file.clone()),
-        ..TlsFiles::default()
-    };
+    cfg.broker = BrokerConfig::Embedded { listen };
     let hub = crate::hub::start_hub(cfg)
         .await
         .map_err(|e| DemoError::Hub(e.to_string()))?;
+    let url = hub.broker_url();
     let ready = tokio::time::timeout(timeout, hub.subscribed()).await;
     if ready.is_err() {
         return Err(DemoError::Hub(format!(
-            "it did not subscribe to the broker at {url} within {} s",
+            "it did not subscribe to its broker at {url} within {} s",
             timeout.as_secs()
         )));
     }
-    Ok(hub)
+    let (Some(pin), Some(ca_file), Some(broker)) =
+        (hub.ca_pin(), hub.ca_file(), hub.embedded_broker())
+    else {
+        return Err(DemoError::Hub(
+            "its embedded broker does not run with TLS".to_owned(),
+        ));
+    };
+    let endpoint = Endpoint {
+        url,
+        listen: broker.addr(),
+        ca_file: ca_file.to_owned(),
+        pin,
+    };
+    Ok((hub, endpoint))
 }
 
-/// The demo's broker and how to trust it.
+/// The hub's broker and how to trust it.
 #[derive(Debug)]
 struct Endpoint {
     url: String,
+    /// Where the broker listens (the port a restart binds again).
+    listen: SocketAddr,
     ca_file: PathBuf,
     pin: CaPin,
 }
 
 const REGIONS: [&str; 5] = ["eu-west", "us-east", "ap-south", "sa-east", "af-south"];
 
-async fn start_demo_agent(i: usize, broker: &Endpoint, dir: &Path) -> Result<DemoAgent, DemoError> {
+async fn start_demo_agent(
+    i: usize,
+    broker: &Endpoint,
+    token: &str,
+    dir: &Path,
+) -> Result<DemoAgent, DemoError> {
     let name = format!("edge-{i}");
     let mut cfg = AgentConfig::new(name.clone(), &broker.url, dir.join("agents").join(&name));
     cfg.tls.ca_pin = Some(broker.pin);
+    cfg.join_token = Some(token.to_owned());
     cfg.applier = ApplierConfig::Sim {
         ready_delay: Duration::from_secs(3),
     };
@@ -607,6 +616,8 @@ async fn start_demo_agent(i: usize, broker: &Endpoint, dir: &Path) -> Result<Dem
     // Short periods so the demo shows leases and drift correction within a minute.
     cfg.lease_duration_seconds = 10;
     cfg.join_retry = Duration::from_secs(3);
+    // Back soon after the hub (and its broker) restart.
+    cfg.reconnect_max = Duration::from_secs(2);
     cfg.reconcile_interval = Duration::from_secs(2);
     let agent_error = |reason: String| DemoError::Agent {
         cluster: name.clone(),

@@ -280,15 +280,24 @@ pub fn asyncapi(catalog: &Catalog) -> Value {
         "defaultContentType": APPLICATION_JSON,
         "servers": {
             "broker": {
-                "host": "localhost:1883",
-                "protocol": "mqtt",
+                "host": "localhost:8883",
+                "protocol": "secure-mqtt",
                 "protocolVersion": "5",
-                "description": "Any MQTT 5 broker: the hub's embedded rmqtt, Mosquitto, EMQX, HiveMQ.",
+                "description": "The hub's embedded rmqtt (TLS with the hub's CA, logins by default), or any MQTT 5 broker: Mosquitto, EMQX, HiveMQ.",
+                "security": [{"$ref": "#/components/securitySchemes/login"}],
             },
         },
         "channels": channels,
         "operations": operations,
-        "components": {"messages": messages},
+        "components": {
+            "messages": messages,
+            "securitySchemes": {
+                "login": {
+                    "type": "userPassword",
+                    "description": "On the hub's embedded broker the username is the identity (an edge cluster's name, `ocm-edge-operator`, `ocm-edge-dashboard`, `ocm-edge-hub`) and the password proves it: `ocm-edge-agent-key-v1:<Ed25519 public key>:<signature>` for an agent, `ocm-edge-credential-v1:<certificate>:<signature>` for the CLI's admin credential (base64; `ocm_edge_schemas::wire::login`), the password in the hub's DATA_DIR/dashboard-password for a dashboard. Each identity may use only its own topics. External brokers use their own usernames, passwords or client certificates (`broker-config/`).",
+                },
+            },
+        },
     }))
 }
 
