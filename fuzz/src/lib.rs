@@ -42,6 +42,65 @@ pub fn admin_authenticator() -> ocm_edge_hub::admin::credential::Authenticator {
     ocm_edge_hub::admin::credential::Authenticator::new(HUB_CA.to_vec())
 }
 
+/// The hub's own password in the `broker_login` target.
+pub const HUB_SECRET: &str = "fuzz-hub-secret";
+/// The dashboard password in the `broker_login` target.
+pub const DASHBOARD_SECRET: &str = "fuzz-dashboard-secret";
+/// The join token key in the `broker_login` target (its seeds carry a token made with it).
+pub const TOKEN_SECRET: [u8; 32] = [2; 32];
+/// The Ed25519 public key of the seed [1; 32], base64: [`CLUSTER`] is accepted with it in the
+/// `broker_login` target, and no seed or input is signed with it.
+pub const BOUND_KEY_BASE64: &str = "iojj3XQJ8ZX9UtstPLpdcspnCb8dlBIb83SIAbQPb1w=";
+
+/// The embedded broker's login check as the hub builds it, with fixed secrets: [`CLUSTER`]
+/// accepted with [`BOUND_KEY_BASE64`], operators by the fixture CA, tokens by [`TOKEN_SECRET`].
+pub fn broker_logins() -> (
+    ocm_edge_hub::logins::HubLogins,
+    std::sync::Arc<ocm_edge_hub::join_token::JoinTokens>,
+) {
+    broker_logins_with(HUB_CA.to_vec())
+}
+
+/// [`broker_logins`] with operators checked against the CA `ca_der`.
+pub fn broker_logins_with(
+    ca_der: Vec<u8>,
+) -> (
+    ocm_edge_hub::logins::HubLogins,
+    std::sync::Arc<ocm_edge_hub::join_token::JoinTokens>,
+) {
+    let core = hub_core();
+    let mut record = core
+        .cluster(CLUSTER)
+        .cloned()
+        .expect("the fixture cluster joined");
+    record.agent_key = Some(BOUND_KEY_BASE64.to_owned());
+    let tokens = std::sync::Arc::new(ocm_edge_hub::join_token::JoinTokens::from_secret(
+        &TOKEN_SECRET,
+        std::path::PathBuf::from("/nonexistent/ocm-edge-fuzz/revoked-join-tokens"),
+    ));
+    let logins = ocm_edge_hub::logins::HubLogins::new(
+        HUB_SECRET.to_owned(),
+        Some(DASHBOARD_SECRET.to_owned()),
+        Some(ocm_edge_hub::admin::credential::Authenticator::new(ca_der)),
+        ocm_edge_hub::logins::Standings::of(&[record]),
+        tokens.clone(),
+    );
+    (logins, tokens)
+}
+
+/// A `broker_login` input: username, client id and password, separated by NUL bytes.
+pub fn login_of(data: &[u8]) -> Option<(String, String, &[u8])> {
+    let mut parts = data.splitn(3, |&b| b == 0);
+    let user = String::from_utf8(parts.next()?.to_vec()).ok()?;
+    let client = String::from_utf8(parts.next()?.to_vec()).ok()?;
+    Some((user, client, parts.next().unwrap_or_default()))
+}
+
+/// The `broker_login` input [`login_of`] reads back as these.
+pub fn login_input(user: &str, client_id: &str, password: &str) -> Vec<u8> {
+    [user.as_bytes(), client_id.as_bytes(), password.as_bytes()].join(&0u8)
+}
+
 /// A fixed clock: fuzzing must be repeatable.
 pub fn now() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 25, 12, 0, 0).unwrap()
@@ -307,6 +366,62 @@ mod seeds {
                     .is_ok()
             );
             write_message("admin_credential", name, &msg);
+        }
+
+        // Logins to the embedded broker, as the hub, a dashboard, the CLI and agents make them.
+        let logins = [
+            (
+                "hub",
+                ocm_edge_mqtt::acl::HUB_USER,
+                "ocm-edge-hub",
+                HUB_SECRET.to_owned(),
+            ),
+            (
+                "dashboard",
+                ocm_edge_mqtt::acl::DASHBOARD_USER,
+                "grafana",
+                DASHBOARD_SECRET.to_owned(),
+            ),
+            (
+                "operator",
+                ocm_edge_mqtt::acl::OPERATOR_USER,
+                "ocm-edge-cli-fuzz",
+                credential.login_password(ocm_edge_mqtt::acl::OPERATOR_USER, "ocm-edge-cli-fuzz"),
+            ),
+        ];
+        let key_dir = tempfile::tempdir().unwrap();
+        let key = ocm_edge_agent::trust::AgentKey::load_or_create(key_dir.path()).unwrap();
+        let token = ocm_edge_hub::join_token::JoinTokens::from_secret(
+            &TOKEN_SECRET,
+            PathBuf::from("/nonexistent"),
+        )
+        .create(chrono::Duration::days(365 * 70), now())
+        .unwrap()
+        .token;
+        // Checked against the CA just written (the targets compile it in at their next build).
+        let (check, _) = broker_logins_with(pki.ca_der().unwrap());
+        use ocm_edge_mqtt::broker::LoginCheck as _;
+        for (name, user, client, password) in logins.into_iter().chain([
+            (
+                "joining",
+                "edge-2",
+                "edge-2-agent",
+                key.login_password("edge-2", "edge-2-agent", Some(&token)),
+            ),
+            (
+                "accepted-other-key",
+                CLUSTER,
+                "edge-1-agent",
+                key.login_password(CLUSTER, "edge-1-agent", None),
+            ),
+        ]) {
+            let ok = check.check(user, client, password.as_bytes()).is_ok();
+            assert_eq!(ok, name != "accepted-other-key", "{name}");
+            std::fs::write(
+                dir("broker_login").join(name),
+                login_input(user, client, &password),
+            )
+            .unwrap();
         }
 
         // maestro's events, and the CLI's YAML fixtures.

@@ -122,6 +122,15 @@ impl JoinTokens {
         })
     }
 
+    /// Tokens with the key `secret` and the revocation list `revoked_file` (fuzzing, tests).
+    pub fn from_secret(secret: &[u8; 32], revoked_file: PathBuf) -> Self {
+        JoinTokens {
+            key: hmac::Key::new(hmac::HMAC_SHA256, secret),
+            revoked_file,
+            revoked: Mutex::new((None, Vec::new())),
+        }
+    }
+
     /// A new token valid until `now + ttl`.
     ///
     /// # Errors

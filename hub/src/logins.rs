@@ -43,7 +43,7 @@ pub const DASHBOARD_PASSWORD_FILE: &str = "dashboard-password";
 
 /// Where a cluster stands, as far as logging in and signing go.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Standing {
+pub enum Standing {
     /// Accepted, with the agent key bound at accept (raw Ed25519 public key) or none.
     Accepted(Option<Vec<u8>>),
     /// Denied.
@@ -65,10 +65,11 @@ impl Standing {
 /// Every cluster's [`Standing`], read by the intakes (signatures) and the broker (logins),
 /// written by the hub task when it stores a cluster.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Standings(Arc<RwLock<HashMap<String, Standing>>>);
+pub struct Standings(Arc<RwLock<HashMap<String, Standing>>>);
 
 impl Standings {
-    pub(crate) fn of(clusters: &[ClusterRecord]) -> Self {
+    /// The standings of `clusters`.
+    pub fn of(clusters: &[ClusterRecord]) -> Self {
         let standings = Standings::default();
         standings.update(clusters.iter());
         standings
@@ -76,7 +77,7 @@ impl Standings {
 
     /// Takes in changed cluster records; returns each cluster whose standing changed, with
     /// its new standing (`None`: pending).
-    pub(crate) fn update<'a>(
+    pub fn update<'a>(
         &self,
         clusters: impl Iterator<Item = &'a ClusterRecord>,
     ) -> Vec<(String, Option<Standing>)> {
@@ -138,7 +139,10 @@ impl std::fmt::Debug for HubLogins {
 }
 
 impl HubLogins {
-    pub(crate) fn new(
+    /// A check letting in the hub with `hub_password`, dashboards with `dashboard_password`,
+    /// operators by a credential `operators` accepts (any password without one), and clusters by
+    /// `standings` and `tokens`.
+    pub fn new(
         hub_password: String,
         dashboard_password: Option<String>,
         operators: Option<Authenticator>,

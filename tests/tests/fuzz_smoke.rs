@@ -1,6 +1,6 @@
 //! A short run of every fuzz target (`fuzz/`, cargo-fuzz with libFuzzer) over its seeds and a few
 //! thousand mutations of them: the decoders that read the network or a file (an agent's message to
-//! the hub, the hub's to an agent, an admin request and its credential, YAML input) must not
+//! the hub, the hub's to an agent, an admin request and its credential, a broker login, YAML input) must not
 //! panic on any of them.
 //! The long runs (10 million executions per target) are done by hand and noted in the README.
 //!
@@ -11,11 +11,12 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const TARGETS: [&str; 5] = [
+const TARGETS: [&str; 6] = [
     "hub_agent_message",
     "agent_inbound",
     "hub_admin_request",
     "admin_credential",
+    "broker_login",
     "yaml_input",
 ];
 const BIN_DIR_ENV: &str = "OCM_EDGE_FUZZ_BIN_DIR";
