@@ -7,7 +7,13 @@ use std::process::Command;
 
 /// Runs `fleet-bench --agents 3 --rounds 2` and returns its RESULT line's fields.
 fn run_small_bench(broker: &str) -> BTreeMap<String, String> {
+    run_small_bench_with(broker, &[])
+}
+
+/// [`run_small_bench`] with more flags.
+fn run_small_bench_with(broker: &str, extra: &[&str]) -> BTreeMap<String, String> {
     let out = Command::new(env!("CARGO_BIN_EXE_fleet-bench"))
+        .args(extra)
         .args([
             "--agents",
             "3",
@@ -72,6 +78,22 @@ fn assert_sensible(fields: &BTreeMap<String, String>, broker: &str) {
 fn fleet_bench_runs_a_small_fleet_on_the_embedded_broker_and_reports_the_hub_process() {
     let fields = run_small_bench("embedded");
     assert_sensible(&fields, "embedded");
+}
+
+#[test]
+fn fleet_bench_runs_a_small_fleet_on_the_secure_default() {
+    // TLS and logins, as `ocm-edge hub` runs by default: the agents join with a token and log in
+    // with their keys, so the fleet converging at all proves the bench set them up that way.
+    let fields = run_small_bench_with("embedded", &["--secure"]);
+    assert_eq!(fields.get("secure").map(String::as_str), Some("true"));
+    assert_eq!(fields.get("agents").map(String::as_str), Some("3"));
+    for key in ["join_s", "converge_s", "hub_cpu_ms_per_cluster"] {
+        assert!(number(&fields, key) > 0.0, "{key}: {fields:?}");
+    }
+    assert!(number(&fields, "hub_rss_end_mb") > 1.0, "{fields:?}");
+    // No spy and no ideal run with logins: nothing counted, no ratio.
+    assert_eq!(number(&fields, "wire_bytes_per_cluster"), 0.0, "{fields:?}");
+    assert!(number(&fields, "ratio").is_nan(), "{fields:?}");
 }
 
 #[test]

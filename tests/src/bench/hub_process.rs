@@ -36,7 +36,12 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(60);
 ///
 /// # Errors
 /// When the hub does not start or stops with an error.
-pub async fn serve(data_dir: PathBuf, broker: &str, intakes: usize) -> anyhow::Result<()> {
+pub async fn serve(
+    data_dir: PathBuf,
+    broker: &str,
+    intakes: usize,
+    secure: bool,
+) -> anyhow::Result<()> {
     let mut cfg = HubConfig::new(data_dir);
     cfg.broker = if broker == "embedded" {
         BrokerConfig::Embedded {
@@ -47,9 +52,11 @@ pub async fn serve(data_dir: PathBuf, broker: &str, intakes: usize) -> anyhow::R
             url: broker.to_owned(),
         }
     };
-    // The figures so far (README, "Performance") are for the plaintext listener; the bench's
-    // simulated agents do not carry the hub's CA yet, so it keeps measuring that path.
-    cfg.embedded_security = EmbeddedSecurity::InsecurePlaintext;
+    // Plaintext unless asked (`fleet-bench --secure`): the figures in the README before that flag
+    // are for the plaintext listener, and the spy and the ideal run need anonymous access.
+    if !secure {
+        cfg.embedded_security = EmbeddedSecurity::InsecurePlaintext;
+    }
     cfg.intakes = intakes;
     let hub = start_hub(cfg).await?;
     tokio::time::timeout(START_TIMEOUT, hub.subscribed())
@@ -81,7 +88,12 @@ impl HubProcess {
     ///
     /// # Errors
     /// When it cannot start or does not say `ready` in time.
-    pub async fn start(data_dir: &Path, broker: &str, intakes: usize) -> anyhow::Result<Self> {
+    pub async fn start(
+        data_dir: &Path,
+        broker: &str,
+        intakes: usize,
+        secure: bool,
+    ) -> anyhow::Result<Self> {
         let exe = std::env::current_exe().context("path of fleet-bench")?;
         let wrapper = std::env::var(WRAPPER_ENV).unwrap_or_default();
         let mut wrapper = wrapper.split_whitespace();
@@ -98,6 +110,7 @@ impl HubProcess {
             .arg("--data-dir")
             .arg(data_dir)
             .args(["--broker", broker, "--intakes", &intakes.to_string()])
+            .args(secure.then_some("--secure"))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .kill_on_drop(true)

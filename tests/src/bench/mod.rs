@@ -52,6 +52,9 @@ pub struct BenchOptions {
     pub rounds: usize,
     /// The hub's agent-event intake sessions ([`HubConfig::intakes`]).
     pub intakes: usize,
+    /// The embedded broker with TLS and logins, as `ocm-edge hub` runs it by default (no spy, no
+    /// ideal transport run then).
+    pub secure: bool,
     /// Where the agents keep their stores (None: beside the hub's, on the same disk). Each real
     /// edge cluster has a disk of its own; thousands of simulated agents sharing one disk
     /// measure that disk's fsync rate instead of the hub (see [`default_agents_dir`]).
@@ -177,6 +180,8 @@ impl RunningBroker {
 pub struct Report {
     /// The broker (`embedded`, `mosquitto` or its URL).
     pub broker: String,
+    /// TLS and logins on the embedded broker (no transport run, no wire bytes).
+    pub secure: bool,
     pub agents: usize,
     pub worker_processes: usize,
     /// The hub's agent-event intake sessions.
@@ -336,7 +341,8 @@ impl std::fmt::Display for Report {
             f,
             "RESULT broker={} agents={} join_s={:.3} accept_s={:.3} first_rollout_s={:.3} converge_s={:.3} \
              transport_s={:.3} ratio={:.3} hub_cpu_ms_per_cluster={:.3} hub_rss_first_mb={:.1} \
-             hub_rss_end_mb={:.1} wire_bytes_per_cluster={:.0} agents_cpu_ms_per_cluster={:.3} intakes={}",
+             hub_rss_end_mb={:.1} wire_bytes_per_cluster={:.0} agents_cpu_ms_per_cluster={:.3} intakes={} \
+             secure={}",
             self.broker,
             self.agents,
             s(self.join),
@@ -350,7 +356,8 @@ impl std::fmt::Display for Report {
             mb(self.hub_memory.rss_kib),
             self.bytes_per_cluster,
             ms(self.agents_cpu_converge) / n,
-            self.intakes
+            self.intakes,
+            self.secure
         )
     }
 }
@@ -358,7 +365,7 @@ impl std::fmt::Display for Report {
 impl Report {
     /// Transport alone / real hub (1.0 = the hub adds nothing to the transport).
     pub fn ratio(&self) -> f64 {
-        if self.converge.is_zero() {
+        if self.converge.is_zero() || self.secure {
             f64::NAN
         } else {
             self.transport.as_secs_f64() / self.converge.as_secs_f64()
@@ -500,13 +507,43 @@ where
 pub async fn run(opts: &BenchOptions, dir: &Path) -> anyhow::Result<Report> {
     let n = opts.agents;
     let broker = RunningBroker::start(&opts.broker).await?;
-    let hub = HubProcess::start(&dir.join("hub"), &broker.for_hub(), opts.intakes)
-        .await
-        .context("hub starts")?;
+    if opts.secure && !matches!(opts.broker, BenchBroker::Embedded) {
+        bail!("--secure is about the hub's embedded broker: use it with --broker embedded");
+    }
+    let hub = HubProcess::start(
+        &dir.join("hub"),
+        &broker.for_hub(),
+        opts.intakes,
+        opts.secure,
+    )
+    .await
+    .context("hub starts")?;
     let url = hub.url().to_owned();
-    let (tally, spy_task) = spy(&url).await?;
+    // With logins nobody may read every cluster's topics: no spy then.
+    let (tally, spy_task) = if opts.secure {
+        (Arc::new(Mutex::new(Tally::default())), None)
+    } else {
+        let (tally, task) = spy(&url).await?;
+        (tally, Some(task))
+    };
+    let ca_file = opts
+        .secure
+        .then(|| dir.join("hub").join("pki").join("ca.pem"));
+    let token = if opts.secure {
+        Some(
+            ocm_edge_hub::join_token::JoinTokens::load_or_create(&dir.join("hub"))?
+                .create(chrono::Duration::hours(24), chrono::Utc::now())?
+                .token,
+        )
+    } else {
+        None
+    };
     let admin_options = ocm_edge_hub::admin::client::ConnectOptions {
         timeout: opts.timeout,
+        tls: ocm_edge_mqtt::TlsFiles {
+            ca_file: ca_file.clone(),
+            ..Default::default()
+        },
         // The first admin credential, written by the hub process at its first start.
         credentials: Some(
             dir.join("hub")
@@ -534,7 +571,15 @@ pub async fn run(opts: &BenchOptions, dir: &Path) -> anyhow::Result<Report> {
             agents_dir.path().display().to_string(),
             "--ready-delay-ms".into(),
             opts.ready_delay.as_millis().to_string(),
-        ],
+        ]
+        .into_iter()
+        .chain(
+            ca_file
+                .iter()
+                .flat_map(|f| ["--ca-file".into(), f.display().to_string()]),
+        )
+        .chain(token.iter().flat_map(|t| ["--token".into(), t.clone()]))
+        .collect::<Vec<String>>(),
     )
     .await?;
     // Polling cheap counters, not lists: listing 10,000 clusters every 50 ms would cost the
@@ -663,16 +708,24 @@ pub async fn run(opts: &BenchOptions, dir: &Path) -> anyhow::Result<Report> {
     };
     workers.stop().await;
 
-    // Transport alone, same broker, same sizes, its own topics.
-    let transport = ideal_transport(&url, opts, spec_bytes, status_bytes).await?;
+    // Transport alone, same broker, same sizes, its own topics (anonymous clients: not with
+    // logins).
+    let transport = if opts.secure {
+        Duration::ZERO
+    } else {
+        ideal_transport(&url, opts, spec_bytes, status_bytes).await?
+    };
 
-    spy_task.abort();
+    if let Some(task) = spy_task {
+        task.abort();
+    }
     admin.disconnect().await;
     let broker_dropped = hub.stop().await?;
     drop(broker);
     Ok(Report {
         broker_dropped,
         broker: opts.broker.to_string(),
+        secure: opts.secure,
         agents: n,
         worker_processes: n.div_ceil(opts.agents_per_process.max(1)),
         intakes: opts.intakes,

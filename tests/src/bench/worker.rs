@@ -29,7 +29,14 @@ pub fn cluster_name(i: usize) -> String {
 #[derive(Debug, Clone)]
 pub enum WorkerMode {
     /// ocm-edge agents with the sim applier, data under `dir`.
-    Real { dir: PathBuf, ready_delay: Duration },
+    Real {
+        dir: PathBuf,
+        ready_delay: Duration,
+        /// The hub's CA, for its TLS broker.
+        ca_file: Option<PathBuf>,
+        /// A join token, for its broker with logins.
+        token: Option<String>,
+    },
     /// Bare clients that answer each message on their sourceevents with `reply_bytes` bytes.
     Ideal { reply_bytes: usize },
 }
@@ -45,12 +52,19 @@ pub async fn run_worker(
     mode: WorkerMode,
 ) -> anyhow::Result<()> {
     match mode {
-        WorkerMode::Real { dir, ready_delay } => {
+        WorkerMode::Real {
+            dir,
+            ready_delay,
+            ca_file,
+            token,
+        } => {
             let mut handles = Vec::with_capacity(count);
             for i in first..first + count {
                 let name = cluster_name(i);
                 let mut cfg = AgentConfig::new(&name, broker_url, dir.join(&name));
                 cfg.applier = ApplierConfig::Sim { ready_delay };
+                cfg.tls.ca_file = ca_file.clone();
+                cfg.join_token = token.clone();
                 // Calm background traffic: the benchmark measures delivery, not housekeeping.
                 cfg.reconcile_interval = Duration::from_secs(30);
                 cfg.keepalive = Duration::from_secs(30);

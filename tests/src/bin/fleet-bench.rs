@@ -58,6 +58,13 @@ struct Args {
     /// on disk). Give a directory on disk to include them.
     #[arg(long, value_name = "DIR")]
     agents_dir: Option<PathBuf>,
+    /// The embedded broker as `ocm-edge hub` runs it by default: TLS with the hub's CA and logins
+    /// (agents prove their keys, joining with a token; the CLI its credential). Without it the
+    /// bench measures the plaintext, anonymous listener (`--insecure-plaintext`), as the figures
+    /// in the README before this flag did. With it there is no spy (nobody may read every
+    /// cluster's topics) and no ideal transport run: no wire bytes, no ratio.
+    #[arg(long)]
+    secure: bool,
     #[command(subcommand)]
     worker: Option<Worker>,
 }
@@ -78,6 +85,12 @@ enum Worker {
         dir: Option<PathBuf>,
         #[arg(long, default_value_t = 0)]
         ready_delay_ms: u64,
+        /// The hub's CA (secure runs).
+        #[arg(long)]
+        ca_file: Option<PathBuf>,
+        /// A join token (secure runs).
+        #[arg(long)]
+        token: Option<String>,
         #[arg(long, default_value_t = 0)]
         reply_bytes: usize,
     },
@@ -90,6 +103,9 @@ enum Worker {
         broker: String,
         #[arg(long)]
         intakes: usize,
+        /// TLS and logins (the hub's defaults) instead of plaintext.
+        #[arg(long)]
+        secure: bool,
     },
 }
 
@@ -107,9 +123,10 @@ async fn main() -> anyhow::Result<()> {
         data_dir,
         broker,
         intakes,
+        secure,
     }) = args.worker
     {
-        return ocm_edge_tests::bench::hub_process::serve(data_dir, &broker, intakes).await;
+        return ocm_edge_tests::bench::hub_process::serve(data_dir, &broker, intakes, secure).await;
     }
     if let Some(Worker::Worker {
         mode,
@@ -119,12 +136,16 @@ async fn main() -> anyhow::Result<()> {
         dir,
         ready_delay_ms,
         reply_bytes,
+        ca_file,
+        token,
     }) = args.worker
     {
         let mode = match mode.as_str() {
             "real" => WorkerMode::Real {
                 dir: dir.ok_or_else(|| anyhow::anyhow!("--dir is required for real workers"))?,
                 ready_delay: Duration::from_millis(ready_delay_ms),
+                ca_file,
+                token,
             },
             "ideal" => WorkerMode::Ideal { reply_bytes },
             other => anyhow::bail!("unknown worker mode {other:?} (real or ideal)"),
@@ -140,6 +161,7 @@ async fn main() -> anyhow::Result<()> {
         broker: args.broker,
         rounds: args.rounds.max(1),
         intakes: args.intakes,
+        secure: args.secure,
         agents_dir: args
             .agents_dir
             .or_else(ocm_edge_tests::bench::default_agents_dir),
