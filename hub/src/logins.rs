@@ -38,6 +38,9 @@ use crate::core::ClusterRecord;
 use crate::join_token::{JoinTokens, TokenError};
 use crate::pki::PkiError;
 
+/// How many clusters' login keys the check remembers (twice the embedded broker's connections).
+const MAX_REMEMBERED_LOGINS: usize = 2 * ocm_edge_mqtt::broker::MAX_CONNECTIONS;
+
 /// The dashboard identity's password, in the hub's data directory.
 pub const DASHBOARD_PASSWORD_FILE: &str = "dashboard-password";
 
@@ -160,16 +163,18 @@ impl HubLogins {
     }
 
     /// The MQTT client ids to drop after `changed` ([`Standings::update`]): a denied cluster's
-    /// agent, and an accepted cluster's agent logged in with a key that is not the bound one.
+    /// agent, and an accepted cluster's agent logged in with a key that is not the bound one
+    /// (or with a key no longer remembered: dropping a session that was fine costs one
+    /// reconnect; keeping one that is not could hand works to the wrong key).
     pub(crate) fn sessions_to_drop(&self, changed: &[(String, Option<Standing>)]) -> Vec<String> {
         let live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
         changed
             .iter()
             .filter(|(cluster, standing)| match standing {
                 Some(Standing::Denied) => true,
-                Some(Standing::Accepted(bound)) => live
-                    .get(cluster)
-                    .is_some_and(|key| bound.as_deref() != Some(key.as_slice())),
+                Some(Standing::Accepted(bound)) => {
+                    live.get(cluster).map(Vec::as_slice) != bound.as_deref()
+                }
                 None => false,
             })
             .map(|(cluster, _)| agent_client_id(cluster))
@@ -238,10 +243,13 @@ impl HubLogins {
                 tracing::info!(%cluster, key = %key_id(&key), token = %id, "a cluster asking to join logged in with a join token");
             }
         }
-        self.live
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(cluster.to_owned(), key);
+        let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+        // Bounded: token holders could log in under any number of names. Forgetting costs at
+        // most one reconnect at the next accept (`sessions_to_drop`).
+        if live.len() >= MAX_REMEMBERED_LOGINS && !live.contains_key(cluster) {
+            live.clear();
+        }
+        live.insert(cluster.to_owned(), key);
         Ok(())
     }
 
@@ -338,4 +346,128 @@ pub(crate) fn dashboard_password(data_dir: &Path) -> Result<(PathBuf, String), P
     let password = random_password();
     crate::pki::write_file(&path, &format!("{password}\n"), true)?;
     Ok((path, password))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::join_token::JoinTokens;
+
+    struct Key {
+        pair: ring::signature::Ed25519KeyPair,
+    }
+
+    impl Key {
+        fn new(seed: u8) -> Self {
+            Key {
+                pair: ring::signature::Ed25519KeyPair::from_seed_unchecked(&[seed; 32]).unwrap(),
+            }
+        }
+
+        fn public(&self) -> Vec<u8> {
+            use ring::signature::KeyPair as _;
+            self.pair.public_key().as_ref().to_vec()
+        }
+
+        fn login(&self, cluster: &str, token: Option<&str>) -> String {
+            let client_id = agent_client_id(cluster);
+            let sig = self.pair.sign(&signed_bytes(&login::agent_login_message(
+                cluster, &client_id,
+            )));
+            login::agent_key_password(
+                &BASE64.encode(self.public()),
+                &BASE64.encode(sig.as_ref()),
+                token,
+            )
+        }
+    }
+
+    fn setup(standings: &[(&str, Standing)]) -> (HubLogins, String, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let tokens = Arc::new(JoinTokens::from_secret(
+            &[9; 32],
+            dir.path().join("revoked-join-tokens"),
+        ));
+        let token = tokens
+            .create(chrono::Duration::hours(1), Utc::now())
+            .unwrap()
+            .token;
+        let s = Standings::default();
+        {
+            let mut map = s.0.write().unwrap();
+            for (name, standing) in standings {
+                map.insert((*name).to_owned(), standing.clone());
+            }
+        }
+        let logins = HubLogins::new("hub-secret".into(), Some("dash".into()), None, s, tokens);
+        (logins, token, dir)
+    }
+
+    fn check(l: &HubLogins, user: &str, password: &str) -> Result<(), String> {
+        l.check(user, &agent_client_id(user), password.as_bytes())
+    }
+
+    #[test]
+    fn an_accepted_cluster_gets_in_with_its_bound_key_only() {
+        let a = Key::new(1);
+        let (l, token, _d) = setup(&[("edge-a", Standing::Accepted(Some(a.public())))]);
+        assert_eq!(check(&l, "edge-a", &a.login("edge-a", None)), Ok(()));
+        let e = check(&l, "edge-a", &Key::new(2).login("edge-a", Some(&token))).unwrap_err();
+        assert!(
+            e.contains("accepted with agent key") && e.contains("cluster deny"),
+            "{e}"
+        );
+        // A proof made for another cluster's name does not carry over.
+        assert!(check(&l, "edge-a", &a.login("edge-b", None)).is_err());
+    }
+
+    #[test]
+    fn a_cluster_not_accepted_needs_a_valid_token() {
+        let k = Key::new(3);
+        let (l, token, _d) = setup(&[("edge-d", Standing::Denied)]);
+        for cluster in ["edge-new", "edge-d"] {
+            let e = check(&l, cluster, &k.login(cluster, None)).unwrap_err();
+            assert!(e.contains("no join token"), "{e}");
+            assert_eq!(check(&l, cluster, &k.login(cluster, Some(&token))), Ok(()));
+        }
+        let e = check(&l, "edge-new", &k.login("edge-new", Some("oet1.x"))).unwrap_err();
+        assert!(e.contains("malformed"), "{e}");
+    }
+
+    #[test]
+    fn keyless_accepted_clusters_and_wrong_secrets_stay_out() {
+        let (l, token, _d) = setup(&[("ocm-agent", Standing::Accepted(None))]);
+        let e = check(
+            &l,
+            "ocm-agent",
+            &Key::new(4).login("ocm-agent", Some(&token)),
+        )
+        .unwrap_err();
+        assert!(e.contains("without an agent key"), "{e}");
+        assert!(l.check(HUB_USER, "ocm-edge-hub", b"guess").is_err());
+        assert_eq!(l.check(HUB_USER, "ocm-edge-hub", b"hub-secret"), Ok(()));
+        assert!(l.check(DASHBOARD_USER, "grafana", b"").is_err());
+        assert_eq!(l.check(DASHBOARD_USER, "grafana", b"dash"), Ok(()));
+        assert!(l.check("edge-x", "edge-x-agent", &[0xff, 0xfe]).is_err());
+    }
+
+    #[test]
+    fn sessions_logged_in_with_another_key_than_the_one_accepted_are_dropped() {
+        let (a, b) = (Key::new(5), Key::new(6));
+        let (l, token, _d) = setup(&[]);
+        assert_eq!(
+            check(&l, "edge-a", &a.login("edge-a", Some(&token))),
+            Ok(())
+        );
+        let drop = |standing: Standing| l.sessions_to_drop(&[("edge-a".into(), Some(standing))]);
+        assert!(drop(Standing::Accepted(Some(a.public()))).is_empty());
+        assert_eq!(drop(Standing::Accepted(Some(b.public()))), ["edge-a-agent"]);
+        assert_eq!(drop(Standing::Denied), ["edge-a-agent"]);
+        assert!(l.sessions_to_drop(&[("edge-a".into(), None)]).is_empty());
+        // A key not remembered: dropped, to be safe.
+        assert_eq!(
+            l.sessions_to_drop(&[("edge-z".into(), Some(Standing::Accepted(Some(a.public()))))]),
+            ["edge-z-agent"]
+        );
+    }
 }
