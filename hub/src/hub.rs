@@ -61,7 +61,7 @@ use crate::availability::AvailabilityConfig;
 use crate::config::{AdminAuth, BrokerConfig, EmbeddedSecurity, HubConfig};
 use crate::core::{AgentInput, Change, CoreConfig, HubCore, Outbound, Presence, Record, counter};
 use crate::join_token::JoinTokens;
-use crate::logins::{HubLogins, Standings, dashboard_password, random_password};
+use crate::logins::{HubLogins, Standing, Standings, dashboard_password, random_password};
 use crate::pki::{HubPki, PkiError, default_serving_names};
 use crate::signing::{EventSigner, check_agent_signature};
 use crate::store::{Store, StoreError};
@@ -1037,6 +1037,25 @@ impl HubLoop {
             }
         }
         let stored_at = std::time::Instant::now();
+        // Standings first, and the broker's sessions made to agree with them, before anything of
+        // this batch is published: a cluster accepted now gets its works only through a session
+        // that proved the bound key; a denied one loses its session and what was queued for it.
+        let changed = self
+            .keys
+            .update(batch.change.records.iter().filter_map(|r| match r {
+                Record::Cluster(c) => Some(&**c),
+                _ => None,
+            }));
+        if let (Some(_), Some(broker)) = (&self.logins, &self.broker) {
+            for (cluster, standing) in &changed {
+                let client_id = crate::logins::agent_client_id(cluster);
+                match standing {
+                    Some(Standing::Denied) => broker.drop_session(&client_id).await,
+                    Some(Standing::Accepted(_)) => broker.enforce_login(&client_id).await,
+                    None => {}
+                }
+            }
+        }
         let now = Utc::now();
         let source = self.core.config().source_id.clone();
         for out in &batch.change.outbound {
@@ -1057,18 +1076,6 @@ impl HubLoop {
                 publish_ms = stored_at.elapsed().as_millis() as u64,
                 "batch published"
             );
-        }
-        let changed = self
-            .keys
-            .update(batch.change.records.iter().filter_map(|r| match r {
-                Record::Cluster(c) => Some(&**c),
-                _ => None,
-            }));
-        if let (Some(logins), Some(broker)) = (&self.logins, &self.broker) {
-            for client_id in logins.sessions_to_drop(&changed) {
-                tracing::info!(client = %client_id, "dropping the broker session of a cluster whose standing changed (denied, or accepted with another key)");
-                broker.disconnect(&client_id);
-            }
         }
         if self.dashboard {
             self.dashboards

@@ -8,12 +8,11 @@
 //! bytes, mode 0600, made at first use). The hub keeps no list of tokens: `ocm-edge token create`
 //! on the hub's machine makes one from the key, and the hub checks the MAC and the expiry.
 //! `ocm-edge token revoke ID` adds the id to `DATA_DIR/revoked-join-tokens` (one id per line),
-//! which the hub reads again whenever it changes. Removing the key file revokes every token at
+//! which the hub reads at every check of a token. A cluster already connected with a token
+//! keeps its connection until it reconnects. Removing the key file revokes every token at
 //! the hub's next start.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::time::SystemTime;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as BASE64URL;
@@ -69,8 +68,6 @@ pub struct JoinToken {
 pub struct JoinTokens {
     key: hmac::Key,
     revoked_file: PathBuf,
-    /// The revoked ids and the modification time of the file they were read at.
-    revoked: Mutex<(Option<SystemTime>, Vec<String>)>,
 }
 
 impl std::fmt::Debug for JoinTokens {
@@ -118,7 +115,6 @@ impl JoinTokens {
         Ok(JoinTokens {
             key: hmac::Key::new(hmac::HMAC_SHA256, &secret),
             revoked_file: data_dir.join(REVOKED_FILE),
-            revoked: Mutex::new((None, Vec::new())),
         })
     }
 
@@ -127,7 +123,6 @@ impl JoinTokens {
         JoinTokens {
             key: hmac::Key::new(hmac::HMAC_SHA256, secret),
             revoked_file,
-            revoked: Mutex::new((None, Vec::new())),
         }
     }
 
@@ -194,22 +189,12 @@ impl JoinTokens {
         BASE64URL.encode(hmac::sign(&self.key, &signed(id, expires)).as_ref())
     }
 
-    /// Whether `id` is in the revocation list (read again when the file changed).
+    /// Whether `id` is in the revocation list, read at every check (only tokens with a valid
+    /// MAC get here: a short file read per cluster asking to join, never stale).
     fn is_revoked(&self, id: &str) -> bool {
-        let modified = std::fs::metadata(&self.revoked_file)
-            .and_then(|m| m.modified())
-            .ok();
-        let mut revoked = self
-            .revoked
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if revoked.0 != modified || modified.is_none() {
-            let ids = std::fs::read_to_string(&self.revoked_file)
-                .map(|text| parse_revoked(&text))
-                .unwrap_or_default();
-            *revoked = (modified, ids);
-        }
-        revoked.1.iter().any(|r| r == id)
+        std::fs::read_to_string(&self.revoked_file)
+            .map(|text| parse_revoked(&text).iter().any(|r| r == id))
+            .unwrap_or(false)
     }
 }
 
@@ -218,6 +203,9 @@ impl JoinTokens {
 /// # Errors
 /// [`PkiError`] when `id` is no token id or the file cannot be written.
 pub fn revoke(data_dir: &Path, id: &str) -> Result<(), PkiError> {
+    // Ids are written in lowercase; one typed in uppercase is the same token.
+    let id = id.to_ascii_lowercase();
+    let id = id.as_str();
     if id.len() != 8 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(PkiError::Io {
             path: data_dir.join(REVOKED_FILE),
@@ -270,7 +258,7 @@ mod tests {
             tokens.check(&t.token, now() + chrono::Duration::hours(24)),
             Err(TokenError::Expired { .. })
         ));
-        revoke(dir.path(), &t.id).unwrap();
+        revoke(dir.path(), &t.id.to_ascii_uppercase()).unwrap();
         assert_eq!(
             tokens.check(&t.token, now()),
             Err(TokenError::Revoked { id: t.id.clone() })

@@ -15,13 +15,14 @@
 //!   the new key, `cluster accept`.) A cluster accepted without a key (an agent that does not
 //!   sign, e.g. OCM's) cannot log in to the embedded broker: serve it through an external broker.
 //!
-//! When a cluster is denied, or accepted with a key other than the one its live session logged
-//! in with, the hub drops that session and what the broker queued for it
-//! ([`HubLogins::sessions_to_drop`]).
+//! Every SUBSCRIBE checks the session's login again ([`LoginCheck::still_valid`]). When a cluster
+//! is denied the hub drops its session and what the broker queued for it; when one is accepted,
+//! it drops the session unless its login proves the bound key; both before it publishes anything
+//! of that change (`hub::commit`).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
@@ -37,9 +38,6 @@ use crate::admin::credential::Authenticator;
 use crate::core::ClusterRecord;
 use crate::join_token::{JoinTokens, TokenError};
 use crate::pki::PkiError;
-
-/// How many clusters' login keys the check remembers (twice the embedded broker's connections).
-const MAX_REMEMBERED_LOGINS: usize = 2 * ocm_edge_mqtt::broker::MAX_CONNECTIONS;
 
 /// The dashboard identity's password, in the hub's data directory.
 pub const DASHBOARD_PASSWORD_FILE: &str = "dashboard-password";
@@ -131,8 +129,6 @@ pub struct HubLogins {
     standings: Standings,
     /// Checks the join token of a cluster the hub has not accepted.
     tokens: Arc<JoinTokens>,
-    /// The key each cluster's live agent session logged in with.
-    live: Mutex<HashMap<String, Vec<u8>>>,
 }
 
 impl std::fmt::Debug for HubLogins {
@@ -158,30 +154,20 @@ impl HubLogins {
             operators,
             standings,
             tokens,
-            live: Mutex::new(HashMap::new()),
         }
     }
 
-    /// The MQTT client ids to drop after `changed` ([`Standings::update`]): a denied cluster's
-    /// agent, and an accepted cluster's agent logged in with a key that is not the bound one
-    /// (or with a key no longer remembered: dropping a session that was fine costs one
-    /// reconnect; keeping one that is not could hand works to the wrong key).
-    pub(crate) fn sessions_to_drop(&self, changed: &[(String, Option<Standing>)]) -> Vec<String> {
-        let live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
-        changed
-            .iter()
-            .filter(|(cluster, standing)| match standing {
-                Some(Standing::Denied) => true,
-                Some(Standing::Accepted(bound)) => {
-                    live.get(cluster).map(Vec::as_slice) != bound.as_deref()
-                }
-                None => false,
-            })
-            .map(|(cluster, _)| agent_client_id(cluster))
-            .collect()
-    }
-
-    fn check_cluster(&self, cluster: &str, client_id: &str, password: &str) -> Result<(), String> {
+    /// `log`: say so when a cluster asking to join gets in (not on re-checks).
+    fn check_cluster(
+        &self,
+        cluster: &str,
+        client_id: &str,
+        password: &str,
+        log: bool,
+    ) -> Result<(), String> {
+        // Cheap refusals first: a name that can be no cluster costs no signature check.
+        ocm_edge_schemas::validate::validate_cluster_name(cluster)
+            .map_err(|e| format!("{e} (a cluster logs in with its name as the username)"))?;
         let (public_key, signature, token) = match login::parse(password) {
             Ok(LoginProof::AgentKey {
                 public_key,
@@ -240,16 +226,11 @@ impl HubLogins {
                 };
                 let id =
                     checked.map_err(|e| format!("cluster {cluster:?} is not accepted: {e}"))?;
-                tracing::info!(%cluster, key = %key_id(&key), token = %id, "a cluster asking to join logged in with a join token");
+                if log {
+                    tracing::info!(%cluster, key = %key_id(&key), token = %id, "a cluster asking to join logged in with a join token");
+                }
             }
         }
-        let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
-        // Bounded: token holders could log in under any number of names. Forgetting costs at
-        // most one reconnect at the next accept (`sessions_to_drop`).
-        if live.len() >= MAX_REMEMBERED_LOGINS && !live.contains_key(cluster) {
-            live.clear();
-        }
-        live.insert(cluster.to_owned(), key);
         Ok(())
     }
 
@@ -296,7 +277,21 @@ impl LoginCheck for HubLogins {
                     "wrong password for {DASHBOARD_USER} (it is in the hub's DATA_DIR/{DASHBOARD_PASSWORD_FILE})"
                 )),
             },
-            cluster => self.check_cluster(cluster, client_id, password),
+            cluster => self.check_cluster(cluster, client_id, password, true),
+        }
+    }
+
+    fn still_valid(&self, username: &str, client_id: &str, password: &[u8]) -> bool {
+        let Ok(password) = std::str::from_utf8(password) else {
+            return false;
+        };
+        match username {
+            HUB_USER | OPERATOR_USER | DASHBOARD_USER => {
+                self.check(username, client_id, password.as_bytes()).is_ok()
+            }
+            cluster => self
+                .check_cluster(cluster, client_id, password, false)
+                .is_ok(),
         }
     }
 }
@@ -452,22 +447,41 @@ mod tests {
     }
 
     #[test]
-    fn sessions_logged_in_with_another_key_than_the_one_accepted_are_dropped() {
+    fn a_login_stops_holding_when_the_cluster_is_accepted_with_another_key_or_denied() {
         let (a, b) = (Key::new(5), Key::new(6));
         let (l, token, _d) = setup(&[]);
-        assert_eq!(
-            check(&l, "edge-a", &a.login("edge-a", Some(&token))),
-            Ok(())
-        );
-        let drop = |standing: Standing| l.sessions_to_drop(&[("edge-a".into(), Some(standing))]);
-        assert!(drop(Standing::Accepted(Some(a.public()))).is_empty());
-        assert_eq!(drop(Standing::Accepted(Some(b.public()))), ["edge-a-agent"]);
-        assert_eq!(drop(Standing::Denied), ["edge-a-agent"]);
-        assert!(l.sessions_to_drop(&[("edge-a".into(), None)]).is_empty());
-        // A key not remembered: dropped, to be safe.
-        assert_eq!(
-            l.sessions_to_drop(&[("edge-z".into(), Some(Standing::Accepted(Some(a.public()))))]),
-            ["edge-z-agent"]
-        );
+        let joined = a.login("edge-a", Some(&token));
+        assert!(l.still_valid("edge-a", "edge-a-agent", joined.as_bytes()));
+        let set = |standing: Standing| {
+            l.standings
+                .0
+                .write()
+                .unwrap()
+                .insert("edge-a".into(), standing);
+        };
+        set(Standing::Accepted(Some(a.public())));
+        assert!(l.still_valid("edge-a", "edge-a-agent", joined.as_bytes()));
+        set(Standing::Accepted(Some(b.public())));
+        assert!(!l.still_valid("edge-a", "edge-a-agent", joined.as_bytes()));
+        // Denied: only a cluster asking to join with a valid token, as a new one.
+        set(Standing::Denied);
+        assert!(l.still_valid("edge-a", "edge-a-agent", joined.as_bytes()));
+        assert!(!l.still_valid("edge-a", "edge-a-agent", a.login("edge-a", None).as_bytes()));
+    }
+
+    #[test]
+    fn a_username_that_can_be_no_cluster_is_refused_before_any_signature_check() {
+        let (l, token, _d) = setup(&[]);
+        let long = "a".repeat(300);
+        for name in [long.as_str(), "Edge_A", "-edge"] {
+            let e = l
+                .check(
+                    name,
+                    &agent_client_id(name),
+                    Key::new(7).login(name, Some(&token)).as_bytes(),
+                )
+                .unwrap_err();
+            assert!(e.contains("username"), "{name}: {e}");
+        }
     }
 }

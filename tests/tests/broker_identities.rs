@@ -371,12 +371,17 @@ async fn a_denied_cluster_is_dropped_at_once_and_a_new_key_waits_for_an_admin() 
     })
     .await
     .unwrap();
-    // The agent comes back as a cluster asking to join; the hub sends it no work.
+    // The agent comes back as a cluster asking to join, hears it was denied, and gets no work.
     wait_until(
         "the agent reconnects as a joining cluster",
         WAIT,
         || async { fleet.counters("edge-a").connections > connections },
     )
+    .await
+    .unwrap();
+    wait_until("the agent hears it was denied", WAIT, || async {
+        fleet.counters("edge-a").registration == ocm_edge_agent::Registration::Denied
+    })
     .await
     .unwrap();
     let refused = fleet
@@ -392,15 +397,52 @@ async fn a_denied_cluster_is_dropped_at_once_and_a_new_key_waits_for_an_admin() 
         .await;
     assert!(refused.is_err(), "a work for a denied cluster: {refused:?}");
 
-    // Accepted again with the same key: it works again, nobody touches the agent.
+    // An impostor with a join token sits on the denied cluster's session (its agent away),
+    // waiting for the admin to accept the cluster again: it is dropped before the hub sends the
+    // cluster's works, and its client cannot get back in.
+    fleet.stop_agent("edge-a").await;
+    let token = fleet.new_join_token(chrono::Duration::hours(1)).token;
+    let (_k, impostor_login) = fresh_key_login("edge-a", "edge-a-agent", Some(&token));
+    let mut impostor = Probe::connect_with(
+        fleet.broker_url(),
+        probe_options(&fleet, "edge-a-agent", Some(("edge-a", impostor_login))),
+    )
+    .await
+    .expect("a token holder gets in as a denied cluster asking to join");
+    let granted = impostor.subscribe(&spec_topic("edge-a")).await.unwrap();
+    assert!(granted.iter().all(Result::is_ok), "{granted:?}");
+    let dropped = stats(&fleet).disconnected();
+    let refused = stats(&fleet).refused_logins();
     fleet
         .admin()
         .await
         .accept_cluster("edge-a")
         .await
         .expect("accept");
+    assert!(
+        stats(&fleet).disconnected() > dropped,
+        "the impostor's session is dropped before the accept is answered"
+    );
+    wait_until("the impostor's reconnect refused", WAIT, || async {
+        stats(&fleet).refused_logins() > refused
+    })
+    .await
+    .unwrap();
+
+    // Accepted again with the same key: it works again, nobody touches the agent.
+    fleet.restart_agent("edge-a").await;
     write_settings(&fleet, "edge-a", "v2").await;
     wait_mode(&fleet, "edge-a", "v2").await;
+    let leaked: Vec<_> = impostor
+        .drain()
+        .into_iter()
+        .filter(|m| {
+            m.user_property("ce-type")
+                .is_some_and(|t| t.contains("manifestbundles.spec"))
+        })
+        .collect();
+    assert!(leaked.is_empty(), "the impostor got works: {leaked:?}");
+    drop(impostor);
 
     // Reinstalled with a new key: the broker keeps it out while the cluster is accepted with
     // the old one, and its cluster keeps what it had.

@@ -331,23 +331,24 @@ impl Agent {
         let will_topic = self.agent_events.clone();
         let will_key = Arc::clone(&self.key);
         let client_id = format!("{}-agent", self.cfg.cluster_name);
-        // A password given for an external broker, else the proof of the agent's own key, which
-        // the hub's embedded broker asks for (brokers without logins ignore it).
-        let credentials = self
-            .cfg
-            .broker_credentials()
-            .unwrap_or_else(|| Credentials {
+        // A password given for an external broker, else, over TLS only, the proof of the
+        // agent's own key (and its join token), which the hub's embedded broker asks for; never
+        // in plaintext, where anyone on the path could take it.
+        let url = self.cfg.broker_url()?;
+        let credentials = self.cfg.broker_credentials().or_else(|| {
+            url.is_tls().then(|| Credentials {
                 username: self.cfg.cluster_name.clone(),
                 password: self.key.login_password(
                     &self.cfg.cluster_name,
                     &client_id,
                     self.cfg.join_token.as_deref(),
                 ),
-            });
-        let mut session_cfg = SessionConfig::new(self.cfg.broker_url()?, client_id);
+            })
+        });
+        let mut session_cfg = SessionConfig::new(url, client_id);
         session_cfg.keepalive = self.cfg.keepalive;
         session_cfg.receive_maximum = Some(self.cfg.receive_maximum);
-        session_cfg.credentials = Some(credentials);
+        session_cfg.credentials = credentials;
         session_cfg.tls = self.cfg.tls.clone();
         session_cfg.backoff = ocm_edge_mqtt::Backoff {
             min: self.cfg.reconnect_min,

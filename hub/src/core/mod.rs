@@ -522,6 +522,18 @@ impl HubCore {
             AgentInput::Presence {
                 cluster, presence, ..
             } => self.presence(&cluster, presence, now),
+            // An agent asks after every (re)connect; one the hub has not accepted (denied while it
+            // was away, or dropped from the broker when it was denied) hears where it stands
+            // instead: its view, and no work.
+            AgentInput::SpecResyncRequest { cluster, .. } if !self.is_accepted(&cluster) => {
+                let mut change = self.count(counter::IGNORED_NOT_ACCEPTED);
+                if let Some(c) = self.clusters.get(&cluster) {
+                    change
+                        .outbound
+                        .push(Outbound::HubView(Box::new(registration::hub_view(c))));
+                }
+                change
+            }
             other if !self.is_accepted(other.cluster()) => {
                 self.count(counter::IGNORED_NOT_ACCEPTED)
             }

@@ -333,6 +333,44 @@ mod tests {
     }
 
     #[test]
+    fn a_cluster_not_accepted_that_asks_for_its_works_hears_where_it_stands_and_gets_none() {
+        let mut core = core_with_work("a", "web");
+        let c = core.deny("a", t(5)).unwrap();
+        core.apply(&c.records);
+        step(&mut core, join("pending"), 0);
+        for (cluster, denied) in [("a", true), ("pending", false)] {
+            let change = core.handle_agent(
+                AgentInput::SpecResyncRequest {
+                    cluster: cluster.into(),
+                    versions: Default::default(),
+                    transfer: None,
+                },
+                t(6),
+            );
+            let views = hub_views(&change);
+            assert_eq!(views.len(), 1, "{cluster}: {:?}", change.outbound);
+            assert_eq!(
+                change.outbound.len(),
+                1,
+                "{cluster}: no work, only its view"
+            );
+            assert_eq!(
+                is_condition_true(&views[0].status.conditions, HUB_DENIED_MANAGED_CLUSTER),
+                denied
+            );
+        }
+        let unknown = core.handle_agent(
+            AgentInput::SpecResyncRequest {
+                cluster: "ghost".into(),
+                versions: Default::default(),
+                transfer: None,
+            },
+            t(6),
+        );
+        assert!(unknown.outbound.is_empty());
+    }
+
+    #[test]
     fn a_join_request_naming_another_cluster_is_dropped_and_counted() {
         let mut core = core();
         let mut request = ManagedCluster::new("victim");

@@ -271,11 +271,13 @@ mod tests {
     }
 
     #[test]
-    fn a_spec_resync_from_a_cluster_that_is_not_accepted_is_ignored() {
+    fn a_spec_resync_from_a_cluster_that_is_not_accepted_gets_no_spec_only_its_view() {
         let mut core = core_with_work("a", "web");
         step(&mut core, join("p"), 0);
         let change = resync(&mut core, "p", held(&[("x", 1)]));
-        assert!(change.outbound.is_empty());
+        assert!(specs(&change).is_empty());
+        assert_eq!(hub_views(&change).len(), 1);
+        assert_eq!(change.outbound.len(), 1, "{:?}", change.outbound);
     }
 
     #[test]

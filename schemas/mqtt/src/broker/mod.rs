@@ -82,6 +82,13 @@ pub trait LoginCheck: Send + Sync + 'static {
     /// # Errors
     /// The reason the login is refused.
     fn check(&self, username: &str, client_id: &str, password: &[u8]) -> Result<(), String>;
+
+    /// Whether a session that logged in with these still would now (its cluster denied since,
+    /// or accepted with another key). Asked at every SUBSCRIBE and by
+    /// [`EmbeddedBroker::enforce_login`]; must not log (it is asked often).
+    fn still_valid(&self, username: &str, client_id: &str, password: &[u8]) -> bool {
+        self.check(username, client_id, password).is_ok()
+    }
 }
 
 impl std::fmt::Debug for BrokerLogin {
@@ -211,11 +218,19 @@ impl EmbeddedBroker {
         &self.stats
     }
 
-    /// Drops the live connection of `client_id`, and its session, if there is one (a cluster
-    /// denied or removed, a session logged in with a key that is no longer the cluster's).
-    /// Returns at once; the broker disconnects it on its own threads.
-    pub fn disconnect(&self, client_id: &str) {
-        self.control.disconnect(client_id);
+    /// Drops the connection of `client_id` and its session (with what was queued for it), if
+    /// there is one (a cluster denied); returns once it is gone, or after a few failed tries
+    /// (logged).
+    pub async fn drop_session(&self, client_id: &str) {
+        self.control.drop_session(client_id, false).await;
+    }
+
+    /// Drops the session of `client_id` unless the login it was made with is still valid
+    /// ([`LoginCheck::still_valid`]: e.g. a cluster now accepted with another key than the one
+    /// that session proved); returns once that holds, or after a few failed tries (logged).
+    /// Without a [`LoginCheck`] it drops the session.
+    pub async fn enforce_login(&self, client_id: &str) {
+        self.control.drop_session(client_id, true).await;
     }
 
     fn connect_addr(&self) -> SocketAddr {

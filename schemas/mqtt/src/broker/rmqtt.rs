@@ -55,6 +55,7 @@ pub(super) struct Control {
     scx: ServerContext,
     runtime: tokio::runtime::Handle,
     stats: Arc<BrokerStats>,
+    check: Option<Arc<dyn LoginCheck>>,
 }
 
 impl std::fmt::Debug for Control {
@@ -64,32 +65,79 @@ impl std::fmt::Debug for Control {
 }
 
 impl Control {
-    /// Kicks `client_id` off (and removes its session) on the broker's runtime.
-    pub(super) fn disconnect(&self, client_id: &str) {
+    /// Drops the session of `client_id` (only when its login is no longer valid, with
+    /// `keep_valid`), on the broker's runtime, and waits for it; a few tries, as a CONNECT with
+    /// the same id may hold the session's lock for a moment.
+    pub(super) async fn drop_session(&self, client_id: &str, keep_valid: bool) {
+        let (done_tx, done_rx) = oneshot::channel();
         let scx = self.scx.clone();
         let stats = self.stats.clone();
-        let client_id = client_id.to_owned();
+        let check = self.check.clone();
+        let id = client_id.to_owned();
         self.runtime.spawn(async move {
-            if !scx.extends.shared().await.exist(&client_id) {
-                return;
-            }
-            let id = Id::from(scx.node.id(), ClientId::from(client_id.clone()));
-            let entry = scx.extends.shared().await.entry(id);
-            let result = match entry.try_lock().await {
-                Ok(mut entry) => entry.kick(true, true, true).await.map(|_| ()),
-                Err(e) => Err(e),
-            };
-            match result {
-                Ok(()) => {
-                    stats.count_disconnected();
-                    tracing::info!(client = %client_id, "embedded broker dropped a connection and its session");
-                }
-                Err(e) => {
-                    tracing::warn!(client = %client_id, error = %e, "embedded broker could not drop a connection");
-                }
-            }
+            let outcome = drop_session(&scx, &stats, check.as_deref(), &id, keep_valid).await;
+            let _ = done_tx.send(outcome);
         });
+        match tokio::time::timeout(DROP_TIMEOUT, done_rx).await {
+            Ok(Ok(Ok(()))) => {}
+            Ok(Ok(Err(e))) => {
+                tracing::error!(client = %client_id, error = %e, "embedded broker could not drop a session that must go");
+            }
+            Ok(Err(_)) | Err(_) => {
+                tracing::error!(client = %client_id, "embedded broker did not drop a session in time");
+            }
+        }
     }
+}
+
+/// How long the hub waits for the broker to drop a session.
+const DROP_TIMEOUT: Duration = Duration::from_secs(10);
+/// Tries to drop one session.
+const DROP_TRIES: usize = 20;
+
+async fn drop_session(
+    scx: &ServerContext,
+    stats: &BrokerStats,
+    check: Option<&dyn LoginCheck>,
+    client_id: &str,
+    keep_valid: bool,
+) -> Result<(), String> {
+    let mut last_error = String::new();
+    for _ in 0..DROP_TRIES {
+        if !scx.extends.shared().await.exist(client_id) {
+            return Ok(());
+        }
+        let id = Id::from(scx.node.id(), ClientId::from(client_id.to_owned()));
+        let entry = scx.extends.shared().await.entry(id);
+        if keep_valid {
+            let session = entry.session();
+            let valid = match (check, &session) {
+                (Some(check), Some(s)) => {
+                    let user = s.username().map(|u| u.to_string()).unwrap_or_default();
+                    let password = s.password().map(|p| p.to_vec()).unwrap_or_default();
+                    check.still_valid(&user, client_id, &password)
+                }
+                _ => false,
+            };
+            if valid {
+                return Ok(());
+            }
+        }
+        match entry.try_lock().await {
+            Ok(mut entry) => match entry.kick(true, true, true).await {
+                Ok(_) => {
+                    stats.count_disconnected();
+                    tracing::info!(client = %client_id, "embedded broker dropped a session and what it had queued");
+                    return Ok(());
+                }
+                Err(e) => last_error = e.to_string(),
+            },
+            Err(e) => last_error = e.to_string(),
+        }
+        // A CONNECT with the same client id holds the entry for a moment: try again shortly.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Err(format!("{DROP_TRIES} tries: {last_error}"))
 }
 
 /// Starts the broker on its own thread; returns the bound address, the sender that stops it and
@@ -139,6 +187,10 @@ async fn serve(
     bound: std::sync::mpsc::SyncSender<Result<(SocketAddr, Control), BrokerError>>,
     stop: oneshot::Receiver<()>,
 ) {
+    let recheck = match &options.login {
+        BrokerLogin::Checked(check) => Some(check.clone()),
+        _ => None,
+    };
     let server = match build(listen, options, stats.clone()).await {
         Ok(s) => s,
         Err(e) => {
@@ -151,6 +203,7 @@ async fn serve(
         scx,
         runtime: tokio::runtime::Handle::current(),
         stats,
+        check: recheck,
     };
     let _ = bound.send(Ok((addr, control)));
     tokio::select! {
@@ -195,6 +248,10 @@ async fn build(
             }),
         )
         .await;
+    let recheck = match &options.login {
+        BrokerLogin::Checked(check) => Some(check.clone()),
+        _ => None,
+    };
     let check = match options.login {
         BrokerLogin::Anonymous => None,
         BrokerLogin::Users(users) => Some(Logins::Users(users)),
@@ -218,6 +275,7 @@ async fn build(
                         hook,
                         Box::new(TopicRules {
                             stats: stats.clone(),
+                            recheck: recheck.clone(),
                         }),
                     )
                     .await;
@@ -300,6 +358,10 @@ impl Handler for CountDrops {
 /// (a refused subscription gets a failure SUBACK, a refused publish is not delivered).
 struct TopicRules {
     stats: Arc<BrokerStats>,
+    /// Checked again at every SUBSCRIBE ([`LoginCheck::still_valid`]): a session whose login
+    /// no longer holds (its cluster since accepted with another key, or denied) reads nothing
+    /// new, even if it connected while the hub was changing its mind.
+    recheck: Option<Arc<dyn LoginCheck>>,
 }
 
 impl TopicRules {
@@ -326,7 +388,11 @@ impl Handler for TopicRules {
             Parameter::ClientSubscribeCheckAcl(session, subscribe) => {
                 let user = session.id.username.as_deref().unwrap_or_default();
                 let filter = &subscribe.topic_filter[..];
-                if acl::allowed(user, Access::Subscribe, filter) {
+                let login_holds = self.recheck.as_ref().is_none_or(|check| {
+                    let password = session.password().map(|p| &p[..]).unwrap_or_default();
+                    check.still_valid(user, &session.id.client_id, password)
+                });
+                if login_holds && acl::allowed(user, Access::Subscribe, filter) {
                     return (true, acc);
                 }
                 self.refused(user, Access::Subscribe, filter);
