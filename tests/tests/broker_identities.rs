@@ -95,6 +95,24 @@ async fn wait_mode(fleet: &Fleet, cluster: &str, value: &str) {
     .unwrap_or_else(|e| panic!("{e}"));
 }
 
+async fn deny(fleet: &Fleet, cluster: &str) {
+    fleet
+        .admin()
+        .await
+        .deny_cluster(cluster)
+        .await
+        .unwrap_or_else(|e| panic!("deny {cluster}: {e}"));
+}
+
+async fn accept(fleet: &Fleet, cluster: &str) {
+    fleet
+        .admin()
+        .await
+        .accept_cluster(cluster)
+        .await
+        .unwrap_or_else(|e| panic!("accept {cluster}: {e}"));
+}
+
 async fn write_settings(fleet: &Fleet, cluster: &str, value: &str) {
     fleet
         .write_work(ocm_edge_hub::admin::messages::CreateWork {
@@ -360,12 +378,7 @@ async fn a_denied_cluster_is_dropped_at_once_and_a_new_key_waits_for_an_admin() 
     // Deny: the broker drops the agent's session at once (and what it queued for it).
     let dropped = stats(&fleet).disconnected();
     let connections = fleet.counters("edge-a").connections;
-    fleet
-        .admin()
-        .await
-        .deny_cluster("edge-a")
-        .await
-        .expect("deny");
+    deny(&fleet, "edge-a").await;
     wait_until("the denied cluster's session dropped", WAIT, || async {
         stats(&fleet).disconnected() > dropped
     })
@@ -413,12 +426,7 @@ async fn a_denied_cluster_is_dropped_at_once_and_a_new_key_waits_for_an_admin() 
     assert!(granted.iter().all(Result::is_ok), "{granted:?}");
     let dropped = stats(&fleet).disconnected();
     let refused = stats(&fleet).refused_logins();
-    fleet
-        .admin()
-        .await
-        .accept_cluster("edge-a")
-        .await
-        .expect("accept");
+    accept(&fleet, "edge-a").await;
     assert!(
         stats(&fleet).disconnected() > dropped,
         "the impostor's session is dropped before the accept is answered"
@@ -466,12 +474,7 @@ async fn a_denied_cluster_is_dropped_at_once_and_a_new_key_waits_for_an_admin() 
     assert_eq!(mode_on(&fleet, "edge-a").await.as_deref(), Some("v2"));
 
     // The admin re-keys: deny, see the new key the agent asks with, accept it.
-    fleet
-        .admin()
-        .await
-        .deny_cluster("edge-a")
-        .await
-        .expect("deny");
+    deny(&fleet, "edge-a").await;
     let admin = fleet.admin().await;
     ocm_edge_tests::wait::wait_for("the new key shown at the hub", WAIT, || async {
         admin
@@ -482,12 +485,7 @@ async fn a_denied_cluster_is_dropped_at_once_and_a_new_key_waits_for_an_admin() 
     })
     .await
     .unwrap();
-    fleet
-        .admin()
-        .await
-        .accept_cluster("edge-a")
-        .await
-        .expect("accept");
+    accept(&fleet, "edge-a").await;
     fleet
         .wait_cluster_state("edge-a", ClusterState::Accepted)
         .await

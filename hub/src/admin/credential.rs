@@ -333,12 +333,6 @@ impl Authenticator {
             return Err(AuthError::Clock { signed_at, off });
         }
         let signature = property(SIGNATURE_PROPERTY).ok_or_else(|| bad_signature("unsigned"))?;
-        if signature.len() > MAX_SIGNATURE_CHARS {
-            return Err(bad_signature("the signature is too long"));
-        }
-        let signature = BASE64
-            .decode(signature)
-            .map_err(|_| bad_signature("the signature is not base64"))?;
         let bytes = signed_bytes(
             &request.topic,
             response_topic,
@@ -346,13 +340,7 @@ impl Authenticator {
             signed_at,
             &request.payload,
         );
-        end_entity
-            .verify_signature(webpki::ring::ECDSA_P256_SHA256, &bytes, &signature)
-            .map_err(|_| bad_signature("the signature is wrong"))?;
-        Ok(Identity {
-            user: subject.user,
-            role: subject.role,
-        })
+        verify_signature(&end_entity, subject, signature, &bytes)
     }
 
     /// Who logs in to the embedded broker as `username` with `client_id` and the credential
@@ -371,26 +359,13 @@ impl Authenticator {
         now: DateTime<Utc>,
     ) -> Result<Identity, AuthError> {
         let (cert, subject) = self.verified(certificate, now)?;
-        let bad_signature = |reason: &str| AuthError::BadSignature {
-            user: subject.user.clone(),
-            reason: reason.to_owned(),
-        };
-        let end_entity = webpki::EndEntityCert::try_from(&cert)
-            .map_err(|e| bad_signature(&format!("not a usable certificate: {e}")))?;
-        if signature.len() > MAX_SIGNATURE_CHARS {
-            return Err(bad_signature("the signature is too long"));
-        }
-        let signature = BASE64
-            .decode(signature)
-            .map_err(|_| bad_signature("the signature is not base64"))?;
+        let end_entity =
+            webpki::EndEntityCert::try_from(&cert).map_err(|e| AuthError::BadSignature {
+                user: subject.user.clone(),
+                reason: format!("not a usable certificate: {e}"),
+            })?;
         let bytes = wire_signed_bytes(&login::credential_login_message(username, client_id));
-        end_entity
-            .verify_signature(webpki::ring::ECDSA_P256_SHA256, &bytes, &signature)
-            .map_err(|_| bad_signature("the signature is wrong"))?;
-        Ok(Identity {
-            user: subject.user,
-            role: subject.role,
-        })
+        verify_signature(&end_entity, subject, signature, &bytes)
     }
 
     /// The certificate of `credential` (base64 DER) and what it says, when the CA signed it
@@ -453,6 +428,33 @@ impl Authenticator {
         }
         Ok((cert, subject))
     }
+}
+
+/// The identity of `subject` when `signature` (base64) is its certificate's ECDSA P-256
+/// signature over `bytes`.
+fn verify_signature(
+    end_entity: &webpki::EndEntityCert<'_>,
+    subject: Subject,
+    signature: &str,
+    bytes: &[u8],
+) -> Result<Identity, AuthError> {
+    let bad_signature = |reason: &str| AuthError::BadSignature {
+        user: subject.user.clone(),
+        reason: reason.to_owned(),
+    };
+    if signature.len() > MAX_SIGNATURE_CHARS {
+        return Err(bad_signature("the signature is too long"));
+    }
+    let signature = BASE64
+        .decode(signature)
+        .map_err(|_| bad_signature("the signature is not base64"))?;
+    end_entity
+        .verify_signature(webpki::ring::ECDSA_P256_SHA256, bytes, &signature)
+        .map_err(|_| bad_signature("the signature is wrong"))?;
+    Ok(Identity {
+        user: subject.user,
+        role: subject.role,
+    })
 }
 
 /// Whether `who` may send `request`.

@@ -178,7 +178,8 @@ pub struct EmbeddedBroker {
     addr: SocketAddr,
     tls: bool,
     stats: Arc<BrokerStats>,
-    control: Control,
+    /// `None` for rumqttd (benchmark comparisons only: no logins, nothing to drop).
+    control: Option<Control>,
     _running: Arc<Running>,
 }
 
@@ -222,7 +223,9 @@ impl EmbeddedBroker {
     /// there is one (a cluster denied); returns once it is gone, or after a few failed tries
     /// (logged).
     pub async fn drop_session(&self, client_id: &str) {
-        self.control.drop_session(client_id, false).await;
+        if let Some(control) = &self.control {
+            control.drop_session(client_id, false).await;
+        }
     }
 
     /// Drops the session of `client_id` unless the login it was made with is still valid
@@ -230,7 +233,9 @@ impl EmbeddedBroker {
     /// that session proved); returns once that holds, or after a few failed tries (logged).
     /// Without a [`LoginCheck`] it drops the session.
     pub async fn enforce_login(&self, client_id: &str) {
-        self.control.drop_session(client_id, true).await;
+        if let Some(control) = &self.control {
+            control.drop_session(client_id, true).await;
+        }
     }
 
     fn connect_addr(&self) -> SocketAddr {
@@ -286,7 +291,7 @@ pub fn start_embedded_with(
         addr,
         tls,
         stats,
-        control,
+        control: Some(control),
         _running: Arc::new(Running { stop: Some(stop) }),
     };
     wait_listening(broker.connect_addr(), START_TIMEOUT)?;

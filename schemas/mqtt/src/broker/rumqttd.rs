@@ -54,6 +54,7 @@ pub fn start_rumqttd(
         addr,
         tls: false,
         stats: Arc::new(BrokerStats::default()),
+        control: None,
         _running: Arc::new(Running { stop: None }),
     };
     wait_listening(broker.connect_addr(), START_TIMEOUT)?;
