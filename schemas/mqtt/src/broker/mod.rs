@@ -150,7 +150,7 @@ impl BrokerStats {
         self.refused_topics.load(Ordering::Relaxed)
     }
 
-    /// Connections dropped by [`EmbeddedBroker::disconnect`].
+    /// Sessions dropped by [`EmbeddedBroker::drop_session`] and [`EmbeddedBroker::enforce_login`].
     pub fn disconnected(&self) -> u64 {
         self.disconnected.load(Ordering::Relaxed)
     }
