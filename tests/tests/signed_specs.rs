@@ -388,9 +388,15 @@ async fn the_hub_takes_an_accepted_clusters_statuses_only_when_its_agent_signed_
         .unwrap()
         .id()
         .to_owned();
-    let admin = fleet.admin().await;
-    let view = admin.get_cluster(CLUSTER).await.unwrap();
+    let view = fleet
+        .wait_cluster_state(
+            CLUSTER,
+            ocm_edge_hub::admin::messages::ClusterState::Pending,
+        )
+        .await
+        .expect("the join request reaches the hub");
     assert_eq!(view.agent_key.as_deref(), Some(agent_key.as_str()));
+    let admin = fleet.admin().await;
     fleet.accept(CLUSTER).await;
     fleet
         .create_work("settings", &[CLUSTER], settings("genuine-1"))
