@@ -265,7 +265,7 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
     let keys = Standings::of(&loaded.clusters);
     // The hub's own sessions on its embedded broker with logins.
     let mut own_login = None;
-    let mut logins = None;
+    let mut with_logins = false;
     let mut dashboard_password_file = None;
     let (broker_url, broker) = match &cfg.broker {
         BrokerConfig::Embedded { listen } => {
@@ -290,7 +290,7 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
                         keys.clone(),
                         tokens,
                     ));
-                    logins = Some(check.clone());
+                    with_logins = true;
                     own_login = Some(Credentials {
                         username: HUB_USER.to_owned(),
                         password: hub_password,
@@ -422,8 +422,7 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
         answered: Answered::default(),
         signer,
         keys,
-        logins,
-        broker: broker.clone(),
+        login_broker: broker.clone().filter(|_| with_logins),
         stopped,
     };
     let task = tokio::spawn(hub.run());
@@ -516,10 +515,9 @@ struct HubLoop {
     /// The clusters' standings (bound agent keys) the intakes and the embedded broker check
     /// against, kept up to date with the clusters.
     keys: Standings,
-    /// The embedded broker's login check (TLS with logins), told when a cluster's standing changes.
-    logins: Option<Arc<HubLogins>>,
-    /// The embedded broker, which drops the sessions [`HubLogins`] says must go.
-    broker: Option<EmbeddedBroker>,
+    /// The embedded broker when it has logins ([`HubLogins`]): the hub makes its sessions agree
+    /// with each change of a cluster's standing.
+    login_broker: Option<EmbeddedBroker>,
     stopped: watch::Receiver<bool>,
 }
 
@@ -1046,7 +1044,7 @@ impl HubLoop {
                 Record::Cluster(c) => Some(&**c),
                 _ => None,
             }));
-        if let (Some(_), Some(broker)) = (&self.logins, &self.broker) {
+        if let Some(broker) = &self.login_broker {
             for (cluster, standing) in &changed {
                 let client_id = crate::logins::agent_client_id(cluster);
                 match standing {

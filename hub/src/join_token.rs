@@ -166,7 +166,7 @@ impl JoinTokens {
         ) else {
             return Err(TokenError::Malformed);
         };
-        if id.len() != 8 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        if !is_token_id(id) {
             return Err(TokenError::Malformed);
         }
         let expires: i64 = expires.parse().map_err(|_| TokenError::Malformed)?;
@@ -206,7 +206,7 @@ pub fn revoke(data_dir: &Path, id: &str) -> Result<(), PkiError> {
     // Ids are written in lowercase; one typed in uppercase is the same token.
     let id = id.to_ascii_lowercase();
     let id = id.as_str();
-    if id.len() != 8 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+    if !is_token_id(id) {
         return Err(PkiError::Io {
             path: data_dir.join(REVOKED_FILE),
             reason: format!(
@@ -222,6 +222,11 @@ pub fn revoke(data_dir: &Path, id: &str) -> Result<(), PkiError> {
         ids.push(id.to_owned());
     }
     write_file(&path, &(ids.join("\n") + "\n"), false)
+}
+
+/// A token's id: 8 hex digits.
+fn is_token_id(id: &str) -> bool {
+    id.len() == 8 && id.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 fn parse_revoked(text: &str) -> Vec<String> {

@@ -205,7 +205,7 @@ impl Fleet {
 
     /// The hub's config (data dir under the fleet's directory, external broker).
     pub fn hub_config(&self) -> HubConfig {
-        let mut cfg = HubConfig::new(self.dir.path().join("hub"));
+        let mut cfg = HubConfig::new(self.hub_dir());
         cfg.broker = if self.opts.hub_broker {
             // The port of the first start on every restart (agents keep their URL).
             let listen = ocm_edge_mqtt::BrokerUrl::parse(&self.broker_url)
@@ -262,7 +262,7 @@ impl Fleet {
     /// # Panics
     /// When the hub's token key cannot be read or made.
     pub fn new_join_token(&self, ttl: chrono::Duration) -> ocm_edge_hub::join_token::JoinToken {
-        ocm_edge_hub::join_token::JoinTokens::load_or_create(&self.dir.path().join("hub"))
+        ocm_edge_hub::join_token::JoinTokens::load_or_create(&self.hub_dir())
             .and_then(|t| t.create(ttl, chrono::Utc::now()))
             .expect("a join token")
     }
@@ -400,7 +400,7 @@ impl Fleet {
 
     /// The first admin credential, written by the hub's first start.
     pub fn admin_credentials(&self) -> std::path::PathBuf {
-        self.dir.path().join("hub").join(ADMIN_CREDENTIALS)
+        self.hub_dir().join(ADMIN_CREDENTIALS)
     }
 
     /// A new admin client, connected like [`Fleet::admin`]'s (the fleet's broker login and CA,
