@@ -327,7 +327,7 @@ mod seeds {
         }
 
         // Signed admin requests, by a credential of the same CA.
-        let pem = pki
+        let (pem, _) = pki
             .issue_user(
                 ADMIN_USER,
                 ocm_edge_hub::admin::messages::Role::Admin,

@@ -453,15 +453,16 @@ fn admin_authenticator(
 ) -> Result<Authenticator, HubError> {
     let path = data_dir.join(ADMIN_CREDENTIALS);
     if first_start && !path.exists() {
-        let pem = pki.issue_user("admin", Role::Admin, crate::pki::USER_VALIDITY, now)?;
+        let (pem, record) = pki.issue_user("admin", Role::Admin, crate::pki::USER_VALIDITY, now)?;
         crate::pki::write_file(&path, &pem, true)?;
+        crate::admin::registry::record_issued(data_dir, &record)?;
         tracing::info!(path = %path.display(), "wrote the first admin credential (user admin, role admin): keep it safe");
     } else if !path.exists() {
         tracing::info!(
             "no {ADMIN_CREDENTIALS} in the data directory: admin requests need a credential made with `ocm-edge user create NAME --role admin`"
         );
     }
-    Ok(Authenticator::new(pki.ca_der()?))
+    Ok(Authenticator::new(pki.ca_der()?).with_revocations(data_dir))
 }
 
 /// Runs a hub until `shutdown` completes (or the hub fails), then stops it gracefully.

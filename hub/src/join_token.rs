@@ -20,7 +20,7 @@ use chrono::{DateTime, Utc};
 use ring::hmac;
 use ring::rand::{SecureRandom as _, SystemRandom};
 
-use crate::pki::{PkiError, write_file};
+use crate::pki::{PkiError, append_lines, write_file};
 
 /// The token key, in the hub's `pki` directory.
 pub const TOKEN_KEY_FILE: &str = "join-token-key";
@@ -215,13 +215,14 @@ pub fn revoke(data_dir: &Path, id: &str) -> Result<(), PkiError> {
         });
     }
     let path = data_dir.join(REVOKED_FILE);
-    let mut ids = std::fs::read_to_string(&path)
+    let ids = std::fs::read_to_string(&path)
         .map(|t| parse_revoked(&t))
         .unwrap_or_default();
-    if !ids.iter().any(|r| r == id) {
-        ids.push(id.to_owned());
+    if ids.iter().any(|r| r == id) {
+        return Ok(());
     }
-    write_file(&path, &(ids.join("\n") + "\n"), false)
+    // One append: two revocations at once both land.
+    append_lines(&path, &format!("{id}\n"))
 }
 
 /// A token's id: 8 hex digits.

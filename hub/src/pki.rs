@@ -23,6 +23,8 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Duration, Utc};
 use ocm_edge_mqtt::CaPin;
+
+use crate::admin::registry::IssuedCredential;
 use ocm_edge_mqtt::broker::ServerTls;
 use ocm_edge_schemas::admin::Role;
 use rcgen::{
@@ -201,9 +203,10 @@ impl HubPki {
     }
 
     /// Signs a credential for the admin API: a client certificate for `user` (CN) with `role`
-    /// (OU), valid from now (less [`CLOCK_SKEW`]) for `validity`, and its new key. Returns one
-    /// PEM text, certificate then key, for [`crate::admin::credential::Credential`]; nothing is
-    /// written (the caller chooses the file).
+    /// (OU) and a random serial number, valid from now (less [`CLOCK_SKEW`]) for `validity`, and
+    /// its new key. Returns one PEM text, certificate then key, for
+    /// [`crate::admin::credential::Credential`], and the record for the issued list
+    /// ([`crate::admin::registry`]); nothing is written (the caller chooses the file).
     ///
     /// # Errors
     /// [`PkiError::Issue`] for a user name that cannot be a CN or a validity rcgen refuses.
@@ -213,10 +216,17 @@ impl HubPki {
         role: Role,
         validity: Duration,
         now: DateTime<Utc>,
-    ) -> Result<String, PkiError> {
+    ) -> Result<(String, IssuedCredential), PkiError> {
         let issue = |e: rcgen::Error| PkiError::Issue(e.to_string());
         let key = KeyPair::generate().map_err(issue)?;
         let mut params = CertificateParams::new(Vec::<String>::new()).map_err(issue)?;
+        // 16 random bytes, the first bit clear: a positive number of 128 bits at most.
+        let mut serial = [0u8; 16];
+        ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut serial)
+            .map_err(|_| PkiError::Issue("no random numbers for a serial number".to_owned()))?;
+        serial[0] &= 0x7f;
+        serial[0] |= 0x10;
+        params.serial_number = Some(rcgen::SerialNumber::from_slice(&serial));
         params.distinguished_name.push(DnType::CommonName, user);
         params
             .distinguished_name
@@ -227,7 +237,13 @@ impl HubPki {
         params.not_before = to_time(now - CLOCK_SKEW)?;
         params.not_after = to_time(now + validity)?;
         let cert = self.sign_for(&params, &key)?;
-        Ok(format!("{}{}", cert.pem(), key.serialize_pem()))
+        let record = IssuedCredential {
+            serial: serial.iter().map(|b| format!("{b:02x}")).collect(),
+            user: user.to_owned(),
+            role: role.as_str().to_owned(),
+            not_after: now + validity,
+        };
+        Ok((format!("{}{}", cert.pem(), key.serialize_pem()), record))
     }
 
     /// Signs `params` (for `key`) with the CA.
@@ -362,6 +378,35 @@ pub(crate) fn write_file(path: &Path, contents: &str, private: bool) -> Result<(
     file.write_all(contents.as_bytes()).map_err(io)?;
     file.sync_all().map_err(io)?;
     std::fs::rename(&tmp, path).map_err(io)
+}
+
+/// Appends `lines` with one write (O_APPEND), so concurrent writers do not lose each other's.
+pub(crate) fn append_lines(path: &Path, lines: &str) -> Result<(), PkiError> {
+    let io = |e: std::io::Error| PkiError::Io {
+        path: path.to_owned(),
+        reason: e.to_string(),
+    };
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(io)?;
+    // A file edited by hand may lack its last newline: the first line appended stays its own.
+    let mut text = String::with_capacity(lines.len() + 1);
+    let len = file.metadata().map_err(io)?.len();
+    if len > 0 {
+        use std::io::{Read as _, Seek as _, SeekFrom};
+        let mut last = [0u8; 1];
+        let mut reader = std::fs::File::open(path).map_err(io)?;
+        reader.seek(SeekFrom::Start(len - 1)).map_err(io)?;
+        reader.read_exact(&mut last).map_err(io)?;
+        if last[0] != b'\n' {
+            text.push('\n');
+        }
+    }
+    text.push_str(lines);
+    file.write_all(text.as_bytes()).map_err(io)?;
+    file.sync_all().map_err(io)
 }
 
 #[cfg(test)]

@@ -363,6 +363,86 @@ async fn the_admin_api_refuses_unsigned_requests_and_lets_each_role_do_only_its_
     hub.stop().await;
 }
 
+/// `ocm-edge user ARGS --data-dir HUB_DATA` on the hub's machine.
+async fn user_cmd(hub: &TestHub, args: &[&str]) -> Output {
+    tokio::process::Command::new(BIN)
+        .arg("user")
+        .args(args)
+        .arg("--data-dir")
+        .arg(hub.dir.path().join("hub"))
+        .output()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_revoked_credential_is_refused_at_its_next_command_and_user_list_shows_it() {
+    let hub = TestHub::start().await;
+    let otto = user_create(&hub, "otto", "operator").await;
+    let vera = user_create(&hub, "vera", "viewer").await;
+    for who in [&otto, &vera] {
+        assert_success(&cli_as(&hub, Some(who), &["cluster", "list"]).await);
+    }
+    let out = user_cmd(&hub, &["list"]).await;
+    assert_success(&out);
+    let listed = stdout(&out);
+    for line in ["admin", "otto", "vera"] {
+        let row = listed
+            .lines()
+            .find(|l| l.contains(&format!(" {line} ")))
+            .unwrap_or_else(|| panic!("no row for {line}: {listed}"));
+        assert!(row.contains("valid"), "{row}");
+    }
+
+    let out = user_cmd(&hub, &["revoke", "otto"]).await;
+    assert_success(&out);
+    assert!(
+        stdout(&out).contains("revoked 1 credential(s) of user otto"),
+        "{}",
+        stdout(&out)
+    );
+    // The running hub refuses it at the next command, without a restart; vera and the admin
+    // go on.
+    let out = cli_as(&hub, Some(&otto), &["cluster", "list"]).await;
+    assert_failure_mentioning(&out, &["refused the credentials"]);
+    assert_success(&cli_as(&hub, Some(&vera), &["cluster", "list"]).await);
+    assert_success(&hub.cli(&["cluster", "list"]).await);
+    let out = user_cmd(&hub, &["list"]).await;
+    let row = stdout(&out)
+        .lines()
+        .find(|l| l.contains(" otto "))
+        .map(str::to_owned)
+        .unwrap();
+    assert!(row.contains("revoked"), "{row}");
+
+    // Again: nothing to do. An unknown user or a serial that is no number: a usage error.
+    let out = user_cmd(&hub, &["revoke", "otto"]).await;
+    assert_success(&out);
+    assert!(stdout(&out).contains("already revoked"), "{}", stdout(&out));
+    let out = user_cmd(&hub, &["revoke", "nobody"]).await;
+    assert_failure_mentioning(&out, &["no credential of user \"nobody\"", "user list"]);
+    let out = user_cmd(&hub, &["revoke", "--serial", "not-hex"]).await;
+    assert_failure_mentioning(&out, &["no serial number"]);
+
+    // A new credential for otto works; revoking vera's by its serial refuses her.
+    std::fs::remove_file(&otto).unwrap();
+    let otto = user_create(&hub, "otto", "operator").await;
+    assert_success(&cli_as(&hub, Some(&otto), &["cluster", "list"]).await);
+    let vera_serial = stdout(&user_cmd(&hub, &["list"]).await)
+        .lines()
+        .find(|l| l.contains(" vera "))
+        .and_then(|l| {
+            l.split_whitespace()
+                .find(|f| f.len() == 32 && f.bytes().all(|b| b.is_ascii_hexdigit()))
+                .map(str::to_owned)
+        })
+        .expect("vera's serial is listed");
+    assert_success(&user_cmd(&hub, &["revoke", "--serial", &vera_serial.to_uppercase()]).await);
+    let out = cli_as(&hub, Some(&vera), &["cluster", "list"]).await;
+    assert_failure_mentioning(&out, &["refused the credentials"]);
+    hub.stop().await;
+}
+
 #[tokio::test]
 async fn user_create_needs_the_hub_ca_a_known_role_and_a_new_file() {
     let dir = tempfile::tempdir().unwrap();
@@ -1020,7 +1100,7 @@ async fn a_command_sent_before_the_hub_is_up_is_answered_once_it_is() {
         ocm_edge_hub::pki::HubPki::load_or_create(&dir.path().join("pki"), chrono::Utc::now())
             .unwrap();
     let credential = dir.path().join("viewer.pem");
-    let pem = pki
+    let (pem, _) = pki
         .issue_user(
             "early",
             ocm_edge_hub::admin::messages::Role::Viewer,

@@ -149,7 +149,7 @@ async fn nobody_gets_in_without_proving_who_it_is_and_each_identity_keeps_to_its
     // that is not B's agent's.
     let other_hub = tempfile::tempdir().unwrap();
     let other_pki = HubPki::load_or_create(other_hub.path(), chrono::Utc::now()).unwrap();
-    let stranger_pem = other_pki
+    let (stranger_pem, _) = other_pki
         .issue_user(
             "mallory",
             ocm_edge_schemas::admin::Role::Admin,

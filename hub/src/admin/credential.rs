@@ -21,6 +21,8 @@ use ocm_edge_schemas::wire::MqttMessage;
 use ocm_edge_schemas::wire::login;
 use ocm_edge_schemas::wire::signature::signed_bytes as wire_signed_bytes;
 use ring::rand::SystemRandom;
+
+use super::registry::Revocations;
 use ring::signature::{ECDSA_P256_SHA256_ASN1_SIGNING, EcdsaKeyPair};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivatePkcs8KeyDer, UnixTime};
@@ -265,6 +267,16 @@ pub enum AuthError {
         /// What is wrong.
         reason: String,
     },
+    /// The credential was revoked (`ocm-edge user revoke`), or the revocation list cannot be read.
+    #[error("the credential of user {user:?} (serial {serial}) is not accepted: {reason}")]
+    Revoked {
+        /// The user.
+        user: String,
+        /// The credential's serial number.
+        serial: String,
+        /// Revoked, or why the list cannot be read.
+        reason: String,
+    },
     /// The request was signed too far from the hub's clock.
     #[error(
         "the request was signed at Unix time {signed_at}, {off} s from the hub's clock (at most {MAX_CLOCK_SKEW_SECS} s are allowed): set the client's clock right (NTP)"
@@ -281,6 +293,7 @@ pub enum AuthError {
 #[derive(Debug, Clone)]
 pub struct Authenticator {
     ca: CertificateDer<'static>,
+    revocations: Option<Revocations>,
 }
 
 impl Authenticator {
@@ -288,7 +301,16 @@ impl Authenticator {
     pub fn new(ca_der: Vec<u8>) -> Self {
         Authenticator {
             ca: CertificateDer::from(ca_der),
+            revocations: None,
         }
+    }
+
+    /// This authenticator, refusing the credentials revoked in the hub's data directory
+    /// `data_dir` (`ocm-edge user revoke`; the list is read at every check).
+    #[must_use]
+    pub fn with_revocations(mut self, data_dir: &Path) -> Self {
+        self.revocations = Some(Revocations::new(data_dir));
+        self
     }
 
     /// Who sent `request` (its topic, payload and user properties) with `response_topic` and
@@ -426,6 +448,27 @@ impl Authenticator {
             }
             Err(e) => return Err(untrusted(&claimed, e.to_string())),
         }
+        if let Some(revocations) = &self.revocations {
+            let refused = |reason: String| AuthError::Revoked {
+                user: subject.user.clone(),
+                serial: subject.serial.clone(),
+                reason,
+            };
+            match revocations.is_revoked(&subject.serial) {
+                Ok(false) => {}
+                Ok(true) => {
+                    return Err(refused(format!(
+                        "it was revoked (`ocm-edge user revoke`): ask an admin for a new one (`ocm-edge user create {} --role ...` on the hub's machine)",
+                        subject.user
+                    )));
+                }
+                Err(e) => {
+                    return Err(refused(format!(
+                        "the hub cannot read its revocation list ({e}), so it takes no credential until it can"
+                    )));
+                }
+            }
+        }
         Ok((cert, subject))
     }
 }
@@ -479,6 +522,8 @@ struct Subject {
     user: String,
     role: Role,
     not_after: DateTime<Utc>,
+    /// The certificate's serial number, lowercase hex (as [`crate::admin::registry`] holds it).
+    serial: String,
 }
 
 impl Subject {
@@ -500,10 +545,16 @@ impl Subject {
         })?;
         let not_after = DateTime::from_timestamp(parsed.validity().not_after.timestamp(), 0)
             .unwrap_or(DateTime::<Utc>::MAX_UTC);
+        let serial = parsed
+            .raw_serial()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
         Ok(Subject {
             user,
             role,
             not_after,
+            serial,
         })
     }
 }
@@ -524,7 +575,7 @@ mod tests {
     }
 
     fn credential(pki: &HubPki, user: &str, role: Role) -> Credential {
-        let pem = pki
+        let (pem, _) = pki
             .issue_user(user, role, chrono::Duration::days(30), now())
             .unwrap();
         Credential::from_pem(pem.as_bytes()).unwrap()
@@ -630,6 +681,72 @@ mod tests {
     }
 
     #[test]
+    fn a_revoked_credential_is_refused_for_requests_and_logins_and_the_users_other_ones_are_too() {
+        let (dir, pki) = pki();
+        let data = dir.path();
+        let auth = Authenticator::new(pki.ca_der().unwrap()).with_revocations(data);
+        let issue = |user: &str| {
+            let (pem, record) = pki
+                .issue_user(user, Role::Admin, chrono::Duration::days(30), now())
+                .unwrap();
+            crate::admin::registry::record_issued(data, &record).unwrap();
+            (Credential::from_pem(pem.as_bytes()).unwrap(), record.serial)
+        };
+        let (alice1, serial1) = issue("alice");
+        let (alice2, _) = issue("alice");
+        let (bob, _) = issue("bob");
+        let payload = b"{\"command\":\"stats\"}";
+        let login = |c: &Credential| {
+            let password = c.login_password("ocm-edge-operator", "cli-1");
+            let (certificate, signature) = match login::parse(&password) {
+                Ok(login::LoginProof::Credential {
+                    certificate,
+                    signature,
+                }) => (certificate, signature),
+                other => panic!("not a credential proof: {other:?}"),
+            };
+            auth.authenticate_login("ocm-edge-operator", "cli-1", certificate, signature, now())
+        };
+        for c in [&alice1, &alice2, &bob] {
+            assert!(
+                auth.authenticate(&signed(c, payload, now()), REPLY, b"c1", now())
+                    .is_ok()
+            );
+            assert!(login(c).is_ok());
+        }
+
+        crate::admin::registry::revoke(data, &crate::admin::registry::Revoke::User("alice"), now())
+            .unwrap();
+        for c in [&alice1, &alice2] {
+            let e = auth
+                .authenticate(&signed(c, payload, now()), REPLY, b"c1", now())
+                .unwrap_err();
+            assert!(matches!(e, AuthError::Revoked { .. }), "{e}");
+            assert!(
+                e.to_string().contains("revoked (`ocm-edge user revoke`)"),
+                "{e}"
+            );
+            assert!(matches!(login(c), Err(AuthError::Revoked { .. })));
+        }
+        let e = login(&alice1).unwrap_err().to_string();
+        assert!(e.contains(&serial1), "the refusal names the serial: {e}");
+        assert!(
+            auth.authenticate(&signed(&bob, payload, now()), REPLY, b"c1", now())
+                .is_ok()
+        );
+        // A new credential for alice is not revoked.
+        let (alice3, _) = issue("alice");
+        assert!(login(&alice3).is_ok());
+        // An authenticator without the list (the CLI's side) knows nothing of it.
+        let plain = Authenticator::new(pki.ca_der().unwrap());
+        assert!(
+            plain
+                .authenticate(&signed(&alice1, payload, now()), REPLY, b"c1", now())
+                .is_ok()
+        );
+    }
+
+    #[test]
     fn each_role_may_do_what_it_is_for_and_the_refusal_names_user_role_and_command() {
         let viewer = Identity {
             user: "v".into(),
@@ -666,10 +783,10 @@ mod tests {
             "{e}"
         );
         // Someone else's key with this certificate.
-        let a = pki
+        let (a, _) = pki
             .issue_user("a", Role::Admin, chrono::Duration::days(1), now())
             .unwrap();
-        let b = pki
+        let (b, _) = pki
             .issue_user("b", Role::Admin, chrono::Duration::days(1), now())
             .unwrap();
         let split = |s: &str| s.find("-----BEGIN PRIVATE KEY").unwrap();

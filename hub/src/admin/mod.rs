@@ -6,4 +6,5 @@ mod client_fleet;
 pub mod credential;
 pub mod fleet;
 pub mod messages;
+pub mod registry;
 pub mod server;
