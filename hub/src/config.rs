@@ -130,7 +130,14 @@ pub struct HubConfig {
     /// may wait for one. A hub killed meanwhile loses them, and its status resync brings them
     /// back; what the hub decides or answers is always on disk first.
     pub report_flush_every: Duration,
+    /// How often the embedded broker checks again the sessions whose login may lapse: clusters
+    /// that got in with a join token (dropped once it expired or was revoked, unless the cluster
+    /// was accepted meanwhile) and operators (dropped once their credential was revoked).
+    pub login_recheck: Duration,
 }
+
+/// [`HubConfig::login_recheck`]'s default.
+pub const DEFAULT_LOGIN_RECHECK: Duration = Duration::from_secs(30);
 
 impl HubConfig {
     /// Defaults: embedded broker with TLS on 127.0.0.1:8883, source id `ocm-edge`, grace 1.5 x lease,
@@ -152,6 +159,7 @@ impl HubConfig {
             broker_tls: TlsFiles::default(),
             intakes: DEFAULT_INTAKES,
             report_flush_every: DEFAULT_REPORT_FLUSH_EVERY,
+            login_recheck: DEFAULT_LOGIN_RECHECK,
         }
     }
 

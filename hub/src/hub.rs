@@ -304,6 +304,7 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
                     EmbeddedOptions {
                         tls: Some(tls),
                         login: BrokerLogin::Checked(check),
+                        login_recheck: Some(cfg.login_recheck),
                     }
                 }
                 EmbeddedSecurity::InsecurePlaintext => {

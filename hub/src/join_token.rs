@@ -8,8 +8,9 @@
 //! bytes, mode 0600, made at first use). The hub keeps no list of tokens: `ocm-edge token create`
 //! on the hub's machine makes one from the key, and the hub checks the MAC and the expiry.
 //! `ocm-edge token revoke ID` adds the id to `DATA_DIR/revoked-join-tokens` (one id per line),
-//! which the hub reads at every check of a token. A cluster already connected with a token
-//! keeps its connection until it reconnects. Removing the key file revokes every token at
+//! which the hub reads at every check of a token. The embedded broker checks the sessions of
+//! clusters not accepted again every 30 s (`HubConfig::login_recheck`) and drops those whose
+//! token expired or was revoked meanwhile; an accepted cluster stays. Removing the key file revokes every token at
 //! the hub's next start.
 
 use std::path::{Path, PathBuf};

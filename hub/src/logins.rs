@@ -294,6 +294,21 @@ impl LoginCheck for HubLogins {
                 .is_ok(),
         }
     }
+
+    fn may_lapse(&self, username: &str, _password: &[u8]) -> bool {
+        match username {
+            // A credential may be revoked or expire while its session lasts.
+            OPERATOR_USER => self.operators.is_some(),
+            HUB_USER | DASHBOARD_USER => false,
+            // A cluster not accepted got in by its join token, which may expire or be revoked;
+            // an accepted one by its key, which only deny or re-accept change (and the hub
+            // enforces those itself).
+            cluster => !matches!(
+                self.standings.standing(cluster),
+                Some(Standing::Accepted(_))
+            ),
+        }
+    }
 }
 
 /// Whether two secrets are equal, compared through their SHA-256 so the time taken says
@@ -467,6 +482,23 @@ mod tests {
         set(Standing::Denied);
         assert!(l.still_valid("edge-a", "edge-a-agent", joined.as_bytes()));
         assert!(!l.still_valid("edge-a", "edge-a-agent", a.login("edge-a", None).as_bytes()));
+    }
+
+    #[test]
+    fn only_logins_a_token_or_a_revocable_credential_holds_are_rechecked() {
+        let (l, _token, _d) = setup(&[
+            ("edge-a", Standing::Accepted(Some(Key::new(7).public()))),
+            ("ocm-agent", Standing::Accepted(None)),
+            ("edge-d", Standing::Denied),
+        ]);
+        for cluster in ["edge-d", "edge-new"] {
+            assert!(l.may_lapse(cluster, b""), "{cluster} got in by a token");
+        }
+        for user in ["edge-a", "ocm-agent", HUB_USER, DASHBOARD_USER] {
+            assert!(!l.may_lapse(user, b""), "{user}");
+        }
+        // Operators only when credentials are checked (not with --insecure-open-admin).
+        assert!(!l.may_lapse(OPERATOR_USER, b""));
     }
 
     #[test]

@@ -222,6 +222,9 @@ impl Fleet {
         cfg.keepalive = Duration::from_secs(5);
         cfg.intakes = self.opts.hub_intakes;
         cfg.broker_tls.ca_file = self.opts.broker_ca_file.clone();
+        // Lapsed logins (a revoked join token or credential) are dropped within a second
+        // rather than the default 30 s, so tests wait on it with their usual bound.
+        cfg.login_recheck = Duration::from_millis(500);
         if self.opts.logins {
             cfg.broker_username = Some(HUB_USER.to_owned());
             cfg.broker_password = Some(password_of(HUB_USER));
@@ -265,6 +268,12 @@ impl Fleet {
         ocm_edge_hub::join_token::JoinTokens::load_or_create(&self.hub_dir())
             .and_then(|t| t.create(ttl, chrono::Utc::now()))
             .expect("a join token")
+    }
+
+    /// The join token the fleet's agents ask to join with (with [`FleetOptions::hub_broker`],
+    /// once the hub has started).
+    pub fn join_token(&self) -> Option<&str> {
+        self.join_token.as_deref()
     }
 
     /// The hub's data directory.

@@ -3,8 +3,9 @@
 //! proving an identity, each identity uses only its own topics, a cluster's accepted key cannot be
 //! borrowed by another key, a cluster asks to join only with a valid join token, a denied
 //! cluster's session is dropped at once, a reinstalled agent with a new key is kept out until an
-//! admin re-admits it, after which it works again without anyone touching the agent, and an
-//! accepted cluster needs no token any more.
+//! admin re-admits it, after which it works again without anyone touching the agent, an
+//! accepted cluster needs no token any more, and a session whose join token or credential is
+//! revoked while it is connected is dropped.
 
 use ocm_edge_agent::trust::{AGENT_KEY_FILE, AgentKey};
 use ocm_edge_hub::admin::messages::ClusterState;
@@ -506,4 +507,113 @@ async fn a_denied_cluster_is_dropped_at_once_and_a_new_key_waits_for_an_admin() 
     write_settings(&fleet, "edge-a", "v4").await;
     wait_mode(&fleet, "edge-a", "v4").await;
     fleet.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_session_whose_join_token_or_credential_is_revoked_is_dropped_an_accepted_one_stays() {
+    let mut fleet = Fleet::start_with(secure()).await;
+    // edge-k joins with the fleet's token and is accepted; the token then stops mattering.
+    fleet.start_agents(&["edge-k"]).await;
+    fleet.accept("edge-k").await;
+    write_settings(&fleet, "edge-k", "v1").await;
+    wait_mode(&fleet, "edge-k", "v1").await;
+    let fleet_token = fleet
+        .join_token()
+        .unwrap()
+        .split('.')
+        .nth(1)
+        .unwrap()
+        .to_owned();
+    let connections = fleet.counters("edge-k").connections;
+
+    // A newcomer asking to join with a token, and an operator with a credential of its own.
+    let token = fleet.new_join_token(chrono::Duration::hours(1));
+    let (_k, login) = fresh_key_login("edge-n", "edge-n-agent", Some(&token.token));
+    let mut newcomer = Probe::connect_with(
+        fleet.broker_url(),
+        probe_options(&fleet, "edge-n-agent", Some(("edge-n", login))),
+    )
+    .await
+    .expect("a token holder gets in");
+    let granted = newcomer.subscribe(&spec_topic("edge-n")).await.unwrap();
+    assert!(granted.iter().all(Result::is_ok), "{granted:?}");
+    let pki = HubPki::load_existing(&fleet.hub_dir().join("pki")).unwrap();
+    let (pem, record) = pki
+        .issue_user(
+            "otto",
+            ocm_edge_schemas::admin::Role::Viewer,
+            chrono::Duration::days(1),
+            chrono::Utc::now(),
+        )
+        .unwrap();
+    ocm_edge_hub::admin::registry::record_issued(&fleet.hub_dir(), &record).unwrap();
+    let otto = ocm_edge_hub::admin::credential::Credential::from_pem(pem.as_bytes()).unwrap();
+    let mut operator = Probe::connect_with(
+        fleet.broker_url(),
+        probe_options(
+            &fleet,
+            "ocm-edge-cli-otto",
+            Some((
+                OPERATOR_USER,
+                otto.login_password(OPERATOR_USER, "ocm-edge-cli-otto"),
+            )),
+        ),
+    )
+    .await
+    .expect("otto's credential gets in");
+    let granted = operator
+        .subscribe("ocm-edge/ocm-edge/dashboard/#")
+        .await
+        .unwrap();
+    assert!(granted.iter().all(Result::is_ok), "{granted:?}");
+
+    // Both tokens revoked: the newcomer's session is dropped without it doing anything, and
+    // its client cannot get back in.
+    let dropped = stats(&fleet).disconnected();
+    let refused = stats(&fleet).refused_logins();
+    ocm_edge_hub::join_token::revoke(&fleet.hub_dir(), &token.id).unwrap();
+    ocm_edge_hub::join_token::revoke(&fleet.hub_dir(), &fleet_token).unwrap();
+    wait_until("the newcomer's session dropped", WAIT, || async {
+        stats(&fleet).disconnected() > dropped
+    })
+    .await
+    .unwrap();
+    wait_until("the newcomer's reconnect refused", WAIT, || async {
+        stats(&fleet).refused_logins() > refused
+    })
+    .await
+    .unwrap();
+
+    // Otto's credential revoked: his session goes too.
+    let dropped = stats(&fleet).disconnected();
+    ocm_edge_hub::admin::registry::revoke(
+        &fleet.hub_dir(),
+        &ocm_edge_hub::admin::registry::Revoke::User("otto"),
+        chrono::Utc::now(),
+    )
+    .unwrap();
+    wait_until("otto's session dropped", WAIT, || async {
+        stats(&fleet).disconnected() > dropped
+    })
+    .await
+    .unwrap();
+
+    // Sweeps ran after the fleet's token was revoked (they dropped both sessions above), and
+    // the accepted cluster that joined with it kept its connection and its works.
+    assert_eq!(
+        fleet.counters("edge-k").connections,
+        connections,
+        "the accepted cluster was not disconnected"
+    );
+    write_settings(&fleet, "edge-k", "v2").await;
+    wait_mode(&fleet, "edge-k", "v2").await;
+    // The hub's own sessions and the first admin's are untouched.
+    assert!(fleet.hub().embedded_broker().is_some());
+    let _ = fleet
+        .admin()
+        .await
+        .stats()
+        .await
+        .expect("the admin client still works");
+    drop((newcomer, operator));
 }

@@ -92,9 +92,9 @@ pub fn run(cmd: TokenCommand) -> Result<String, CliError> {
             join_token::revoke(&args.data.data_dir, &args.id)
                 .map_err(|e| CliError::Usage(e.to_string()))?;
             Ok(format!(
-                "revoked join token {id}: no cluster logs in with it any more (one connected \
-                 with it keeps its connection until it reconnects; clusters already accepted \
-                 keep working)\n",
+                "revoked join token {id}: no cluster logs in with it any more (the hub drops \
+                 the sessions of clusters not yet accepted that got in with it within 30 s; \
+                 clusters already accepted keep working)\n",
                 id = args.id
             ))
         }

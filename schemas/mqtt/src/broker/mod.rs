@@ -89,6 +89,14 @@ pub trait LoginCheck: Send + Sync + 'static {
     fn still_valid(&self, username: &str, client_id: &str, password: &[u8]) -> bool {
         self.check(username, client_id, password).is_ok()
     }
+
+    /// Whether a session that logged in with these can become invalid by time or by a change the
+    /// broker is not told of (a join token that expires or is revoked, an operator credential
+    /// revoked): such sessions are re-checked every [`EmbeddedOptions::login_recheck`] and
+    /// dropped when [`LoginCheck::still_valid`] says no. Must be cheap and not log.
+    fn may_lapse(&self, _username: &str, _password: &[u8]) -> bool {
+        false
+    }
 }
 
 impl std::fmt::Debug for BrokerLogin {
@@ -121,6 +129,9 @@ pub struct EmbeddedOptions {
     /// TLS only with this certificate; `None` is plaintext (`ocm-edge hub --insecure-plaintext`
     /// and tests of other things).
     pub tls: Option<ServerTls>,
+    /// How often the sessions whose login [may lapse](LoginCheck::may_lapse) are checked again
+    /// (with [`BrokerLogin::Checked`]); `None`: never.
+    pub login_recheck: Option<std::time::Duration>,
 }
 
 /// What the embedded broker counts, for logs, benchmarks and tests.
@@ -150,7 +161,8 @@ impl BrokerStats {
         self.refused_topics.load(Ordering::Relaxed)
     }
 
-    /// Sessions dropped by [`EmbeddedBroker::drop_session`] and [`EmbeddedBroker::enforce_login`].
+    /// Sessions dropped by [`EmbeddedBroker::drop_session`], [`EmbeddedBroker::enforce_login`]
+    /// and the periodic re-check of logins that may lapse ([`EmbeddedOptions::login_recheck`]).
     pub fn disconnected(&self) -> u64 {
         self.disconnected.load(Ordering::Relaxed)
     }

@@ -140,6 +140,36 @@ async fn drop_session(
     Err(format!("{DROP_TRIES} tries: {last_error}"))
 }
 
+/// Drops every session whose login [may lapse](LoginCheck::may_lapse) and is no longer valid
+/// (a join token expired or revoked since it logged in, an operator credential revoked).
+async fn sweep_lapsed_logins(scx: &ServerContext, stats: &BrokerStats, check: &dyn LoginCheck) {
+    // Collected first: the shared state is not held while sessions are dropped.
+    let lapsed: Vec<String> = {
+        let shared = scx.extends.shared().await;
+        shared
+            .iter()
+            .filter_map(|entry| {
+                let session = entry.session()?;
+                let user = session
+                    .username()
+                    .map(|u| u.to_string())
+                    .unwrap_or_default();
+                let password = session.password().map(|p| p.to_vec()).unwrap_or_default();
+                let client_id = session.id.client_id.to_string();
+                (check.may_lapse(&user, &password)
+                    && !check.still_valid(&user, &client_id, &password))
+                .then_some(client_id)
+            })
+            .collect()
+    };
+    for client_id in lapsed {
+        tracing::info!(client = %client_id, "embedded broker drops a session whose login is no longer valid (join token expired or revoked, credential revoked)");
+        if let Err(e) = drop_session(scx, stats, Some(check), &client_id, true).await {
+            tracing::error!(client = %client_id, error = %e, "embedded broker could not drop a session whose login lapsed");
+        }
+    }
+}
+
 /// Starts the broker on its own thread; returns the bound address, the sender that stops it and
 /// its [`Control`].
 pub(super) fn spawn(
@@ -191,6 +221,7 @@ async fn serve(
         BrokerLogin::Checked(check) => Some(check.clone()),
         _ => None,
     };
+    let sweep_every = options.login_recheck;
     let server = match build(listen, options, stats.clone()).await {
         Ok(s) => s,
         Err(e) => {
@@ -205,6 +236,19 @@ async fn serve(
         stats,
         check: recheck,
     };
+    if let (Some(check), Some(every)) = (control.check.clone(), sweep_every) {
+        let scx = control.scx.clone();
+        let stats = control.stats.clone();
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(every);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            ticks.tick().await;
+            loop {
+                ticks.tick().await;
+                sweep_lapsed_logins(&scx, &stats, check.as_ref()).await;
+            }
+        });
+    }
     let _ = bound.send(Ok((addr, control)));
     tokio::select! {
         result = server.run() => {
