@@ -66,7 +66,8 @@ impl Dirty {
                 Record::Counters(_)
                 | Record::UnknownPresence(..)
                 | Record::Object(_)
-                | Record::ForgetObject(_) => {}
+                | Record::ForgetObject(_)
+                | Record::SpecClock(_) => {}
             }
         }
     }

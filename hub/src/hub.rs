@@ -341,9 +341,11 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
         loaded.clusters,
         loaded.works,
         loaded.counters,
+        loaded.spec_clock,
     );
     core.restore_objects(loaded.objects);
     core.set_grace_start(Utc::now());
+    let core_spec_clock = core.spec_clock();
     let admin_topic =
         topic::admin_requests(&cfg.source_id).map_err(|e| HubError::Config(e.to_string()))?;
     if !(1..=MAX_INTAKES).contains(&cfg.intakes) {
@@ -418,6 +420,7 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
         intakes_subscribed: vec![false; cfg.intakes],
         unflushed_since: None,
         flush_every: cfg.report_flush_every,
+        stored_spec_clock: core_spec_clock,
         transfers: HashMap::new(),
         authenticator,
         answered: Answered::default(),
@@ -505,6 +508,8 @@ struct HubLoop {
     unflushed_since: Option<std::time::Instant>,
     /// [`HubConfig::report_flush_every`].
     flush_every: Duration,
+    /// The spec clock as last stored ([`crate::core::spec_clock`]).
+    stored_spec_clock: Option<chrono::DateTime<Utc>>,
     /// The chunked-transfer offer of each cluster's agent, from its last spec resync request
     /// (in memory: an agent offers again at every reconnect).
     transfers: HashMap<String, TransferOffer>,
@@ -1007,7 +1012,13 @@ impl HubLoop {
     }
 
     /// Stores the batch, then publishes its messages and answers.
-    async fn commit(&mut self, batch: Batch) -> Result<(), HubError> {
+    async fn commit(&mut self, mut batch: Batch) -> Result<(), HubError> {
+        // The spec events of this batch moved the spec clock: stored with the batch, so a
+        // restarted hub stamps later ones even if its clock went back meanwhile.
+        let spec_clock = self.core.spec_clock();
+        if let Some(t) = spec_clock.filter(|_| spec_clock > self.stored_spec_clock) {
+            batch.change.records.push(Record::SpecClock(t));
+        }
         // A batch that changes nothing (reads, unchanged statuses) writes nothing: what it
         // answers is either durable already or an agent's report the resync gives again.
         if !batch.change.records.is_empty() {
@@ -1036,6 +1047,7 @@ impl HubLoop {
                 }
             }
         }
+        self.stored_spec_clock = self.stored_spec_clock.max(spec_clock);
         let stored_at = std::time::Instant::now();
         // Standings first, and the broker's sessions made to agree with them, before anything of
         // this batch is published: a cluster accepted now gets its works only through a session

@@ -12,6 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
+use chrono::{DateTime, Utc};
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
 
 use crate::core::objects::{ObjectKey, StoredObject};
@@ -23,6 +24,8 @@ const META: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("meta");
 /// Cluster sets, bindings, placements, decisions, scores, replica sets: key `Kind/namespace/name`.
 const OBJECTS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("objects");
 const COUNTERS_KEY: &str = "counters";
+/// The last `ce-time` stamped into a spec event (RFC 3339, in JSON).
+const SPEC_CLOCK_KEY: &str = "spec-clock";
 
 /// File name of the hub's database inside the data directory.
 pub const DB_FILE: &str = "hub.redb";
@@ -66,6 +69,8 @@ pub struct Loaded {
     pub works: Vec<WorkRecord>,
     pub counters: Counters,
     pub objects: Vec<StoredObject>,
+    /// The last time stamped into a spec event ([`crate::core::spec_clock`]).
+    pub spec_clock: Option<DateTime<Utc>>,
 }
 
 fn object_key(key: &ObjectKey) -> String {
@@ -180,6 +185,11 @@ impl Store {
                     }
                     // Each is a full snapshot: only the batch's last one is written, below.
                     Record::Counters(_) => {}
+                    Record::SpecClock(t) => {
+                        let v = to_json(t);
+                        meta.insert(SPEC_CLOCK_KEY, v.as_slice())
+                            .map_err(|e| self.db_err(e))?;
+                    }
                 }
             }
             let last_counters = records.iter().rev().find_map(|r| match r {
@@ -221,6 +231,9 @@ impl Store {
         if let Some(v) = meta.get(COUNTERS_KEY).map_err(|e| self.db_err(e))? {
             loaded.counters = self.decode(COUNTERS_KEY, v.value())?;
         }
+        if let Some(v) = meta.get(SPEC_CLOCK_KEY).map_err(|e| self.db_err(e))? {
+            loaded.spec_clock = Some(self.decode(SPEC_CLOCK_KEY, v.value())?);
+        }
         Ok(loaded)
     }
 
@@ -242,7 +255,7 @@ fn to_json<T: serde::Serialize>(v: &T) -> Vec<u8> {
 mod tests {
     use super::*;
     use crate::core::testkit::*;
-    use crate::core::{HubCore, WorkKey};
+    use crate::core::{HubCore, Outbound, WorkKey};
 
     fn persist(
         store: &Store,
@@ -297,6 +310,44 @@ mod tests {
     }
 
     #[test]
+    fn a_reopened_hub_stamps_specs_after_the_last_one_even_with_its_clock_an_hour_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut core = core();
+        let sent = {
+            let store = Store::open(dir.path()).unwrap();
+            persist(&store, &mut core, |c| c.handle_agent(join("a"), t(0)));
+            persist(&store, &mut core, |c| c.accept("a", t(1)).unwrap());
+            let (c, _) = core
+                .write_works(&work_input("web", 1), &clusters(&["a"]), false, t(7200))
+                .unwrap();
+            let sent = match &c.outbound[..] {
+                [Outbound::Spec(spec)] => spec.header.time.unwrap(),
+                other => panic!("one spec: {other:?}"),
+            };
+            let mut records = c.records.clone();
+            records.push(Record::SpecClock(core.spec_clock().unwrap()));
+            store.write(&records).unwrap();
+            sent
+        };
+        let loaded = Store::open(dir.path()).unwrap().load().unwrap();
+        assert_eq!(loaded.spec_clock, Some(sent));
+        let reloaded = HubCore::restore(
+            cfg(),
+            loaded.clusters,
+            loaded.works,
+            loaded.counters,
+            loaded.spec_clock,
+        );
+        let work = reloaded.works().next().unwrap().clone();
+        let resent = reloaded.spec_event(&work, None, t(3600));
+        assert!(
+            resent.header.time.unwrap() > sent,
+            "{:?} after {sent}",
+            resent.header.time
+        );
+    }
+
+    #[test]
     fn clusters_works_statuses_and_counters_survive_a_reopen() {
         let dir = tempfile::tempdir().unwrap();
         let mut core = core();
@@ -327,7 +378,13 @@ mod tests {
         }
         let store = Store::open(dir.path()).unwrap();
         let loaded = store.load().unwrap();
-        let reloaded = HubCore::restore(cfg(), loaded.clusters, loaded.works, loaded.counters);
+        let reloaded = HubCore::restore(
+            cfg(),
+            loaded.clusters,
+            loaded.works,
+            loaded.counters,
+            loaded.spec_clock,
+        );
         assert_eq!(reloaded.cluster("a"), core.cluster("a"));
         for name in ["web", "db"] {
             let key = WorkKey::new("a", name);

@@ -51,6 +51,7 @@ fn core() -> HubCore {
         vec![accepted_cluster("edge-1")],
         vec![],
         Counters::default(),
+        None,
     )
 }
 

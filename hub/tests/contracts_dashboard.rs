@@ -105,7 +105,7 @@ fn core() -> (HubCore, Vec<Record>) {
         status_resync_batch: 1000,
     };
     (
-        HubCore::restore(cfg, clusters, works, Counters::default()),
+        HubCore::restore(cfg, clusters, works, Counters::default(), None),
         records,
     )
 }

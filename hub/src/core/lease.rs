@@ -305,7 +305,7 @@ mod tests {
         step(&mut core, lease("edge-1"), 10);
         let mut old: Vec<ClusterRecord> = core.clusters().cloned().collect();
         old[0].availability = None;
-        let mut restarted = HubCore::restore(cfg(), old, vec![], Default::default());
+        let mut restarted = HubCore::restore(cfg(), old, vec![], Default::default(), None);
         restarted.set_grace_start(t(1000));
         assert_eq!(available(&restarted, "edge-1"), Some(ConditionStatus::True));
         assert!(taint_keys(&restarted, "edge-1").is_empty());
@@ -321,6 +321,7 @@ mod tests {
             core.clusters().cloned().collect(),
             vec![],
             Default::default(),
+            None,
         );
         restarted.set_grace_start(t(1000));
         assert_eq!(tick(&mut restarted, 1000), Some(t(1090)));

@@ -22,6 +22,7 @@ pub mod registration;
 pub mod replicasets;
 pub mod resync;
 pub mod scheduling;
+pub mod spec_clock;
 pub mod works;
 
 /// A cluster's registration state is kept as the admin API shows it (same names on the wire and
@@ -202,6 +203,9 @@ pub enum Record {
     /// A cluster set, binding, placement, decision, score or replica set.
     Object(Box<StoredObject>),
     ForgetObject(ObjectKey),
+    /// The last time stamped into a spec event ([`spec_clock::SpecClock`]); the shell adds it
+    /// to what it stores when it moved.
+    SpecClock(DateTime<Utc>),
 }
 
 /// A message to publish.
@@ -313,6 +317,8 @@ pub struct HubCore {
     /// Latest presence of clusters not known yet (see [`Record::UnknownPresence`]).
     unknown_presence: HashMap<String, Presence>,
     objects: Objects,
+    /// Stamps spec events, never going back ([`spec_clock::SpecClock`]).
+    spec_clock: spec_clock::SpecClock,
 }
 
 /// Most presences of unknown clusters kept in memory.
@@ -328,6 +334,7 @@ impl HubCore {
             counters: Counters::default(),
             unknown_presence: HashMap::new(),
             objects: Objects::default(),
+            spec_clock: spec_clock::SpecClock::default(),
         }
     }
 
@@ -337,9 +344,11 @@ impl HubCore {
         clusters: Vec<ClusterRecord>,
         works: Vec<WorkRecord>,
         counters: Counters,
+        spec_clock: Option<DateTime<Utc>>,
     ) -> Self {
         let mut core = HubCore::new(cfg);
         core.counters = counters;
+        core.spec_clock = spec_clock::SpecClock::starting_after(spec_clock);
         for c in clusters {
             core.clusters.insert(c.name.clone(), c);
         }
@@ -412,6 +421,8 @@ impl HubCore {
                 }
                 Record::Counters(c) => self.counters = c.clone(),
                 Record::Object(_) | Record::ForgetObject(_) => self.objects.apply(r),
+                // The clock moved when it stamped; this only stores it.
+                Record::SpecClock(_) => {}
                 Record::UnknownPresence(cluster, p) => {
                     // Bounded: presences of clusters that never join must not grow the map.
                     if self.unknown_presence.len() >= MAX_UNKNOWN_PRESENCES {
@@ -421,6 +432,16 @@ impl HubCore {
                 }
             }
         }
+    }
+
+    /// The last time stamped into a spec event, to store ([`Record::SpecClock`]).
+    pub fn spec_clock(&self) -> Option<DateTime<Utc>> {
+        self.spec_clock.last()
+    }
+
+    /// The `ce-time` of a spec event made at `now` ([`spec_clock::SpecClock::stamp`]).
+    pub(crate) fn spec_time(&self, now: DateTime<Utc>) -> DateTime<Utc> {
+        self.spec_clock.stamp(now)
     }
 
     pub fn cluster(&self, name: &str) -> Option<&ClusterRecord> {

@@ -352,6 +352,7 @@ mod tests {
                 core.clusters().cloned().collect(),
                 vec![w],
                 Default::default(),
+                None,
             )
         };
         let current = stored(Some(2));

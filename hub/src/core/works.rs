@@ -272,7 +272,7 @@ impl HubCore {
             (None, _) => Action::UpdateRequest,
         };
         SpecEvent {
-            header: Header::new(&self.config().source_id, now),
+            header: Header::new(&self.config().source_id, self.spec_time(now)),
             action: action.unwrap_or(default_action),
             cluster: work.key.cluster.clone(),
             resource_id: work.resource_id.clone(),
@@ -305,7 +305,7 @@ impl HubCore {
         now: DateTime<Utc>,
     ) -> SpecEvent {
         SpecEvent {
-            header: Header::new(&self.config().source_id, now),
+            header: Header::new(&self.config().source_id, self.spec_time(now)),
             action: Action::ResyncResponse,
             cluster: cluster.to_owned(),
             resource_id: held.resource_id.clone(),
