@@ -28,12 +28,9 @@ use ocm_edge_schemas::wire::signature::{
     property, signed_bytes, signed_bytes_with_digest, split_chain,
 };
 use ring::signature::{Ed25519KeyPair, KeyPair as _};
-use rustls::pki_types::{CertificateDer, UnixTime};
+use rustls::pki_types::CertificateDer;
 use serde::{Deserialize, Serialize};
 
-/// The DER of the codeSigning extended key usage (1.3.6.1.5.5.7.3.3), which the hub's signing
-/// certificate must have.
-const CODE_SIGNING_OID: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x03];
 /// Longest base64 signature read (an Ed25519 signature is 88 characters).
 const MAX_SIGNATURE_CHARS: usize = 128;
 
@@ -250,26 +247,12 @@ impl HubTrust {
                 trusted,
             });
         }
-        let ca = CertificateDer::from(signer.ca.as_slice());
-        let anchor = webpki::anchor_from_trusted_cert(&ca)
-            .map_err(|e| TrustError::BadChain(format!("the CA certificate: {e}")))?;
-        let cert = CertificateDer::from(signer.cert.as_slice());
-        let end_entity = webpki::EndEntityCert::try_from(&cert)
-            .map_err(|e| TrustError::BadChain(format!("the signing certificate: {e}")))?;
-        let at = UnixTime::since_unix_epoch(std::time::Duration::from_secs(
-            now.timestamp().max(0) as u64
-        ));
-        end_entity
-            .verify_for_usage(
-                webpki::ALL_VERIFICATION_ALGS,
-                &[anchor],
-                &[],
-                at,
-                webpki::KeyUsage::required(CODE_SIGNING_OID),
-                None,
-                None,
-            )
-            .map_err(|e| TrustError::BadChain(e.to_string()))?;
+        ocm_edge_mqtt::tls::verify_code_signing(
+            &signer.cert,
+            &signer.ca,
+            now.timestamp().max(0) as u64,
+        )
+        .map_err(TrustError::BadChain)?;
         Ok(signer)
     }
 }

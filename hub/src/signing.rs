@@ -20,7 +20,6 @@ use ocm_edge_schemas::wire::signature::{
 };
 use rcgen::{CertificateParams, DnType, ExtendedKeyUsagePurpose, KeyPair, KeyUsagePurpose};
 use ring::signature::Ed25519KeyPair;
-use rustls::pki_types::{CertificateDer, UnixTime};
 
 use crate::pki::{CA_VALIDITY, CLOCK_SKEW, HubPki, PkiError};
 
@@ -28,9 +27,6 @@ use crate::pki::{CA_VALIDITY, CLOCK_SKEW, HubPki, PkiError};
 pub const SIGNER_CERT: &str = "signer.pem";
 /// The signing key's file in the pki directory (mode 0600).
 pub const SIGNER_KEY: &str = "signer-key.pem";
-/// The DER of the codeSigning extended key usage (1.3.6.1.5.5.7.3.3), what agents require of
-/// the signing certificate.
-pub const CODE_SIGNING_OID: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x03];
 
 /// The hub's event signer.
 pub struct EventSigner {
@@ -135,28 +131,8 @@ fn usable(der: &[u8], ca_der: &[u8], key: &KeyPair, now: DateTime<Utc>) -> bool 
     if !crate::pki::contains(der, key.der_bytes()) {
         return false;
     }
-    let ca = CertificateDer::from(ca_der);
-    let Ok(anchor) = webpki::anchor_from_trusted_cert(&ca) else {
-        return false;
-    };
-    let cert = CertificateDer::from(der);
-    let Ok(end_entity) = webpki::EndEntityCert::try_from(&cert) else {
-        return false;
-    };
     let in_a_year = now + chrono::Duration::days(365);
-    let at = UnixTime::since_unix_epoch(std::time::Duration::from_secs(
-        in_a_year.timestamp().max(0) as u64,
-    ));
-    end_entity
-        .verify_for_usage(
-            webpki::ALL_VERIFICATION_ALGS,
-            &[anchor],
-            &[],
-            at,
-            webpki::KeyUsage::required(CODE_SIGNING_OID),
-            None,
-            None,
-        )
+    ocm_edge_mqtt::tls::verify_code_signing(der, ca_der, in_a_year.timestamp().max(0) as u64)
         .is_ok()
 }
 

@@ -307,6 +307,43 @@ fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     Ok(certs)
 }
 
+/// The DER of the codeSigning extended key usage (1.3.6.1.5.5.7.3.3), which the hub's event
+/// signing certificate has and agents require.
+pub const CODE_SIGNING_OID: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x03];
+
+/// Checks that `cert_der` is a certificate for signing events (extended key usage codeSigning)
+/// issued by the CA `ca_der` and valid at `at_unix_secs`: what the hub requires of the signing
+/// certificate it keeps and agents of the one they learn.
+///
+/// # Errors
+/// What is wrong, in words.
+pub fn verify_code_signing(
+    cert_der: &[u8],
+    ca_der: &[u8],
+    at_unix_secs: u64,
+) -> Result<(), String> {
+    let ca = rustls::pki_types::CertificateDer::from(ca_der);
+    let anchor =
+        webpki::anchor_from_trusted_cert(&ca).map_err(|e| format!("the CA certificate: {e}"))?;
+    let cert = rustls::pki_types::CertificateDer::from(cert_der);
+    let end_entity = webpki::EndEntityCert::try_from(&cert)
+        .map_err(|e| format!("the signing certificate: {e}"))?;
+    end_entity
+        .verify_for_usage(
+            webpki::ALL_VERIFICATION_ALGS,
+            &[anchor],
+            &[],
+            rustls::pki_types::UnixTime::since_unix_epoch(std::time::Duration::from_secs(
+                at_unix_secs,
+            )),
+            webpki::KeyUsage::required(CODE_SIGNING_OID),
+            None,
+            None,
+        )
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -396,5 +433,46 @@ mod tests {
             ..ca_only(cert)
         };
         files.client_config().unwrap();
+    }
+
+    #[test]
+    fn only_a_code_signing_certificate_of_the_ca_valid_at_that_time_is_a_signer() {
+        use rcgen::{
+            BasicConstraints, CertificateParams, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+        };
+        let ca_params = |name: &str| {
+            let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
+            p.distinguished_name.push(rcgen::DnType::CommonName, name);
+            p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+            p
+        };
+        let ca_key = KeyPair::generate().unwrap();
+        let ca = ca_params("ca").self_signed(&ca_key).unwrap();
+        let other_key = KeyPair::generate().unwrap();
+        let other = ca_params("ca").self_signed(&other_key).unwrap();
+        let issuer = Issuer::from_ca_cert_der(ca.der(), &ca_key).unwrap();
+        let other_issuer = Issuer::from_ca_cert_der(other.der(), &other_key).unwrap();
+        let leaf = |usage: ExtendedKeyUsagePurpose, issuer: &Issuer<'_, &KeyPair>| {
+            let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
+            p.extended_key_usages = vec![usage];
+            p.not_before = rcgen::date_time_ymd(2026, 1, 1);
+            p.not_after = rcgen::date_time_ymd(2027, 1, 1);
+            p.signed_by(&KeyPair::generate().unwrap(), issuer)
+                .unwrap()
+                .der()
+                .to_vec()
+        };
+        let mid_2026 = 1_780_000_000;
+        let signer = leaf(ExtendedKeyUsagePurpose::CodeSigning, &issuer);
+        assert_eq!(verify_code_signing(&signer, ca.der(), mid_2026), Ok(()));
+        let client = leaf(ExtendedKeyUsagePurpose::ClientAuth, &issuer);
+        assert!(verify_code_signing(&client, ca.der(), mid_2026).is_err());
+        let foreign = leaf(ExtendedKeyUsagePurpose::CodeSigning, &other_issuer);
+        assert!(verify_code_signing(&foreign, ca.der(), mid_2026).is_err());
+        let in_2028 = 1_830_000_000;
+        let e = verify_code_signing(&signer, ca.der(), in_2028).unwrap_err();
+        assert!(e.contains("xpired"), "{e}");
+        assert!(verify_code_signing(b"junk", ca.der(), mid_2026).is_err());
+        assert!(verify_code_signing(&signer, b"junk", mid_2026).is_err());
     }
 }
