@@ -38,12 +38,18 @@ const OUTBOX: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("outbox");
 const META: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("agent_meta");
 const TRANSFER_HEADS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("transfer_heads");
 const TRANSFER_CHUNKS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("transfer_chunks");
-/// Deleted bundles: resource id to [`Tombstone`]. A few dozen bytes per work ever deleted.
+/// Deleted bundles: resource id to [`Tombstone`]. A few dozen bytes per work deleted, at most
+/// [`MAX_TOMBSTONES`] of them.
 const TOMBSTONES: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("tombstones");
+/// Most tombstones kept. Beyond it the oldest tenth goes, and the latest time among them becomes
+/// the replay floor ([`Store::replay_floor`]): a spec for a work the agent neither holds nor
+/// remembers, sent before it, is a replay too.
+pub const MAX_TOMBSTONES: u64 = 10_000;
 
 const KEY_CONNECTION_SEQ: &str = "connection_seq";
 const KEY_REGISTRATION: &str = "registration_view";
 const KEY_HUB_SIGNER: &str = "hub_signer";
+const KEY_REPLAY_FLOOR: &str = "replay_floor";
 
 /// File name of the agent's database inside the data dir.
 pub const DB_FILE: &str = "agent.redb";
@@ -286,6 +292,16 @@ impl Store {
 
     /// Forgets a bundle and its inventory, keeping `tombstone` in their place.
     pub fn forget(&self, resource_id: &str, tombstone: &Tombstone) -> Result<()> {
+        self.forget_keeping(resource_id, tombstone, MAX_TOMBSTONES)
+    }
+
+    /// [`Store::forget`] keeping at most `max_tombstones`.
+    fn forget_keeping(
+        &self,
+        resource_id: &str,
+        tombstone: &Tombstone,
+        max_tombstones: u64,
+    ) -> Result<()> {
         // One write transaction: one commit, and never a bundle without its inventory.
         let tx = self.db.begin_write()?;
         tx.open_table(DESIRED)?.remove(resource_id)?;
@@ -294,8 +310,37 @@ impl Store {
             key: resource_id.to_owned(),
             reason: e.to_string(),
         })?;
-        tx.open_table(TOMBSTONES)?
-            .insert(resource_id, bytes.as_slice())?;
+        {
+            let mut tombstones = tx.open_table(TOMBSTONES)?;
+            tombstones.insert(resource_id, bytes.as_slice())?;
+            if tombstones.len()? > max_tombstones {
+                // The oldest tenth goes; the newest time among them is the replay floor.
+                let mut held: Vec<(Option<DateTime<Utc>>, String)> = Vec::new();
+                for entry in tombstones.iter()? {
+                    let (k, v) = entry?;
+                    let t: Tombstone = decode(k.value(), v.value())?;
+                    held.push((t.decided_at, k.value().to_owned()));
+                }
+                held.sort();
+                let pruned = &held[..held.len() / 10];
+                for (_, key) in pruned {
+                    tombstones.remove(key.as_str())?;
+                }
+                if let Some(floor) = pruned.iter().filter_map(|(t, _)| *t).max() {
+                    let mut meta = tx.open_table(META)?;
+                    let previous: Option<DateTime<Utc>> = match meta.get(KEY_REPLAY_FLOOR)? {
+                        Some(v) => decode(KEY_REPLAY_FLOOR, v.value())?,
+                        None => None,
+                    };
+                    let floor = previous.map_or(floor, |p| p.max(floor));
+                    let bytes = serde_json::to_vec(&floor).map_err(|e| StoreError::Corrupt {
+                        key: KEY_REPLAY_FLOOR.to_owned(),
+                        reason: e.to_string(),
+                    })?;
+                    meta.insert(KEY_REPLAY_FLOOR, bytes.as_slice())?;
+                }
+            }
+        }
         tx.commit()?;
         Ok(())
     }
@@ -303,6 +348,18 @@ impl Store {
     /// What is left of a deleted bundle.
     pub fn tombstone(&self, resource_id: &str) -> Result<Option<Tombstone>> {
         self.get(TOMBSTONES, resource_id)
+    }
+
+    /// How many tombstones are kept.
+    pub fn tombstone_count(&self) -> Result<u64> {
+        let tx = self.db.begin_read()?;
+        Ok(tx.open_table(TOMBSTONES)?.len()?)
+    }
+
+    /// The newest `ce-time` among the tombstones dropped to keep [`MAX_TOMBSTONES`]: a spec for
+    /// a work the agent neither holds nor remembers that was sent before it is a replay.
+    pub fn replay_floor(&self) -> Result<Option<DateTime<Utc>>> {
+        self.get(META, KEY_REPLAY_FLOOR)
     }
 
     /// Objects applied for a bundle.
@@ -499,6 +556,37 @@ mod tests {
             resource_id: resource_id.into(),
             received_ms,
         }
+    }
+
+    #[test]
+    fn tombstones_beyond_the_limit_go_oldest_first_and_leave_a_replay_floor_that_survives_a_reopen()
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let t = |s: i64| DateTime::from_timestamp(1_800_000_000 + s, 0);
+        {
+            let store = Store::open(dir.path()).unwrap();
+            assert_eq!(store.replay_floor().unwrap(), None);
+            for i in 0..=20 {
+                let tombstone = Tombstone {
+                    resource_version: 1,
+                    decided_at: t(i),
+                };
+                store
+                    .forget_keeping(&format!("work-{i:02}"), &tombstone, 20)
+                    .unwrap();
+            }
+            // 21 > 20: the oldest two (a tenth) went.
+            assert_eq!(store.tombstone_count().unwrap(), 19);
+            assert_eq!(store.tombstone("work-00").unwrap(), None);
+            assert_eq!(store.tombstone("work-01").unwrap(), None);
+            assert!(store.tombstone("work-02").unwrap().is_some());
+        }
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.replay_floor().unwrap(), t(1));
+        assert_eq!(
+            store.tombstone("work-20").unwrap().unwrap().decided_at,
+            t(20)
+        );
     }
 
     #[test]

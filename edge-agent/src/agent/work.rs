@@ -39,8 +39,16 @@ impl Agent {
         // replay (a work created again starts again at version 1, so versions alone cannot tell).
         let last = match &held {
             Some(h) => h.decided_at,
-            None => match self.store.tombstone(&spec.resource_id) {
-                Ok(t) => t.and_then(|t| t.decided_at),
+            // Deleted (its tombstone), or neither held nor remembered: the replay floor, below
+            // which the oldest tombstones were dropped.
+            None => match self
+                .store
+                .tombstone(&spec.resource_id)
+                .and_then(|t| match t {
+                    Some(t) => Ok(t.decided_at),
+                    None => self.store.replay_floor(),
+                }) {
+                Ok(last) => last,
                 Err(e) => {
                     tracing::error!(error = %e, "cannot read the store");
                     return;
