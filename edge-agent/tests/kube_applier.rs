@@ -448,7 +448,7 @@ async fn a_kind_the_cluster_does_not_serve_is_reported_as_not_found() {
 
 /// End to end on a real cluster (k3s, KinD): apply, read back, delete.
 #[tokio::test]
-#[ignore = "needs a real cluster: set OCM_EDGE_E2E_KUBECONFIG"]
+#[ignore = "needs a real cluster: tests/kube/e2e.sh starts one, or set OCM_EDGE_E2E_KUBECONFIG"]
 async fn e2e_server_side_apply_and_delete_on_a_real_cluster() {
     let path = std::env::var("OCM_EDGE_E2E_KUBECONFIG").expect("OCM_EDGE_E2E_KUBECONFIG");
     let applier = KubeApplier::connect(Some(std::path::Path::new(&path)))
@@ -476,7 +476,7 @@ async fn e2e_server_side_apply_and_delete_on_a_real_cluster() {
 
 /// End to end on a real cluster: the agent's version and health are read.
 #[tokio::test]
-#[ignore = "needs a real cluster: set OCM_EDGE_E2E_KUBECONFIG"]
+#[ignore = "needs a real cluster: tests/kube/e2e.sh starts one, or set OCM_EDGE_E2E_KUBECONFIG"]
 async fn e2e_version_and_health_of_a_real_cluster() {
     let path = std::env::var("OCM_EDGE_E2E_KUBECONFIG").expect("OCM_EDGE_E2E_KUBECONFIG");
     let applier = KubeApplier::connect(Some(std::path::Path::new(&path)))

@@ -181,7 +181,7 @@ async fn while_the_api_server_is_down_drift_stays_and_is_corrected_when_it_retur
 
 /// The whole agent on a real cluster with no broker: the cached bundle is applied with the kube applier.
 #[tokio::test]
-#[ignore = "needs a real cluster: set OCM_EDGE_E2E_KUBECONFIG"]
+#[ignore = "needs a real cluster: tests/kube/e2e.sh starts one, or set OCM_EDGE_E2E_KUBECONFIG"]
 async fn e2e_the_agent_applies_its_cached_bundle_to_a_real_cluster() {
     let path = std::env::var("OCM_EDGE_E2E_KUBECONFIG").expect("OCM_EDGE_E2E_KUBECONFIG");
     let dir = tempfile::tempdir().unwrap();

@@ -86,6 +86,9 @@ impl KubeApplier {
     /// # Errors
     /// [`ApplyError::Unavailable`] when no configuration can be loaded.
     pub async fn connect(kubeconfig: Option<&Path>) -> Result<Self, ApplyError> {
+        // kube's TLS asks rustls for the process's provider, which nothing may have installed
+        // yet when the applier starts before the MQTT link (a real API server found this).
+        ocm_edge_mqtt::tls::install_crypto_provider();
         let config = match kubeconfig {
             Some(path) => {
                 let kc = kube::config::Kubeconfig::read_from(path).map_err(|e| {

@@ -1,0 +1,11 @@
+// The control plane binaries ocm-edge's end-to-end tests build from k8s.io/kubernetes (tests/kube/build.sh).
+
+//go:build tools
+
+package controlplane
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+)

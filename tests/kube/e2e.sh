@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The kube applier's end-to-end tests against a real control plane: builds it once
+# (tests/kube/build.sh, cached), starts it on loopback (up.sh), runs the tests that need a real
+# cluster with OCM_EDGE_E2E_KUBECONFIG pointing at it, and stops everything by pid (down.sh),
+# also when a test fails or the script is interrupted.
+#
+# Usage: tests/kube/e2e.sh [extra cargo test arguments]
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+bin=$("$here/build.sh")
+work=$(mktemp -d "${TMPDIR:-/tmp}/ocm-edge-kube.XXXXXX")
+cleanup() {
+  "$here/down.sh" "$work"
+  if [ "${OCM_EDGE_KEEP_KUBE:-}" = "" ]; then rm -rf "$work"; else echo "kept $work" >&2; fi
+}
+trap cleanup EXIT
+kubeconfig=$("$here/up.sh" "$bin" "$work")
+echo "control plane up: $kubeconfig" >&2
+cd "$here/../.."
+OCM_EDGE_E2E_KUBECONFIG="$kubeconfig" cargo test -p ocm-edge-agent "$@" -- --ignored e2e_
