@@ -474,6 +474,79 @@ async fn e2e_server_side_apply_and_delete_on_a_real_cluster() {
         .unwrap();
 }
 
+/// End to end on a real cluster: a CRD and a custom resource of it, applied one after the other
+/// (as one bundle applies them), the resource found although its kind did not exist when the
+/// applier first looked, then both deleted.
+#[tokio::test]
+#[ignore = "needs a real cluster: tests/kube/e2e.sh starts one, or set OCM_EDGE_E2E_KUBECONFIG"]
+async fn e2e_a_crd_and_a_resource_of_it_are_applied_in_turn_on_a_real_cluster() {
+    let path = std::env::var("OCM_EDGE_E2E_KUBECONFIG").expect("OCM_EDGE_E2E_KUBECONFIG");
+    let applier = KubeApplier::connect(Some(std::path::Path::new(&path)))
+        .await
+        .unwrap();
+    let group = format!("e2e{}.ocm-edge.test", std::process::id());
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("gadgets.{group}")},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object",
+                    "x-kubernetes-preserve-unknown-fields": true}}
+            }]
+        }
+    });
+    let gadget = json!({
+        "apiVersion": format!("{group}/v1"),
+        "kind": "Gadget",
+        "metadata": {"name": "g1", "namespace": "default"},
+        "spec": {"size": 3}
+    });
+    let strategy = ApplyStrategy::ServerSideApply {
+        force: true,
+        field_manager: "ocm-edge-agent".into(),
+        ignore_fields: vec![],
+    };
+    // Before the CRD: the kind is unknown, and the applier says so (it is retried).
+    let early = applier
+        .apply(&action(gadget.clone(), strategy.clone()), Utc::now())
+        .await;
+    assert!(early.is_err(), "{early:?}");
+    applier
+        .apply(&action(crd.clone(), strategy.clone()), Utc::now())
+        .await
+        .unwrap();
+    // The API server serves the new kind a moment after the CRD is stored: retried, as the agent
+    // retries a bundle, bounded.
+    let mut applied = None;
+    for _ in 0..100 {
+        match applier
+            .apply(&action(gadget.clone(), strategy.clone()), Utc::now())
+            .await
+        {
+            Ok(observed) => {
+                applied = Some(observed);
+                break;
+            }
+            Err(e) if e.is_retryable() => tokio::time::sleep(Duration::from_millis(100)).await,
+            Err(e) => panic!("the custom resource: {e}"),
+        }
+    }
+    let observed = applied.expect("the custom resource is applied once its CRD is served");
+    assert_eq!(observed["spec"]["size"], 3);
+    for manifest in [gadget, crd] {
+        let r = ResourceRef::from_manifest(&Manifest(manifest), 0).unwrap();
+        applier
+            .delete(&r, DeletePropagation::Background)
+            .await
+            .unwrap();
+    }
+}
+
 /// End to end on a real cluster: the agent's version and health are read.
 #[tokio::test]
 #[ignore = "needs a real cluster: tests/kube/e2e.sh starts one, or set OCM_EDGE_E2E_KUBECONFIG"]
