@@ -547,6 +547,78 @@ async fn e2e_a_crd_and_a_resource_of_it_are_applied_in_turn_on_a_real_cluster() 
     }
 }
 
+/// End to end on a real cluster with a controller manager, a scheduler and a node (tests/kube: kwok):
+/// a Deployment applied becomes ready and its WellKnownStatus says so; a Foreground delete is
+/// carried out by the garbage collector until the Deployment is gone.
+#[tokio::test]
+#[ignore = "needs a real cluster: tests/kube/e2e.sh starts one, or set OCM_EDGE_E2E_KUBECONFIG"]
+async fn e2e_a_deployment_becomes_ready_and_a_foreground_delete_removes_it_on_a_real_cluster() {
+    use ocm_edge_agent::core::status::well_known_status;
+    let path = std::env::var("OCM_EDGE_E2E_KUBECONFIG").expect("OCM_EDGE_E2E_KUBECONFIG");
+    let applier = KubeApplier::connect(Some(std::path::Path::new(&path)))
+        .await
+        .unwrap();
+    let name = format!("e2e-web-{}", std::process::id());
+    let deployment = json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}
+            }
+        }
+    });
+    let strategy = ApplyStrategy::ServerSideApply {
+        force: true,
+        field_manager: "ocm-edge-agent".into(),
+        ignore_fields: vec![],
+    };
+    applier
+        .apply(&action(deployment.clone(), strategy), Utc::now())
+        .await
+        .unwrap();
+    let r = ResourceRef::from_manifest(&Manifest(deployment), 0).unwrap();
+    let ready = |obj: &Value| {
+        well_known_status("Deployment", obj)
+            .iter()
+            .any(|v| v.name == "ReadyReplicas" && v.field_value.integer == Some(2))
+    };
+    let mut became_ready = false;
+    for _ in 0..300 {
+        let obj = applier.get(&r, Utc::now()).await.unwrap().expect("applied");
+        if ready(&obj) {
+            became_ready = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        became_ready,
+        "the Deployment's two replicas became ready within 30 s"
+    );
+
+    applier
+        .delete(&r, DeletePropagation::Foreground)
+        .await
+        .unwrap();
+    let mut gone = false;
+    for _ in 0..300 {
+        if applier.get(&r, Utc::now()).await.unwrap().is_none() {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        gone,
+        "the garbage collector finished the Foreground delete within 30 s"
+    );
+}
+
 /// End to end on a real cluster: the agent's version and health are read.
 #[tokio::test]
 #[ignore = "needs a real cluster: tests/kube/e2e.sh starts one, or set OCM_EDGE_E2E_KUBECONFIG"]
