@@ -619,6 +619,66 @@ async fn e2e_a_deployment_becomes_ready_and_a_foreground_delete_removes_it_on_a_
     );
 }
 
+/// End to end on a real cluster: each update strategy as OCM defines it. Update puts back what
+/// another writer changed (drift); CreateOnly leaves an existing object alone; ReadOnly reads and
+/// never writes (a missing object is NotFound); server-side apply without force refuses a field
+/// another manager owns (Conflict), and with force takes it.
+#[tokio::test]
+#[ignore = "needs a real cluster: tests/kube/e2e.sh starts one, or set OCM_EDGE_E2E_KUBECONFIG"]
+async fn e2e_update_strategies_drift_and_conflicts_on_a_real_cluster() {
+    use ocm_edge_agent::applier::ApplyError;
+    let path = std::env::var("OCM_EDGE_E2E_KUBECONFIG").expect("OCM_EDGE_E2E_KUBECONFIG");
+    let applier = KubeApplier::connect(Some(std::path::Path::new(&path)))
+        .await
+        .unwrap();
+    let name = format!("e2e-strategies-{}", std::process::id());
+    let cm = |value: &str| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": "default"}, "data": {"k": value}})
+    };
+    let ssa = |manager: &str, force: bool| ApplyStrategy::ServerSideApply {
+        force,
+        field_manager: manager.into(),
+        ignore_fields: vec![],
+    };
+    let apply = |manifest: Value, strategy: ApplyStrategy| {
+        let applier = &applier;
+        async move { applier.apply(&action(manifest, strategy), Utc::now()).await }
+    };
+
+    let missing = apply(cm("v1"), ApplyStrategy::ReadOnly).await.unwrap_err();
+    assert!(matches!(missing, ApplyError::NotFound(_)), "{missing}");
+
+    let created = apply(cm("v1"), ApplyStrategy::Update).await.unwrap();
+    assert_eq!(created["data"]["k"], "v1");
+    // Someone else changes it: the next Update puts it back.
+    apply(cm("drifted"), ssa("intruder", true)).await.unwrap();
+    let restored = apply(cm("v1"), ApplyStrategy::Update).await.unwrap();
+    assert_eq!(restored["data"]["k"], "v1", "drift corrected");
+
+    // CreateOnly leaves an existing object as it is; ReadOnly only reads.
+    apply(cm("drifted"), ssa("intruder", true)).await.unwrap();
+    let kept = apply(cm("v2"), ApplyStrategy::CreateOnly).await.unwrap();
+    assert_eq!(kept["data"]["k"], "drifted");
+    let read = apply(cm("v3"), ApplyStrategy::ReadOnly).await.unwrap();
+    assert_eq!(read["data"]["k"], "drifted");
+
+    // The intruder owns data.k: without force, our apply is a conflict; with force it wins.
+    let conflict = apply(cm("v4"), ssa("ocm-edge-agent", false))
+        .await
+        .unwrap_err();
+    assert!(matches!(conflict, ApplyError::Conflict(_)), "{conflict}");
+    let forced = apply(cm("v4"), ssa("ocm-edge-agent", true)).await.unwrap();
+    assert_eq!(forced["data"]["k"], "v4");
+
+    let r = ResourceRef::from_manifest(&Manifest(cm("v4")), 0).unwrap();
+    applier
+        .delete(&r, DeletePropagation::Background)
+        .await
+        .unwrap();
+    assert!(applier.get(&r, Utc::now()).await.unwrap().is_none());
+}
+
 /// End to end on a real cluster: the agent's version and health are read.
 #[tokio::test]
 #[ignore = "needs a real cluster: tests/kube/e2e.sh starts one, or set OCM_EDGE_E2E_KUBECONFIG"]
