@@ -17,4 +17,7 @@ trap cleanup EXIT
 kubeconfig=$("$here/up.sh" "$bin" "$work")
 echo "control plane up: $kubeconfig" >&2
 cd "$here/../.."
-OCM_EDGE_E2E_KUBECONFIG="$kubeconfig" cargo test -p ocm-edge-agent "$@" -- --ignored e2e_
+export OCM_EDGE_E2E_KUBECONFIG="$kubeconfig"
+# The whole path needs the real agent binary beside the tests.
+cargo build -p ocm-edge-agent --bin ocm-edge-agent
+cargo test -p ocm-edge-agent -p ocm-edge-tests "$@" -- --ignored e2e_

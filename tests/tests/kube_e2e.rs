@@ -1,0 +1,257 @@
+//! The whole path on a real Kubernetes control plane (`tests/kube/e2e.sh` starts one): the hub on
+//! its secure defaults, the real `ocm-edge-agent --applier kube` binary with the RBAC of
+//! `deploy/k3s/agent.yaml` and a service-account token (not the admin's), and a ManifestWork with a
+//! Namespace, a CRD, a custom resource of it, a ConfigMap and a Deployment. The resources appear in
+//! the API server, the hub sees the work Applied with the Deployment's WellKnownStatus feedback,
+//! an update reaches the cluster, and a delete removes what the work created.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use base64::Engine as _;
+use chrono::Utc;
+use ocm_edge_agent::applier::Applier;
+use ocm_edge_agent::applier::kube::KubeApplier;
+use ocm_edge_agent::core::plan::{ApplyAction, ApplyStrategy};
+use ocm_edge_agent::core::resource::ResourceRef;
+use ocm_edge_schemas::api::meta::ConditionStatus;
+use ocm_edge_schemas::api::work::{Manifest, ManifestWork};
+use ocm_edge_tests::fleet::{Fleet, FleetOptions};
+use ocm_edge_tests::wait::wait_until;
+use serde_json::{Value, json};
+
+const WAIT: Duration = Duration::from_secs(60);
+const CLUSTER: &str = "kube-1";
+
+/// The real agent binary, next to this test's directory (`cargo build -p ocm-edge-agent` first;
+/// `tests/kube/e2e.sh` does).
+fn agent_binary() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let bin = exe
+        .parent()
+        .and_then(Path::parent)
+        .unwrap()
+        .join("ocm-edge-agent");
+    assert!(
+        bin.exists(),
+        "{} is missing: cargo build -p ocm-edge-agent",
+        bin.display()
+    );
+    bin
+}
+
+fn ssa() -> ApplyStrategy {
+    ApplyStrategy::ServerSideApply {
+        force: true,
+        field_manager: "e2e-admin".into(),
+        ignore_fields: vec![],
+    }
+}
+
+async fn apply(admin: &KubeApplier, manifest: Value) -> Value {
+    let m = Manifest(manifest.clone());
+    let action = ApplyAction {
+        ordinal: 0,
+        resource: ResourceRef::from_manifest(&m, 0).unwrap(),
+        manifest,
+        strategy: ssa(),
+    };
+    admin.apply(&action, Utc::now()).await.unwrap()
+}
+
+async fn get(admin: &KubeApplier, manifest: &Value) -> Option<Value> {
+    let r = ResourceRef::from_manifest(&Manifest(manifest.clone()), 0).unwrap();
+    admin.get(&r, Utc::now()).await.unwrap()
+}
+
+/// The agent's RBAC from `deploy/k3s/agent.yaml` (Namespace, ServiceAccount, ClusterRole,
+/// ClusterRoleBinding), and a kubeconfig with a token of that service account.
+async fn agent_kubeconfig(admin: &KubeApplier, admin_kubeconfig: &Path, dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/k3s/agent.yaml"),
+    )
+    .unwrap();
+    for doc in serde_yaml_ng::Deserializer::from_str(&text) {
+        let value: Value = serde::Deserialize::deserialize(doc).unwrap();
+        let kind = value["kind"].as_str().unwrap_or_default();
+        if [
+            "Namespace",
+            "ServiceAccount",
+            "ClusterRole",
+            "ClusterRoleBinding",
+        ]
+        .contains(&kind)
+        {
+            apply(admin, value).await;
+        }
+    }
+    // A token Secret of the service account, which the token controller fills.
+    let secret = json!({
+        "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
+        "metadata": {"name": "ocm-edge-agent-token", "namespace": "open-cluster-management-agent",
+            "annotations": {"kubernetes.io/service-account.name": "ocm-edge-agent"}}
+    });
+    apply(admin, secret.clone()).await;
+    let mut token = None;
+    for _ in 0..300 {
+        if let Some(t) = get(admin, &secret).await.and_then(|s| {
+            s["data"]["token"].as_str().map(|t| {
+                String::from_utf8(base64::engine::general_purpose::STANDARD.decode(t).unwrap())
+                    .unwrap()
+            })
+        }) {
+            token = Some(t);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let token = token.expect("the token controller fills the service account's token");
+    let admin_config: Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(admin_kubeconfig).unwrap()).unwrap();
+    let cluster = &admin_config["clusters"][0]["cluster"];
+    let path = dir.join("agent.kubeconfig");
+    let config = json!({
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": "e2e", "cluster": cluster}],
+        "users": [{"name": "ocm-edge-agent", "user": {"token": token}}],
+        "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": "ocm-edge-agent"}}],
+        "current-context": "e2e"
+    });
+    std::fs::write(&path, serde_yaml_ng::to_string(&config).unwrap()).unwrap();
+    path
+}
+
+fn manifest_work(config_value: &str) -> ManifestWork {
+    serde_json::from_value(json!({
+        "apiVersion": "work.open-cluster-management.io/v1",
+        "kind": "ManifestWork",
+        "metadata": {"name": "shop", "namespace": CLUSTER},
+        "spec": {
+            "workload": {"manifests": [
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "e2e-shop"}},
+                {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                 "metadata": {"name": "carts.shop.ocm-edge.test"},
+                 "spec": {"group": "shop.ocm-edge.test", "scope": "Namespaced",
+                   "names": {"plural": "carts", "singular": "cart", "kind": "Cart"},
+                   "versions": [{"name": "v1", "served": true, "storage": true,
+                     "schema": {"openAPIV3Schema": {"type": "object",
+                       "x-kubernetes-preserve-unknown-fields": true}}}]}},
+                {"apiVersion": "shop.ocm-edge.test/v1", "kind": "Cart",
+                 "metadata": {"name": "main", "namespace": "e2e-shop"}, "spec": {"items": 3}},
+                {"apiVersion": "v1", "kind": "ConfigMap",
+                 "metadata": {"name": "settings", "namespace": "e2e-shop"},
+                 "data": {"mode": config_value}},
+                {"apiVersion": "apps/v1", "kind": "Deployment",
+                 "metadata": {"name": "web", "namespace": "e2e-shop"},
+                 "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                   "template": {"metadata": {"labels": {"app": "web"}},
+                     "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}}}}
+            ]},
+            "manifestConfigs": [{
+                "resourceIdentifier": {"group": "apps", "resource": "deployments",
+                  "namespace": "e2e-shop", "name": "web"},
+                "feedbackRules": [{"type": "WellKnownStatus"}]
+            }]
+        }
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+#[ignore = "needs a real cluster: tests/kube/e2e.sh starts one, or set OCM_EDGE_E2E_KUBECONFIG"]
+async fn e2e_a_work_goes_through_the_real_agent_binary_to_a_real_api_server_and_back() {
+    let admin_kubeconfig =
+        PathBuf::from(std::env::var("OCM_EDGE_E2E_KUBECONFIG").expect("OCM_EDGE_E2E_KUBECONFIG"));
+    let admin = KubeApplier::connect(Some(&admin_kubeconfig)).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = agent_kubeconfig(&admin, &admin_kubeconfig, dir.path()).await;
+
+    let fleet = Fleet::start_with(FleetOptions {
+        hub_broker: true,
+        ..FleetOptions::default()
+    })
+    .await;
+    let data_dir = dir.path().join("agent");
+    let mut agent = tokio::process::Command::new(agent_binary())
+        .args(["--cluster-name", CLUSTER, "--broker", fleet.broker_url()])
+        .arg("--broker-ca-file")
+        .arg(fleet.options().broker_ca_file.as_ref().unwrap())
+        .args(["--token", fleet.join_token().unwrap(), "--applier", "kube"])
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .arg("--data-dir")
+        .arg(&data_dir)
+        .env_remove("OCM_EDGE_BROKER")
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    fleet.accept(CLUSTER).await;
+    let hub = fleet.admin().await;
+    hub.apply_manifest_work(manifest_work("blue"))
+        .await
+        .expect("the hub takes the work");
+
+    // Applied on the cluster, by the service account.
+    let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "e2e-shop"}});
+    let cart = json!({"apiVersion": "shop.ocm-edge.test/v1", "kind": "Cart",
+        "metadata": {"name": "main", "namespace": "e2e-shop"}});
+    let config_map = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "settings", "namespace": "e2e-shop"}});
+    wait_until("the work's objects on the cluster", WAIT, || async {
+        get(&admin, &deployment).await.is_some() && get(&admin, &cart).await.is_some()
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        get(&admin, &config_map).await.unwrap()["data"]["mode"],
+        "blue"
+    );
+
+    // Back at the hub: Applied, and the Deployment's readiness as feedback.
+    let ready_at_hub = || async {
+        let Ok(work) = hub.get_work(CLUSTER, "shop").await else {
+            return false;
+        };
+        let applied = work
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "Applied" && c.status == ConditionStatus::True);
+        let ready = work.resource_status.iter().any(|m| {
+            m.resource_meta.kind == "Deployment"
+                && m.status_feedback
+                    .values
+                    .iter()
+                    .any(|v| v.name == "ReadyReplicas" && v.field_value.integer == Some(2))
+        });
+        applied && ready
+    };
+    wait_until(
+        "Applied with ReadyReplicas=2 at the hub",
+        WAIT,
+        ready_at_hub,
+    )
+    .await
+    .unwrap();
+
+    // An update reaches the cluster.
+    hub.apply_manifest_work(manifest_work("green"))
+        .await
+        .unwrap();
+    wait_until("the update on the cluster", WAIT, || async {
+        get(&admin, &config_map)
+            .await
+            .is_some_and(|c| c["data"]["mode"] == "green")
+    })
+    .await
+    .unwrap();
+
+    // A delete removes what the work created.
+    hub.delete_work(CLUSTER, "shop").await.unwrap();
+    wait_until("the work's objects gone", WAIT, || async {
+        get(&admin, &config_map).await.is_none() && get(&admin, &cart).await.is_none()
+    })
+    .await
+    .unwrap();
+    agent.kill().await.unwrap();
+}
