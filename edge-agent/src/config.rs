@@ -23,6 +23,12 @@ pub const DEFAULT_LEASE_DURATION_SECONDS: i32 = 600;
 pub const DEFAULT_JOIN_RETRY: Duration = Duration::from_secs(30);
 /// Default MQTT keepalive: one ping a minute when idle; a dead link's will fires within 91 s.
 pub const DEFAULT_KEEPALIVE: Duration = Duration::from_secs(60);
+/// Default time an MQTT connection attempt may take (TCP, TLS, CONNACK). A broker letting a whole
+/// fleet back in after a restart answers the last of 10,000 TLS logins many seconds late; an
+/// agent that gave up after 10 s came back into the queue behind its own abandoned handshake, and
+/// the fleet never got in (10,000 clusters on 2 cores, README "Performance"). A 2G link needs
+/// several seconds too.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default largest chunk of a large spec (offered to the hub in every spec resync request).
 pub const DEFAULT_CHUNK_BYTES: u32 = 16 * 1024;
 /// Default MQTT Receive Maximum: QoS 1 messages the broker may have in flight to the agent. With
@@ -97,6 +103,8 @@ pub struct AgentConfig {
     pub lease_duration_seconds: i32,
     /// MQTT keepalive (at least 5 s); the broker publishes the will after 1.5x this without traffic.
     pub keepalive: Duration,
+    /// How long one connection attempt may take (TCP, TLS and the broker's CONNACK), at least 1 s.
+    pub connect_timeout: Duration,
     /// How often every held bundle is reconciled against the cluster (drift correction), online or not.
     pub reconcile_interval: Duration,
     /// How often the API server's health is checked (a change is reported at once).
@@ -122,7 +130,7 @@ pub struct AgentConfig {
 
 impl AgentConfig {
     /// A config with the defaults: source `ocm-edge`, sim applier with a 2 s ready delay, lease 600 s,
-    /// keepalive 60 s, reconcile every 10 s, field manager `ocm-edge-agent`.
+    /// keepalive 60 s, connect timeout 30 s, reconcile every 10 s, field manager `ocm-edge-agent`.
     pub fn new(
         cluster_name: impl Into<String>,
         broker_url: impl Into<String>,
@@ -146,6 +154,7 @@ impl AgentConfig {
             claims: BTreeMap::new(),
             lease_duration_seconds: DEFAULT_LEASE_DURATION_SECONDS,
             keepalive: DEFAULT_KEEPALIVE,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             reconcile_interval: Duration::from_secs(10),
             health_interval: Duration::from_secs(5),
             join_retry: DEFAULT_JOIN_RETRY,
@@ -196,6 +205,9 @@ impl AgentConfig {
         }
         if self.keepalive < MIN_KEEPALIVE {
             return Err(ConfigError::KeepaliveTooShort(self.keepalive));
+        }
+        if self.connect_timeout < Duration::from_secs(1) {
+            return Err(ConfigError::ConnectTimeoutTooShort(self.connect_timeout));
         }
         if self.reconcile_interval.is_zero() || self.health_interval.is_zero() {
             return Err(ConfigError::ZeroInterval);
@@ -271,6 +283,8 @@ pub enum ConfigError {
     LeaseTooShort(i32),
     #[error("keepalive {0:?} is too short: use at least 5 s (rumqttc's minimum)")]
     KeepaliveTooShort(Duration),
+    #[error("connect timeout {0:?} is too short: use at least 1 s (30 s by default)")]
+    ConnectTimeoutTooShort(Duration),
     #[error("reconcile and health intervals must be more than zero")]
     ZeroInterval,
     #[error(
@@ -297,9 +311,22 @@ mod tests {
         assert_eq!(c.source_id, "ocm-edge");
         assert_eq!(c.lease_duration_seconds, 600);
         assert_eq!(c.keepalive, Duration::from_secs(60));
+        assert_eq!(c.connect_timeout, Duration::from_secs(30));
         assert_eq!(c.field_manager, "ocm-edge-agent");
         assert_eq!(c.agent_id(), "edge-1-work-agent");
         assert_eq!(c.broker_credentials(), None);
+    }
+
+    #[test]
+    fn a_connect_timeout_under_a_second_is_refused() {
+        let mut c = AgentConfig::new("edge-1", "mqtt://127.0.0.1:1883", "/tmp/x");
+        c.connect_timeout = Duration::from_millis(500);
+        assert_eq!(
+            c.validate().unwrap_err(),
+            ConfigError::ConnectTimeoutTooShort(Duration::from_millis(500))
+        );
+        c.connect_timeout = Duration::from_secs(1);
+        c.validate().unwrap();
     }
 
     #[test]

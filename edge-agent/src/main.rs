@@ -107,6 +107,10 @@ struct Cli {
     /// link.
     #[arg(long, env = "OCM_EDGE_KEEPALIVE_SECONDS", default_value_t = ocm_edge_agent::config::DEFAULT_KEEPALIVE.as_secs())]
     keepalive_seconds: u64,
+    /// Seconds one connection attempt to the broker may take (TCP, TLS and its answer). A broker
+    /// letting thousands of clusters back in at once answers late; a 2G link is slow.
+    #[arg(long, env = "OCM_EDGE_CONNECT_TIMEOUT_SECONDS", default_value_t = ocm_edge_agent::config::DEFAULT_CONNECT_TIMEOUT.as_secs())]
+    connect_timeout_seconds: u64,
     /// Seconds between reconciles of every held bundle.
     #[arg(long, env = "OCM_EDGE_RECONCILE_SECONDS", default_value_t = 10.0)]
     reconcile_seconds: f64,
@@ -267,6 +271,7 @@ async fn main() -> anyhow::Result<()> {
     cfg.claims = pairs("--claim", &cli.claims)?;
     cfg.lease_duration_seconds = cli.lease_duration_seconds;
     cfg.keepalive = Duration::from_secs(cli.keepalive_seconds);
+    cfg.connect_timeout = Duration::from_secs(cli.connect_timeout_seconds);
     cfg.reconcile_interval = seconds("--reconcile-seconds", cli.reconcile_seconds)?;
     cfg.chunk_bytes = (cli.chunk_bytes > 0).then_some(cli.chunk_bytes);
     cfg.receive_maximum = cli.receive_maximum;

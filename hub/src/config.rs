@@ -101,7 +101,8 @@ pub struct HubConfig {
     /// (lease renewal, birth, health report) arrived for `lease_grace_multiplier x
     /// leaseDurationSeconds` (default 1.5; OCM: 5). At least 1.
     pub lease_grace_multiplier: f64,
-    /// MQTT keepalive of the hub's own client.
+    /// MQTT keepalive of the hub's own client (on its embedded broker at least 5 minutes: a late
+    /// ping reply there means a busy broker, not a dead link).
     pub keepalive: Duration,
     /// Status hashes per `status.resync_request` message (at most 1000, like maestro).
     pub status_resync_batch: usize,

@@ -83,6 +83,13 @@ pub const MAX_INTAKES: usize = 16;
 const HUB_INFLIGHT: u16 = 500;
 /// Publications queued in the hub's session before `publish` waits.
 const HUB_QUEUE: usize = 4096;
+/// Shortest keepalive of the hub's own sessions on its embedded broker. rumqttc drops a link
+/// whose ping reply is one keepalive late, even while messages flow; a broker letting 10,000
+/// TLS logins in at once answered the hub's ping after more than 30 s, the hub dropped its link,
+/// lost the statuses in flight and resynced the whole fleet, which loaded the broker again
+/// (README "Performance"). The broker runs in the hub's own process and its loopback link
+/// fails only with the process, so a long keepalive hides nothing.
+const EMBEDDED_KEEPALIVE: Duration = Duration::from_secs(300);
 
 /// Errors starting or running the hub.
 #[derive(Debug, thiserror::Error)]
@@ -362,7 +369,11 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
     )
     .map_err(|e| HubError::Config(e.to_string()))?;
     let mut session_cfg = SessionConfig::new(broker_url.clone(), cfg.mqtt_client_id());
-    session_cfg.keepalive = cfg.keepalive;
+    session_cfg.keepalive = if broker.is_some() {
+        cfg.keepalive.max(EMBEDDED_KEEPALIVE)
+    } else {
+        cfg.keepalive
+    };
     // What the embedded broker accepts (works of 500 KiB, admin payloads of 2 MiB, headers); an
     // external broker may lower it in its CONNACK.
     session_cfg.max_packet_bytes = ocm_edge_mqtt::broker::MAX_PACKET_BYTES as u32;

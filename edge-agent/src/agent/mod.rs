@@ -347,6 +347,7 @@ impl Agent {
         });
         let mut session_cfg = SessionConfig::new(url, client_id);
         session_cfg.keepalive = self.cfg.keepalive;
+        session_cfg.connect_timeout = self.cfg.connect_timeout;
         session_cfg.receive_maximum = Some(self.cfg.receive_maximum);
         session_cfg.credentials = credentials;
         session_cfg.tls = self.cfg.tls.clone();
