@@ -11,6 +11,9 @@ use ocm_edge_agent::core::resource::ResourceRef;
 use ocm_edge_schemas::api::work::Manifest;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
+
+#[path = "common/real_cluster.rs"]
+mod real_cluster;
 use std::time::Duration;
 
 /// One expected request and the scripted answer.
@@ -448,12 +451,12 @@ async fn a_kind_the_cluster_does_not_serve_is_reported_as_not_found() {
 
 /// End to end on a real cluster (k3s, KinD): apply, read back, delete.
 #[tokio::test]
-#[ignore = "needs a real cluster: tests/kube/e2e.sh starts one, or set OCM_EDGE_E2E_KUBECONFIG"]
 async fn e2e_server_side_apply_and_delete_on_a_real_cluster() {
-    let path = std::env::var("OCM_EDGE_E2E_KUBECONFIG").expect("OCM_EDGE_E2E_KUBECONFIG");
-    let applier = KubeApplier::connect(Some(std::path::Path::new(&path)))
-        .await
-        .unwrap();
+    let Some(path) = real_cluster::kubeconfig("e2e_server_side_apply_and_delete_on_a_real_cluster")
+    else {
+        return;
+    };
+    let applier = KubeApplier::connect(Some(&path)).await.unwrap();
     assert!(applier.health().await);
     let name = format!("ocm-edge-e2e-{}", std::process::id());
     let cm = json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":name,"namespace":"default"},"data":{"k":"v"}});
@@ -478,12 +481,13 @@ async fn e2e_server_side_apply_and_delete_on_a_real_cluster() {
 /// (as one bundle applies them), the resource found although its kind did not exist when the
 /// applier first looked, then both deleted.
 #[tokio::test]
-#[ignore = "needs a real cluster: tests/kube/e2e.sh starts one, or set OCM_EDGE_E2E_KUBECONFIG"]
 async fn e2e_a_crd_and_a_resource_of_it_are_applied_in_turn_on_a_real_cluster() {
-    let path = std::env::var("OCM_EDGE_E2E_KUBECONFIG").expect("OCM_EDGE_E2E_KUBECONFIG");
-    let applier = KubeApplier::connect(Some(std::path::Path::new(&path)))
-        .await
-        .unwrap();
+    let Some(path) = real_cluster::kubeconfig(
+        "e2e_a_crd_and_a_resource_of_it_are_applied_in_turn_on_a_real_cluster",
+    ) else {
+        return;
+    };
+    let applier = KubeApplier::connect(Some(&path)).await.unwrap();
     let group = format!("e2e{}.ocm-edge.test", std::process::id());
     let crd = json!({
         "apiVersion": "apiextensions.k8s.io/v1",
@@ -551,13 +555,14 @@ async fn e2e_a_crd_and_a_resource_of_it_are_applied_in_turn_on_a_real_cluster() 
 /// a Deployment applied becomes ready and its WellKnownStatus says so; a Foreground delete is
 /// carried out by the garbage collector until the Deployment is gone.
 #[tokio::test]
-#[ignore = "needs a real cluster: tests/kube/e2e.sh starts one, or set OCM_EDGE_E2E_KUBECONFIG"]
 async fn e2e_a_deployment_becomes_ready_and_a_foreground_delete_removes_it_on_a_real_cluster() {
     use ocm_edge_agent::core::status::well_known_status;
-    let path = std::env::var("OCM_EDGE_E2E_KUBECONFIG").expect("OCM_EDGE_E2E_KUBECONFIG");
-    let applier = KubeApplier::connect(Some(std::path::Path::new(&path)))
-        .await
-        .unwrap();
+    let Some(path) = real_cluster::kubeconfig(
+        "e2e_a_deployment_becomes_ready_and_a_foreground_delete_removes_it_on_a_real_cluster",
+    ) else {
+        return;
+    };
+    let applier = KubeApplier::connect(Some(&path)).await.unwrap();
     let name = format!("e2e-web-{}", std::process::id());
     let deployment = json!({
         "apiVersion": "apps/v1",
@@ -624,13 +629,14 @@ async fn e2e_a_deployment_becomes_ready_and_a_foreground_delete_removes_it_on_a_
 /// never writes (a missing object is NotFound); server-side apply without force refuses a field
 /// another manager owns (Conflict), and with force takes it.
 #[tokio::test]
-#[ignore = "needs a real cluster: tests/kube/e2e.sh starts one, or set OCM_EDGE_E2E_KUBECONFIG"]
 async fn e2e_update_strategies_drift_and_conflicts_on_a_real_cluster() {
     use ocm_edge_agent::applier::ApplyError;
-    let path = std::env::var("OCM_EDGE_E2E_KUBECONFIG").expect("OCM_EDGE_E2E_KUBECONFIG");
-    let applier = KubeApplier::connect(Some(std::path::Path::new(&path)))
-        .await
-        .unwrap();
+    let Some(path) =
+        real_cluster::kubeconfig("e2e_update_strategies_drift_and_conflicts_on_a_real_cluster")
+    else {
+        return;
+    };
+    let applier = KubeApplier::connect(Some(&path)).await.unwrap();
     let name = format!("e2e-strategies-{}", std::process::id());
     let cm = |value: &str| {
         json!({"apiVersion": "v1", "kind": "ConfigMap",
@@ -681,12 +687,11 @@ async fn e2e_update_strategies_drift_and_conflicts_on_a_real_cluster() {
 
 /// End to end on a real cluster: the agent's version and health are read.
 #[tokio::test]
-#[ignore = "needs a real cluster: tests/kube/e2e.sh starts one, or set OCM_EDGE_E2E_KUBECONFIG"]
 async fn e2e_version_and_health_of_a_real_cluster() {
-    let path = std::env::var("OCM_EDGE_E2E_KUBECONFIG").expect("OCM_EDGE_E2E_KUBECONFIG");
-    let applier = KubeApplier::connect(Some(std::path::Path::new(&path)))
-        .await
-        .unwrap();
+    let Some(path) = real_cluster::kubeconfig("e2e_version_and_health_of_a_real_cluster") else {
+        return;
+    };
+    let applier = KubeApplier::connect(Some(&path)).await.unwrap();
     assert!(applier.version().await.unwrap().starts_with('v'));
 }
 

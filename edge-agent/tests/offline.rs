@@ -2,6 +2,8 @@
 //! and picks up where it left off after a restart while offline.
 
 mod common;
+#[path = "common/real_cluster.rs"]
+mod real_cluster;
 
 use std::time::Duration;
 
@@ -181,9 +183,12 @@ async fn while_the_api_server_is_down_drift_stays_and_is_corrected_when_it_retur
 
 /// The whole agent on a real cluster with no broker: the cached bundle is applied with the kube applier.
 #[tokio::test]
-#[ignore = "needs a real cluster: tests/kube/e2e.sh starts one, or set OCM_EDGE_E2E_KUBECONFIG"]
 async fn e2e_the_agent_applies_its_cached_bundle_to_a_real_cluster() {
-    let path = std::env::var("OCM_EDGE_E2E_KUBECONFIG").expect("OCM_EDGE_E2E_KUBECONFIG");
+    let Some(path) =
+        real_cluster::kubeconfig("e2e_the_agent_applies_its_cached_bundle_to_a_real_cluster")
+    else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let mut bundle = web_bundle();
     bundle.bundle.manifests[1] =
@@ -194,7 +199,7 @@ async fn e2e_the_agent_applies_its_cached_bundle_to_a_real_cluster() {
     seed(dir.path(), &bundle);
     let mut cfg = offline_config(dir.path());
     cfg.applier = ApplierConfig::Kube {
-        kubeconfig: Some(path.into()),
+        kubeconfig: Some(path),
     };
     let agent = start_agent(cfg).await.unwrap();
     let mut counters = agent.counters();

@@ -5,6 +5,7 @@
 # also when a test fails or the script is interrupted.
 #
 # Usage: tests/kube/e2e.sh [extra cargo test arguments]
+# (.ci/run starts the same control plane itself and runs them with every other test.)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 bin=$("$here/build.sh")
@@ -20,4 +21,4 @@ cd "$here/../.."
 export OCM_EDGE_E2E_KUBECONFIG="$kubeconfig"
 # The whole path needs the real agent binary beside the tests.
 cargo build -p ocm-edge-agent --bin ocm-edge-agent
-cargo test -p ocm-edge-agent -p ocm-edge-tests "$@" -- --ignored e2e_
+cargo test -p ocm-edge-agent -p ocm-edge-tests "$@" e2e_

@@ -2,8 +2,9 @@
 //! its secure defaults, the real `ocm-edge-agent --applier kube` binary with the RBAC of
 //! `deploy/k3s/agent.yaml` and a service-account token (not the admin's), and a ManifestWork with a
 //! Namespace, a CRD, a custom resource of it, a ConfigMap and a Deployment. The resources appear in
-//! the API server, the hub sees the work Applied with the Deployment's WellKnownStatus feedback,
-//! an update reaches the cluster, and a delete removes what the work created.
+//! the API server, the hub sees the work Applied with the Deployment's WellKnownStatus and JSONPaths
+//! feedback, an update reaches the cluster and deletes the resource it dropped, a work deleted with
+//! the Orphan policy leaves its resource behind, and a delete removes what the work created.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -19,6 +20,9 @@ use ocm_edge_schemas::api::work::{Manifest, ManifestWork};
 use ocm_edge_tests::fleet::{Fleet, FleetOptions};
 use ocm_edge_tests::wait::wait_until;
 use serde_json::{Value, json};
+
+#[path = "../../edge-agent/tests/common/real_cluster.rs"]
+mod real_cluster;
 
 const WAIT: Duration = Duration::from_secs(60);
 const CLUSTER: &str = "kube-1";
@@ -121,8 +125,13 @@ async fn agent_kubeconfig(admin: &KubeApplier, admin_kubeconfig: &Path, dir: &Pa
     path
 }
 
-fn manifest_work(config_value: &str) -> ManifestWork {
-    serde_json::from_value(json!({
+/// The work `shop`: a Namespace, a CRD, a custom resource of it (left out when `with_cart` is
+/// false: the agent then deletes it), a ConfigMap with `mode: config_value` and a Deployment whose
+/// readiness comes back as WellKnownStatus and whose `spec.replicas` as a JSONPaths feedback.
+fn manifest_work(config_value: &str, with_cart: bool) -> ManifestWork {
+    let cart = json!({"apiVersion": "shop.ocm-edge.test/v1", "kind": "Cart",
+        "metadata": {"name": "main", "namespace": "e2e-shop"}, "spec": {"items": 3}});
+    let mut work = json!({
         "apiVersion": "work.open-cluster-management.io/v1",
         "kind": "ManifestWork",
         "metadata": {"name": "shop", "namespace": CLUSTER},
@@ -136,8 +145,7 @@ fn manifest_work(config_value: &str) -> ManifestWork {
                    "versions": [{"name": "v1", "served": true, "storage": true,
                      "schema": {"openAPIV3Schema": {"type": "object",
                        "x-kubernetes-preserve-unknown-fields": true}}}]}},
-                {"apiVersion": "shop.ocm-edge.test/v1", "kind": "Cart",
-                 "metadata": {"name": "main", "namespace": "e2e-shop"}, "spec": {"items": 3}},
+                cart,
                 {"apiVersion": "v1", "kind": "ConfigMap",
                  "metadata": {"name": "settings", "namespace": "e2e-shop"},
                  "data": {"mode": config_value}},
@@ -150,18 +158,45 @@ fn manifest_work(config_value: &str) -> ManifestWork {
             "manifestConfigs": [{
                 "resourceIdentifier": {"group": "apps", "resource": "deployments",
                   "namespace": "e2e-shop", "name": "web"},
-                "feedbackRules": [{"type": "WellKnownStatus"}]
+                "feedbackRules": [{"type": "WellKnownStatus"},
+                    {"type": "JSONPaths", "jsonPaths": [{"name": "desired", "path": ".spec.replicas"}]}]
             }]
+        }
+    });
+    if !with_cart {
+        let manifests = work["spec"]["workload"]["manifests"]
+            .as_array_mut()
+            .unwrap();
+        manifests.retain(|m| m["kind"] != "Cart");
+    }
+    serde_json::from_value(work).unwrap()
+}
+
+/// The work `keep`: one ConfigMap in `default`, deleted with the Orphan policy (left behind).
+fn orphaning_work() -> ManifestWork {
+    serde_json::from_value(json!({
+        "apiVersion": "work.open-cluster-management.io/v1",
+        "kind": "ManifestWork",
+        "metadata": {"name": "keep", "namespace": CLUSTER},
+        "spec": {
+            "workload": {"manifests": [
+                {"apiVersion": "v1", "kind": "ConfigMap",
+                 "metadata": {"name": "e2e-kept", "namespace": "default"},
+                 "data": {"kept": "yes"}}
+            ]},
+            "deleteOption": {"propagationPolicy": "Orphan"}
         }
     }))
     .unwrap()
 }
 
 #[tokio::test]
-#[ignore = "needs a real cluster: tests/kube/e2e.sh starts one, or set OCM_EDGE_E2E_KUBECONFIG"]
 async fn e2e_a_work_goes_through_the_real_agent_binary_to_a_real_api_server_and_back() {
-    let admin_kubeconfig =
-        PathBuf::from(std::env::var("OCM_EDGE_E2E_KUBECONFIG").expect("OCM_EDGE_E2E_KUBECONFIG"));
+    let Some(admin_kubeconfig) = real_cluster::kubeconfig(
+        "e2e_a_work_goes_through_the_real_agent_binary_to_a_real_api_server_and_back",
+    ) else {
+        return;
+    };
     let admin = KubeApplier::connect(Some(&admin_kubeconfig)).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = agent_kubeconfig(&admin, &admin_kubeconfig, dir.path()).await;
@@ -187,9 +222,12 @@ async fn e2e_a_work_goes_through_the_real_agent_binary_to_a_real_api_server_and_
         .unwrap();
     fleet.accept(CLUSTER).await;
     let hub = fleet.admin().await;
-    hub.apply_manifest_work(manifest_work("blue"))
+    hub.apply_manifest_work(manifest_work("blue", true))
         .await
         .expect("the hub takes the work");
+    hub.apply_manifest_work(orphaning_work())
+        .await
+        .expect("the hub takes the orphaning work");
 
     // Applied on the cluster, by the service account.
     let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment",
@@ -208,7 +246,8 @@ async fn e2e_a_work_goes_through_the_real_agent_binary_to_a_real_api_server_and_
         "blue"
     );
 
-    // Back at the hub: Applied, and the Deployment's readiness as feedback.
+    // Back at the hub: Applied, and the Deployment's readiness (WellKnownStatus) and replicas
+    // (JSONPaths) as feedback.
     let ready_at_hub = || async {
         let Ok(work) = hub.get_work(CLUSTER, "shop").await else {
             return false;
@@ -217,25 +256,27 @@ async fn e2e_a_work_goes_through_the_real_agent_binary_to_a_real_api_server_and_
             .conditions
             .iter()
             .any(|c| c.type_ == "Applied" && c.status == ConditionStatus::True);
-        let ready = work.resource_status.iter().any(|m| {
-            m.resource_meta.kind == "Deployment"
-                && m.status_feedback
-                    .values
-                    .iter()
-                    .any(|v| v.name == "ReadyReplicas" && v.field_value.integer == Some(2))
-        });
-        applied && ready
+        let feedback = |name: &str| {
+            work.resource_status.iter().any(|m| {
+                m.resource_meta.kind == "Deployment"
+                    && m.status_feedback
+                        .values
+                        .iter()
+                        .any(|v| v.name == name && v.field_value.integer == Some(2))
+            })
+        };
+        applied && feedback("ReadyReplicas") && feedback("desired")
     };
     wait_until(
-        "Applied with ReadyReplicas=2 at the hub",
+        "Applied with ReadyReplicas=2 and desired=2 at the hub",
         WAIT,
         ready_at_hub,
     )
     .await
     .unwrap();
 
-    // An update reaches the cluster.
-    hub.apply_manifest_work(manifest_work("green"))
+    // An update reaches the cluster, and the Cart it no longer has is deleted.
+    hub.apply_manifest_work(manifest_work("green", false))
         .await
         .unwrap();
     wait_until("the update on the cluster", WAIT, || async {
@@ -245,6 +286,29 @@ async fn e2e_a_work_goes_through_the_real_agent_binary_to_a_real_api_server_and_
     })
     .await
     .unwrap();
+    wait_until("the Cart dropped from the work deleted", WAIT, || async {
+        get(&admin, &cart).await.is_none()
+    })
+    .await
+    .unwrap();
+    assert!(get(&admin, &deployment).await.is_some());
+
+    // The orphaning work's delete leaves its ConfigMap behind, once the hub has it gone.
+    let kept = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "e2e-kept", "namespace": "default"}});
+    assert!(get(&admin, &kept).await.is_some());
+    hub.delete_work(CLUSTER, "keep").await.unwrap();
+    wait_until("the orphaning work gone at the hub", WAIT, || async {
+        hub.get_work(CLUSTER, "keep").await.is_err()
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        get(&admin, &kept)
+            .await
+            .expect("an orphaned ConfigMap stays")["data"]["kept"],
+        "yes"
+    );
 
     // A delete removes what the work created.
     hub.delete_work(CLUSTER, "shop").await.unwrap();
