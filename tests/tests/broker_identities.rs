@@ -617,3 +617,29 @@ async fn a_session_whose_join_token_or_credential_is_revoked_is_dropped_an_accep
         .expect("the admin client still works");
     drop((newcomer, operator));
 }
+
+/// An operator whose link drops (a broker restart, a flaky link, a late ping reply) comes back
+/// and gets answers again: the subscription to its own responses is granted after the reconnect.
+#[tokio::test]
+async fn an_operator_whose_session_is_dropped_gets_back_in_and_gets_answers_again() {
+    let fleet = Fleet::start_with(secure()).await;
+    let admin = fleet.new_admin().await;
+    admin.stats().await.expect("the hub answers");
+    let refused = stats(&fleet).refused_topics();
+    fleet
+        .hub()
+        .embedded_broker()
+        .unwrap()
+        .drop_session(admin.client_id())
+        .await;
+    // The request waits in the session's queue until it is back.
+    admin
+        .stats()
+        .await
+        .expect("the hub answers the operator after its reconnect");
+    assert_eq!(
+        stats(&fleet).refused_topics(),
+        refused,
+        "the broker refused a topic of the operator's after its reconnect"
+    );
+}

@@ -177,6 +177,13 @@ impl AdminClient {
         &self.source_id
     }
 
+    /// This client's MQTT client id (`ocm-edge-cli-<random>`, the last level of its response
+    /// topic).
+    pub fn client_id(&self) -> &str {
+        let topic = self.requester.response_topic();
+        topic.rsplit_once('/').map_or(topic, |(_, id)| id)
+    }
+
     /// Sends `request` and waits for the hub's answer.
     ///
     /// # Errors
