@@ -23,6 +23,9 @@ use ring::rand::{SecureRandom as _, SystemRandom};
 
 use crate::pki::{PkiError, append_lines, write_file};
 
+/// What [`JoinTokens::cluster_password`] signs before the cluster's name; no token MAC signs it
+/// (those start with the token id, 8 hex digits).
+const CLUSTER_PASSWORD_DOMAIN: &str = "ocm-edge cluster broker password v1\n";
 /// The token key, in the hub's `pki` directory.
 pub const TOKEN_KEY_FILE: &str = "join-token-key";
 /// Revoked token ids, one per line, in the hub's data directory.
@@ -184,6 +187,15 @@ impl JoinTokens {
             return Err(TokenError::Revoked { id: id.to_owned() });
         }
         Ok(id.to_owned())
+    }
+
+    /// The broker password of `cluster` when it was added without an agent key (`ocm-edge cluster
+    /// add`, for OCM's or maestro's own work agent, which logs in with a username and password):
+    /// an HMAC-SHA256 of the cluster's name with the token key, so it is never stored and a
+    /// cluster's password opens no other cluster. Replacing the token key changes every one.
+    pub fn cluster_password(&self, cluster: &str) -> String {
+        let message = format!("{CLUSTER_PASSWORD_DOMAIN}{cluster}");
+        BASE64URL.encode(hmac::sign(&self.key, message.as_bytes()).as_ref())
     }
 
     fn mac(&self, id: &str, expires: i64) -> String {

@@ -168,6 +168,16 @@ impl HubLogins {
         // Cheap refusals first: a name that can be no cluster costs no signature check.
         ocm_edge_schemas::validate::validate_cluster_name(cluster)
             .map_err(|e| format!("{e} (a cluster logs in with its name as the username)"))?;
+        if self.standings.standing(cluster) == Some(Standing::Accepted(None)) {
+            // Added without an agent key: its broker password, nothing else.
+            return if same_secret(password, &self.tokens.cluster_password(cluster)) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "cluster {cluster:?} was added without an agent key and logs in with its broker password: `ocm-edge cluster broker-config {cluster}` on the hub's machine writes it into the agent's MQTT config"
+                ))
+            };
+        }
         let (public_key, signature, token) = match login::parse(password) {
             Ok(LoginProof::AgentKey {
                 public_key,
@@ -203,11 +213,8 @@ impl HubLogins {
                 )
             })?;
         match self.standings.standing(cluster) {
-            Some(Standing::Accepted(None)) => {
-                return Err(format!(
-                    "cluster {cluster:?} was accepted without an agent key, so it cannot prove who it is to this broker (serve agents that do not sign through an external broker, or deny and accept the cluster again once its agent sends a key)"
-                ));
-            }
+            // Handled above, before a key proof is looked for.
+            Some(Standing::Accepted(None)) => {}
             Some(Standing::Accepted(Some(bound))) if bound != key => {
                 return Err(format!(
                     "cluster {cluster:?} is accepted with agent key {}, and this login is made with key {} (another agent, or the agent's key file was replaced: if this is the cluster's new key, an admin runs `ocm-edge cluster deny {cluster}`, checks the key `ocm-edge cluster get {cluster}` shows once the agent has asked to join again, and runs `ocm-edge cluster accept {cluster}`)",
@@ -445,15 +452,39 @@ mod tests {
     }
 
     #[test]
-    fn keyless_accepted_clusters_and_wrong_secrets_stay_out() {
-        let (l, token, _d) = setup(&[("ocm-agent", Standing::Accepted(None))]);
-        let e = check(
-            &l,
-            "ocm-agent",
-            &Key::new(4).login("ocm-agent", Some(&token)),
-        )
-        .unwrap_err();
-        assert!(e.contains("without an agent key"), "{e}");
+    fn a_cluster_added_without_a_key_gets_in_with_its_broker_password_only() {
+        let (l, token, _d) = setup(&[
+            ("ocm-agent", Standing::Accepted(None)),
+            ("other", Standing::Accepted(None)),
+        ]);
+        let password = l.tokens.cluster_password("ocm-agent");
+        assert_eq!(check(&l, "ocm-agent", &password), Ok(()));
+        assert!(l.still_valid("ocm-agent", "ocm-agent-agent", password.as_bytes()));
+        // Another cluster's password, a key proof with a token, or a guess: out, saying how.
+        for wrong in [
+            l.tokens.cluster_password("other"),
+            Key::new(4).login("ocm-agent", Some(&token)),
+            "guess".to_owned(),
+        ] {
+            let e = check(&l, "ocm-agent", &wrong).unwrap_err();
+            assert!(
+                e.contains("without an agent key") && e.contains("cluster broker-config"),
+                "{e}"
+            );
+        }
+        // Denied: its password no longer opens anything.
+        l.standings
+            .0
+            .write()
+            .unwrap()
+            .insert("ocm-agent".into(), Standing::Denied);
+        assert!(check(&l, "ocm-agent", &password).is_err());
+        assert!(!l.still_valid("ocm-agent", "ocm-agent-agent", password.as_bytes()));
+    }
+
+    #[test]
+    fn wrong_secrets_stay_out() {
+        let (l, _token, _d) = setup(&[]);
         assert!(l.check(HUB_USER, "ocm-edge-hub", b"guess").is_err());
         assert_eq!(l.check(HUB_USER, "ocm-edge-hub", b"hub-secret"), Ok(()));
         assert!(l.check(DASHBOARD_USER, "grafana", b"").is_err());

@@ -322,6 +322,18 @@ impl AdminClient {
         self.cluster_call(req).await
     }
 
+    /// Adds and accepts a cluster whose agent never asks to join (OCM's own work agent); returns
+    /// its view.
+    ///
+    /// # Errors
+    /// AlreadyExists when the hub knows it, Invalid for a bad name; see [`AdminClient::request`].
+    pub async fn add_cluster(&self, name: &str) -> Result<ClusterView> {
+        let req = AdminRequest::AddCluster {
+            name: name.to_owned(),
+        };
+        self.cluster_call(req).await
+    }
+
     /// Denies a cluster; returns its new view.
     ///
     /// # Errors

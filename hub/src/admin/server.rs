@@ -82,6 +82,10 @@ fn plan(
             let change = core.deny(&name, now).map_err(registration_error)?;
             cluster_answer(core, change, &name)
         }
+        AdminRequest::AddCluster { name } => {
+            let change = core.add_cluster(&name, now).map_err(registration_error)?;
+            cluster_answer(core, change, &name)
+        }
         AdminRequest::CreateWork(CreateWork {
             name,
             clusters,
@@ -292,6 +296,12 @@ fn registration_error(e: RegistrationError) -> AdminResponse {
     match e {
         RegistrationError::UnknownCluster(_) => {
             AdminResponse::error(AdminErrorKind::NotFound, e.to_string())
+        }
+        RegistrationError::AlreadyKnown { .. } => {
+            AdminResponse::error(AdminErrorKind::AlreadyExists, e.to_string())
+        }
+        RegistrationError::InvalidName(_) => {
+            AdminResponse::error(AdminErrorKind::Invalid, e.to_string())
         }
     }
 }
@@ -557,6 +567,32 @@ mod tests {
             panic!("stats failed")
         };
         assert_eq!((s.clusters_accepted, s.clusters_pending), (1, 0));
+    }
+
+    #[test]
+    fn add_accepts_a_cluster_that_never_joined_without_a_key_and_refuses_a_known_one() {
+        let mut core = core();
+        let AdminResponse::Ok(AdminPayload::Cluster(view)) =
+            run(&mut core, AdminRequest::AddCluster { name: "ocm-1".into() })
+        else {
+            panic!("add failed")
+        };
+        assert_eq!(view.state, ClusterState::Accepted);
+        assert_eq!(core.cluster("ocm-1").unwrap().agent_key, None);
+        step(&mut core, join("a"), 0);
+        for (name, kind) in [
+            ("ocm-1", AdminErrorKind::AlreadyExists),
+            ("a", AdminErrorKind::AlreadyExists),
+            ("Not_A_Name", AdminErrorKind::Invalid),
+        ] {
+            let response = run(&mut core, AdminRequest::AddCluster { name: name.into() });
+            assert_eq!(error_kind(&response), Some(kind), "{name}: {response:?}");
+        }
+        // A work for it goes out as for any accepted cluster.
+        let AdminResponse::Ok(AdminPayload::Stats(s)) = run(&mut core, AdminRequest::Stats) else {
+            panic!("stats failed")
+        };
+        assert_eq!((s.clusters_accepted, s.clusters_pending), (1, 1));
     }
 
     #[test]

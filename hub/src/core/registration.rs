@@ -26,6 +26,12 @@ pub enum RegistrationError {
         "cluster {0:?} is not known to the hub: it has not asked to join yet (start its agent, then run `ocm-edge cluster list`)"
     )]
     UnknownCluster(String),
+    #[error(
+        "cluster {name:?} is already known to the hub ({state}): `ocm-edge cluster accept {name}` or `ocm-edge cluster deny {name}` it instead"
+    )]
+    AlreadyKnown { name: String, state: String },
+    #[error("{0} (a cluster added by hand must be a valid ManagedCluster name)")]
+    InvalidName(String),
 }
 
 impl HubCore {
@@ -105,10 +111,56 @@ impl HubCore {
     /// # Errors
     /// [`RegistrationError::UnknownCluster`] when the cluster never asked to join.
     pub fn accept(&self, cluster: &str, now: DateTime<Utc>) -> Result<Change, RegistrationError> {
-        let mut record = self
+        let record = self
             .cluster(cluster)
             .cloned()
             .ok_or_else(|| RegistrationError::UnknownCluster(cluster.to_owned()))?;
+        Ok(self.accept_record(record, now))
+    }
+
+    /// Registers and accepts a cluster whose agent never asks to join (OCM's or maestro's own work
+    /// agent): accepted at once with no agent key, so its events are taken unsigned (on the hub's
+    /// embedded broker it logs in with the password `ocm-edge cluster broker-config` writes).
+    ///
+    /// # Errors
+    /// [`RegistrationError::AlreadyKnown`] for a cluster the hub knows (joined, accepted, denied),
+    /// [`RegistrationError::InvalidName`] for a name that can be no ManagedCluster.
+    pub fn add_cluster(
+        &self,
+        cluster: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Change, RegistrationError> {
+        ocm_edge_schemas::validate::validate_cluster_name(cluster)
+            .map_err(|e| RegistrationError::InvalidName(e.to_string()))?;
+        if let Some(known) = self.cluster(cluster) {
+            return Err(RegistrationError::AlreadyKnown {
+                name: cluster.to_owned(),
+                state: format!("{:?}", known.acceptance).to_lowercase(),
+            });
+        }
+        let record = ClusterRecord {
+            name: cluster.to_owned(),
+            acceptance: ClusterState::Pending,
+            labels: Default::default(),
+            claims: vec![],
+            lease_duration_seconds: DEFAULT_LEASE_DURATION_SECONDS,
+            conditions: vec![],
+            taints: vec![],
+            last_lease: None,
+            reported: ManagedClusterStatus::default(),
+            presence: self.unknown_presence(cluster),
+            requested_at: time(now),
+            availability: None,
+            agent_key: None,
+        };
+        Ok(self.accept_record(record, now))
+    }
+
+    /// Accepts `record` (known or new): conditions, availability grace, the hub's view, and every
+    /// work already waiting for the cluster.
+    fn accept_record(&self, mut record: ClusterRecord, now: DateTime<Utc>) -> Change {
+        let cluster = record.name.clone();
+        let cluster = cluster.as_str();
         let was_accepted = record.acceptance == ClusterState::Accepted;
         record.acceptance = ClusterState::Accepted;
         let at = time(now);
@@ -145,7 +197,7 @@ impl HubCore {
                     .push(Outbound::Spec(Box::new(self.spec_event(work, None, now))));
             }
         }
-        Ok(change)
+        change
     }
 
     /// Denies a cluster (idempotent; also revokes an accepted one: its works stay stored, its

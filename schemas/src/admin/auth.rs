@@ -94,7 +94,9 @@ impl AdminRequest {
     /// only [`Role::Viewer`]: the hub answers it `Unsupported` whoever sends it.
     pub fn required_role(&self) -> Role {
         match self {
-            AdminRequest::AcceptCluster { .. } | AdminRequest::DenyCluster { .. } => Role::Admin,
+            AdminRequest::AcceptCluster { .. }
+            | AdminRequest::DenyCluster { .. }
+            | AdminRequest::AddCluster { .. } => Role::Admin,
             request if request.changes_something() => Role::Operator,
             _ => Role::Viewer,
         }
@@ -174,6 +176,10 @@ mod tests {
         );
         assert_eq!(
             AdminRequest::DenyCluster { name: name() }.required_role(),
+            Role::Admin
+        );
+        assert_eq!(
+            AdminRequest::AddCluster { name: name() }.required_role(),
             Role::Admin
         );
     }

@@ -57,6 +57,14 @@ pub enum AdminRequest {
         /// Cluster name.
         name: String,
     },
+    /// Registers and accepts a cluster whose agent never asks to join (OCM's or maestro's own work
+    /// agent): accepted at once, with no agent key, so its events are not signed. Answer:
+    /// [`AdminPayload::Cluster`]; AlreadyExists when the hub knows a cluster of that name (accept
+    /// or deny that one instead), Invalid for a name that can be no cluster.
+    AddCluster {
+        /// Cluster name.
+        name: String,
+    },
     /// Creates the work `name` on every cluster in `clusters`, with the same manifests.
     ///
     /// All or nothing: every cluster must be known and accepted (NotFound / NotAccepted), the work
@@ -199,11 +207,12 @@ pub struct WorkRef {
 impl AdminRequest {
     /// Every command this build knows, as it appears in JSON; a request naming another one decodes
     /// as [`AdminRequest::Unknown`].
-    pub const COMMANDS: [&'static str; 18] = [
+    pub const COMMANDS: [&'static str; 19] = [
         "listClusters",
         "getCluster",
         "acceptCluster",
         "denyCluster",
+        "addCluster",
         "createWork",
         "applyManifestWork",
         "listWorks",
@@ -229,6 +238,7 @@ impl AdminRequest {
             AdminRequest::GetCluster { .. } => "getCluster",
             AdminRequest::AcceptCluster { .. } => "acceptCluster",
             AdminRequest::DenyCluster { .. } => "denyCluster",
+            AdminRequest::AddCluster { .. } => "addCluster",
             AdminRequest::CreateWork(_) => "createWork",
             AdminRequest::ApplyManifestWork { .. } => "applyManifestWork",
             AdminRequest::ListWorks { .. } => "listWorks",
@@ -255,9 +265,9 @@ impl AdminRequest {
         let work =
             |name: &str, cluster: &str| format!("ocm-edge work get {name} --cluster {cluster}");
         match self {
-            AdminRequest::AcceptCluster { name } | AdminRequest::DenyCluster { name } => {
-                Some(format!("ocm-edge cluster get {name}"))
-            }
+            AdminRequest::AcceptCluster { name }
+            | AdminRequest::DenyCluster { name }
+            | AdminRequest::AddCluster { name } => Some(format!("ocm-edge cluster get {name}")),
             AdminRequest::CreateWork(c) => Some(match c.clusters.as_slice() {
                 [one] => work(&c.name, one),
                 _ => "ocm-edge work list".to_owned(),
@@ -282,6 +292,7 @@ impl AdminRequest {
         match self {
             AdminRequest::AcceptCluster { .. }
             | AdminRequest::DenyCluster { .. }
+            | AdminRequest::AddCluster { .. }
             | AdminRequest::CreateWork(_)
             | AdminRequest::ApplyManifestWork { .. }
             | AdminRequest::DeleteWork { .. }
