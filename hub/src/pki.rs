@@ -38,6 +38,8 @@ pub const CA_VALIDITY: Duration = Duration::days(3650);
 pub const SERVING_VALIDITY: Duration = Duration::days(365);
 /// How long a user credential is valid unless told otherwise.
 pub const USER_VALIDITY: Duration = Duration::days(365);
+/// The OU of a cluster's TLS client certificate ([`HubPki::issue_cluster_tls`]); no admin role.
+pub const CLUSTER_OU: &str = "cluster";
 /// How far back certificates start, for clients whose clock is behind the hub's.
 pub const CLOCK_SKEW: Duration = Duration::hours(1);
 
@@ -244,6 +246,36 @@ impl HubPki {
             not_after: now + validity,
         };
         Ok((format!("{}{}", cert.pem(), key.serialize_pem()), record))
+    }
+
+    /// A TLS client certificate and its key (PEM) for cluster `cluster` (CN = the cluster, OU =
+    /// `cluster`, which is no admin role: the admin API refuses it), for OCM's own work agent,
+    /// whose MQTT client (sdk-go) speaks TLS only with a client certificate. The hub's embedded
+    /// broker asks for no client certificate: there the cluster proves who it is with its broker
+    /// password ([`crate::join_token::JoinTokens::cluster_password`]).
+    ///
+    /// # Errors
+    /// [`PkiError::Issue`] for a name that cannot be a CN or a validity rcgen refuses.
+    pub fn issue_cluster_tls(
+        &self,
+        cluster: &str,
+        validity: Duration,
+        now: DateTime<Utc>,
+    ) -> Result<(String, String), PkiError> {
+        let issue = |e: rcgen::Error| PkiError::Issue(e.to_string());
+        let key = KeyPair::generate().map_err(issue)?;
+        let mut params = CertificateParams::new(Vec::<String>::new()).map_err(issue)?;
+        params.distinguished_name.push(DnType::CommonName, cluster);
+        params
+            .distinguished_name
+            .push(DnType::OrganizationalUnitName, CLUSTER_OU);
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        params.use_authority_key_identifier_extension = true;
+        params.not_before = to_time(now - CLOCK_SKEW)?;
+        params.not_after = to_time(now + validity)?;
+        let cert = self.sign_for(&params, &key)?;
+        Ok((cert.pem(), key.serialize_pem()))
     }
 
     /// Signs `params` (for `key`) with the CA.

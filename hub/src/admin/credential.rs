@@ -681,6 +681,17 @@ mod tests {
     }
 
     #[test]
+    fn a_clusters_tls_certificate_is_no_admin_credential() {
+        let (_dir, pki) = pki();
+        let (cert, key) = pki
+            .issue_cluster_tls("ocm-1", chrono::Duration::days(1), now())
+            .unwrap();
+        // Its OU is no role: it does not load as a credential.
+        let e = Credential::from_pem(format!("{cert}{key}").as_bytes()).unwrap_err();
+        assert!(e.to_string().contains("cluster"), "{e}");
+    }
+
+    #[test]
     fn a_revoked_credential_is_refused_for_requests_and_logins_and_the_users_other_ones_are_too() {
         let (dir, pki) = pki();
         let data = dir.path();

@@ -572,9 +572,12 @@ mod tests {
     #[test]
     fn add_accepts_a_cluster_that_never_joined_without_a_key_and_refuses_a_known_one() {
         let mut core = core();
-        let AdminResponse::Ok(AdminPayload::Cluster(view)) =
-            run(&mut core, AdminRequest::AddCluster { name: "ocm-1".into() })
-        else {
+        let AdminResponse::Ok(AdminPayload::Cluster(view)) = run(
+            &mut core,
+            AdminRequest::AddCluster {
+                name: "ocm-1".into(),
+            },
+        ) else {
             panic!("add failed")
         };
         assert_eq!(view.state, ClusterState::Accepted);

@@ -42,8 +42,9 @@ pub enum ClusterCommand {
     },
     /// Write the MQTT config file of OCM's own work agent for a cluster added with `cluster add`
     /// (`work agent --workload-source-driver=mqtt --workload-source-config=FILE`): the hub's
-    /// broker, this cluster's username and broker password, the hub's CA and the topics. Run it on
-    /// the hub's machine; the file holds a secret (written 0600).
+    /// broker, this cluster's username and broker password, the hub's CA, a TLS client
+    /// certificate for the cluster and the topics. Run it on the hub's machine; the file holds
+    /// secrets (written 0600).
     BrokerConfig(BrokerConfigArgs),
 }
 
@@ -59,6 +60,10 @@ pub struct BrokerConfigArgs {
     /// The hub's source id (its topics' second level).
     #[arg(long, default_value = crate::config::DEFAULT_SOURCE_ID)]
     pub source: String,
+    /// Days the TLS client certificate in the file is valid (OCM's MQTT client speaks TLS only
+    /// with one; the hub's broker knows the cluster by its password, not by it).
+    #[arg(long, default_value_t = 365, value_parser = clap::value_parser!(i64).range(1..=3650))]
+    pub days: i64,
     /// Where to write the file (`-`: standard output).
     #[arg(long, short = 'o', value_name = "FILE", default_value = "-")]
     pub out: std::path::PathBuf,
@@ -66,8 +71,9 @@ pub struct BrokerConfigArgs {
     pub data: super::DataDirArg,
 }
 
-/// The MQTT config file OCM's sdk-go reads (`brokerHost`, `username`, `password`, `caFile`,
-/// `topics`) for cluster `args.name` of the hub in `args.data`.
+/// The MQTT config file OCM's sdk-go reads for cluster `args.name` of the hub in `args.data`:
+/// `brokerHost`, `username`, `password`, the hub's CA and a TLS client certificate of the cluster
+/// with its key (`caData`, `clientCertData`, `clientKeyData`: base64 of the PEM), `topics`.
 ///
 /// # Errors
 /// [`CliError::Usage`] for a name or source that can be no topic level; [`CliError::Hub`] when the
@@ -81,11 +87,30 @@ pub fn broker_config(args: &BrokerConfigArgs) -> Result<String, CliError> {
         .map_err(|e| CliError::Hub(e.to_string()))?;
     let tokens = crate::join_token::JoinTokens::load_or_create(&args.data.data_dir)
         .map_err(|e| CliError::Hub(e.to_string()))?;
+    let ca = std::fs::read(pki.ca_file()).map_err(|e| {
+        CliError::Hub(format!(
+            "cannot read the hub's CA {}: {e}",
+            pki.ca_file().display()
+        ))
+    })?;
+    // OCM's sdk-go speaks TLS only with a client certificate; the embedded broker asks for none
+    // and knows the cluster by its password.
+    let (cert, key) = pki
+        .issue_cluster_tls(
+            &args.name,
+            chrono::Duration::days(args.days),
+            chrono::Utc::now(),
+        )
+        .map_err(|e| CliError::Hub(e.to_string()))?;
+    use base64::Engine as _;
+    let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
     let config = serde_json::json!({
         "brokerHost": args.broker_host,
         "username": args.name,
         "password": tokens.cluster_password(&args.name),
-        "caFile": pki.ca_file(),
+        "caData": b64(&ca),
+        "clientCertData": b64(cert.as_bytes()),
+        "clientKeyData": b64(key.as_bytes()),
         "topics": {
             "sourceEvents": topic::source_events(&args.source, &args.name).map_err(usage)?,
             "agentEvents": topic::agent_events(&args.source, &args.name).map_err(usage)?,
@@ -96,7 +121,7 @@ pub fn broker_config(args: &BrokerConfigArgs) -> Result<String, CliError> {
     let text = serde_yaml_ng::to_string(&config).map_err(|e| CliError::Hub(e.to_string()))?;
     Ok(format!(
         "# MQTT config of OCM's work agent for cluster {name} (ocm-edge cluster broker-config).\n\
-         # Run: work agent --spoke-cluster-name={name} --cloudevents-client-id={name}-agent \\\n\
+         # Run: work agent --spoke-cluster-name={name} --cloudevents-client-id={name} \\\n\
          #   --workload-source-driver=mqtt --workload-source-config=THIS_FILE\n\
          # The password is a secret: keep this file 0600.\n{text}",
         name = args.name
@@ -196,6 +221,7 @@ mod tests {
             name: name.to_owned(),
             broker_host: "hub.example:8883".into(),
             source: "ocm-edge".into(),
+            days: 365,
             out: "-".into(),
             data: super::super::DataDirArg {
                 data_dir: data_dir.to_owned(),
@@ -218,7 +244,21 @@ mod tests {
         assert_eq!(config["username"], "ocm-1");
         assert_eq!(config["password"], tokens.cluster_password("ocm-1"));
         assert_ne!(config["password"], tokens.cluster_password("ocm-2"));
-        assert_eq!(config["caFile"], pki.ca_file().display().to_string());
+        let decoded = |field: &str| {
+            use base64::Engine as _;
+            String::from_utf8(
+                base64::engine::general_purpose::STANDARD
+                    .decode(config[field].as_str().unwrap())
+                    .unwrap(),
+            )
+            .unwrap()
+        };
+        assert_eq!(
+            decoded("caData"),
+            std::fs::read_to_string(pki.ca_file()).unwrap()
+        );
+        assert!(decoded("clientCertData").starts_with("-----BEGIN CERTIFICATE-----"));
+        assert!(decoded("clientKeyData").starts_with("-----BEGIN PRIVATE KEY-----"));
         assert_eq!(
             config["topics"],
             serde_json::json!({
@@ -228,7 +268,7 @@ mod tests {
                 "agentBroadcast": "sources/ocm-1/agentbroadcast",
             })
         );
-        assert!(text.contains("--cloudevents-client-id=ocm-1-agent"), "{text}");
+        assert!(text.contains("--cloudevents-client-id=ocm-1"), "{text}");
         let e = broker_config(&args(dir.path(), "Not_A_Name")).unwrap_err();
         assert!(matches!(e, CliError::Usage(_)), "{e}");
     }

@@ -63,7 +63,8 @@ pub fn allowed(username: &str, access: Access, topic: &str) -> bool {
 }
 
 /// Whether `username` may connect with `client_id`. The ids ocm-edge's own clients use belong
-/// to their identities: `<cluster>-agent` to that cluster (and a cluster may use no other id),
+/// to their identities: `<cluster>-agent` to that cluster, and `<cluster>-client` too (what OCM's
+/// sdk-go makes of `--cloudevents-client-id=<cluster>`; a cluster may use no other id),
 /// `<anything>-hub` and `<anything>-hub-intake-<n>` to the hub, `ocm-edge-cli-<anything>` to the
 /// operator; the dashboard may use any id that belongs to nobody.
 pub fn client_id_allowed(username: &str, client_id: &str) -> bool {
@@ -85,7 +86,10 @@ enum IdOwner<'a> {
 }
 
 fn id_owner(client_id: &str) -> IdOwner<'_> {
-    if let Some(cluster) = client_id.strip_suffix("-agent") {
+    if let Some(cluster) = client_id
+        .strip_suffix("-agent")
+        .or_else(|| client_id.strip_suffix("-client"))
+    {
         return IdOwner::Cluster(cluster);
     }
     let intake = client_id
@@ -242,6 +246,10 @@ mod tests {
             "no prefix games"
         );
         assert!(!client_id_allowed("edge-a", "edge-a-probe"));
+        // OCM's work agent: `--cloudevents-client-id=<cluster>` connects as `<cluster>-client`.
+        assert!(client_id_allowed("edge-a", "edge-a-client"));
+        assert!(!client_id_allowed("edge-b", "edge-a-client"));
+        assert!(!client_id_allowed(DASHBOARD_USER, "edge-a-client"));
         assert!(!client_id_allowed("edge-a", "ocm-edge-hub"));
         assert!(!client_id_allowed("+", "+-agent"));
         assert!(client_id_allowed(HUB_USER, "ocm-edge-hub"));

@@ -572,3 +572,16 @@ impl fmt::Display for Quantity {
         f.write_str(&self.0)
     }
 }
+
+/// Deserializes a list Go may encode as `null` (a nil slice without `omitempty`, e.g. the
+/// `conditions` of OCM's work agent's first status of a work) as an empty one.
+///
+/// # Errors
+/// When the value is neither `null` nor a list of `T`.
+pub(crate) fn null_as_empty<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    Ok(<Option<Vec<T>> as serde::Deserialize>::deserialize(d)?.unwrap_or_default())
+}

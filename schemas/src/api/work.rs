@@ -84,7 +84,12 @@ pub struct ManifestWorkSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delete_option: Option<DeleteOption>,
     /// Per-resource options.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::api::meta::null_as_empty"
+    )]
+    #[schemars(with = "Option<Vec<ManifestConfigOption>>")]
     pub manifest_configs: Vec<ManifestConfigOption>,
     /// Identity the agent applies with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -96,7 +101,12 @@ pub struct ManifestWorkSpec {
 #[serde(rename_all = "camelCase")]
 pub struct ManifestsTemplate {
     /// Kubernetes objects, in apply order.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::api::meta::null_as_empty"
+    )]
+    #[schemars(with = "Option<Vec<Manifest>>")]
     pub manifests: Vec<Manifest>,
 }
 
@@ -175,7 +185,12 @@ pub struct DeleteOption {
 #[serde(rename_all = "camelCase")]
 pub struct SelectivelyOrphan {
     /// One rule per orphaned resource.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::api::meta::null_as_empty"
+    )]
+    #[schemars(with = "Option<Vec<OrphaningRule>>")]
     pub orphaning_rules: Vec<OrphaningRule>,
 }
 
@@ -209,13 +224,23 @@ pub struct ManifestConfigOption {
     #[serde(default)]
     pub resource_identifier: ResourceIdentifier,
     /// Status fields to report back.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::api::meta::null_as_empty"
+    )]
+    #[schemars(with = "Option<Vec<FeedbackRule>>")]
     pub feedback_rules: Vec<FeedbackRule>,
     /// How to update the resource (Update when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub update_strategy: Option<UpdateStrategy>,
     /// How to compute conditions (e.g. Complete) from the resource.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::api::meta::null_as_empty"
+    )]
+    #[schemars(with = "Option<Vec<ConditionRule>>")]
     pub condition_rules: Vec<ConditionRule>,
     /// Poll (default) or Watch for status feedback.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -269,7 +294,12 @@ pub struct ServerSideApplyConfig {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub field_manager: String,
     /// Fields not to overwrite.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::api::meta::null_as_empty"
+    )]
+    #[schemars(with = "Option<Vec<IgnoreField>>")]
     pub ignore_fields: Vec<IgnoreField>,
 }
 
@@ -291,7 +321,8 @@ pub struct IgnoreField {
     #[serde(default)]
     pub condition: IgnoreFieldsCondition,
     /// The paths, e.g. `.spec.replicas`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::api::meta::null_as_empty")]
+    #[schemars(with = "Option<Vec<String>>")]
     pub json_paths: Vec<String>,
 }
 
@@ -314,7 +345,12 @@ pub struct FeedbackRule {
     #[serde(rename = "type", default)]
     pub type_: FeedbackType,
     /// Paths for JSONPaths.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::api::meta::null_as_empty"
+    )]
+    #[schemars(with = "Option<Vec<JsonPath>>")]
     pub json_paths: Vec<JsonPath>,
 }
 
@@ -364,7 +400,12 @@ pub struct ConditionRule {
     #[serde(rename = "type", default)]
     pub type_: ConditionRuleType,
     /// ANDed CEL expressions.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::api::meta::null_as_empty"
+    )]
+    #[schemars(with = "Option<Vec<CelConditionExpression>>")]
     pub cel_expressions: Vec<CelConditionExpression>,
     /// Message of the condition.
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -420,7 +461,12 @@ pub struct ManifestWorkSubjectServiceAccount {
 #[serde(rename_all = "camelCase")]
 pub struct ManifestWorkStatus {
     /// Applied, Available, Progressing, Degraded, Complete, Deleted.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::api::meta::null_as_empty"
+    )]
+    #[schemars(with = "Option<Vec<Condition>>")]
     pub conditions: Vec<Condition>,
     /// Per-manifest status; always written (`{}` when empty), as Go does.
     #[serde(default)]
@@ -439,7 +485,12 @@ impl ManifestWorkStatus {
 #[serde(rename_all = "camelCase")]
 pub struct ManifestResourceStatus {
     /// One entry per applied manifest.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::api::meta::null_as_empty"
+    )]
+    #[schemars(with = "Option<Vec<ManifestCondition>>")]
     pub manifests: Vec<ManifestCondition>,
 }
 
@@ -454,7 +505,8 @@ pub struct ManifestCondition {
     #[serde(default)]
     pub status_feedback: StatusFeedbackResult,
     /// Applied, Available, StatusFeedbackSynced, ...; always written.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::api::meta::null_as_empty")]
+    #[schemars(with = "Option<Vec<Condition>>")]
     pub conditions: Vec<Condition>,
 }
 
@@ -490,7 +542,12 @@ pub struct ResourceMeta {
 #[serde(rename_all = "camelCase")]
 pub struct StatusFeedbackResult {
     /// The values.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::api::meta::null_as_empty"
+    )]
+    #[schemars(with = "Option<Vec<FeedbackValue>>")]
     pub values: Vec<FeedbackValue>,
 }
 
@@ -582,13 +639,19 @@ impl FieldValue {
 #[serde(rename_all = "camelCase")]
 pub struct ManifestBundle {
     /// The manifests; always written.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::api::meta::null_as_empty")]
+    #[schemars(with = "Option<Vec<Manifest>>")]
     pub manifests: Vec<Manifest>,
     /// Deletion options.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delete_option: Option<DeleteOption>,
     /// Per-resource options.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::api::meta::null_as_empty"
+    )]
+    #[schemars(with = "Option<Vec<ManifestConfigOption>>")]
     pub manifest_configs: Vec<ManifestConfigOption>,
     /// The work's executor (`spec.executor` of a ManifestWork).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -640,10 +703,16 @@ pub struct ManifestBundleStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manifest_bundle: Option<ManifestBundle>,
     /// Work conditions; always written.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::api::meta::null_as_empty")]
+    #[schemars(with = "Option<Vec<Condition>>")]
     pub conditions: Vec<Condition>,
     /// Per-manifest status.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::api::meta::null_as_empty"
+    )]
+    #[schemars(with = "Option<Vec<ManifestCondition>>")]
     pub resource_status: Vec<ManifestCondition>,
 }
 

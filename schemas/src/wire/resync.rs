@@ -24,7 +24,7 @@ pub struct ResourceVersionList {
     #[serde(
         rename = "resourceVersions",
         default,
-        deserialize_with = "null_as_empty"
+        deserialize_with = "crate::api::meta::null_as_empty"
     )]
     #[schemars(with = "Option<Vec<ResourceVersion>>")]
     pub resource_versions: Vec<ResourceVersion>,
@@ -42,7 +42,11 @@ pub struct StatusHash {
 /// `{"statusHashes":[...]}`: "these are the status hashes I hold"; empty means "send everything".
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StatusHashList {
-    #[serde(rename = "statusHashes", default, deserialize_with = "null_as_empty")]
+    #[serde(
+        rename = "statusHashes",
+        default,
+        deserialize_with = "crate::api::meta::null_as_empty"
+    )]
     #[schemars(with = "Option<Vec<StatusHash>>")]
     pub status_hashes: Vec<StatusHash>,
 }
@@ -61,14 +65,6 @@ impl StatusHashList {
             })
             .collect()
     }
-}
-
-fn null_as_empty<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    Ok(Option::<Vec<T>>::deserialize(d)?.unwrap_or_default())
 }
 
 #[cfg(test)]
