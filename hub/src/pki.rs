@@ -221,7 +221,7 @@ impl HubPki {
     ) -> Result<(String, IssuedCredential), PkiError> {
         let issue = |e: rcgen::Error| PkiError::Issue(e.to_string());
         let key = KeyPair::generate().map_err(issue)?;
-        let mut params = CertificateParams::new(Vec::<String>::new()).map_err(issue)?;
+        let mut params = client_params(user, role.as_str(), validity, now)?;
         // 16 random bytes, the first bit clear: a positive number of 128 bits at most.
         let mut serial = [0u8; 16];
         ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut serial)
@@ -229,15 +229,6 @@ impl HubPki {
         serial[0] &= 0x7f;
         serial[0] |= 0x10;
         params.serial_number = Some(rcgen::SerialNumber::from_slice(&serial));
-        params.distinguished_name.push(DnType::CommonName, user);
-        params
-            .distinguished_name
-            .push(DnType::OrganizationalUnitName, role.as_str());
-        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-        params.use_authority_key_identifier_extension = true;
-        params.not_before = to_time(now - CLOCK_SKEW)?;
-        params.not_after = to_time(now + validity)?;
         let cert = self.sign_for(&params, &key)?;
         let record = IssuedCredential {
             serial: serial.iter().map(|b| format!("{b:02x}")).collect(),
@@ -262,18 +253,8 @@ impl HubPki {
         validity: Duration,
         now: DateTime<Utc>,
     ) -> Result<(String, String), PkiError> {
-        let issue = |e: rcgen::Error| PkiError::Issue(e.to_string());
-        let key = KeyPair::generate().map_err(issue)?;
-        let mut params = CertificateParams::new(Vec::<String>::new()).map_err(issue)?;
-        params.distinguished_name.push(DnType::CommonName, cluster);
-        params
-            .distinguished_name
-            .push(DnType::OrganizationalUnitName, CLUSTER_OU);
-        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-        params.use_authority_key_identifier_extension = true;
-        params.not_before = to_time(now - CLOCK_SKEW)?;
-        params.not_after = to_time(now + validity)?;
+        let key = KeyPair::generate().map_err(|e| PkiError::Issue(e.to_string()))?;
+        let params = client_params(cluster, CLUSTER_OU, validity, now)?;
         let cert = self.sign_for(&params, &key)?;
         Ok((cert.pem(), key.serialize_pem()))
     }
@@ -392,6 +373,28 @@ pub(crate) fn create_private_dir(dir: &Path) -> Result<(), PkiError> {
     #[cfg(unix)]
     std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
     builder.create(dir).map_err(io)
+}
+
+/// A TLS client certificate's parameters: CN `cn`, OU `ou`, clientAuth, valid from `now` (less
+/// [`CLOCK_SKEW`]) for `validity`.
+fn client_params(
+    cn: &str,
+    ou: &str,
+    validity: Duration,
+    now: DateTime<Utc>,
+) -> Result<CertificateParams, PkiError> {
+    let mut params =
+        CertificateParams::new(Vec::<String>::new()).map_err(|e| PkiError::Issue(e.to_string()))?;
+    params.distinguished_name.push(DnType::CommonName, cn);
+    params
+        .distinguished_name
+        .push(DnType::OrganizationalUnitName, ou);
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    params.use_authority_key_identifier_extension = true;
+    params.not_before = to_time(now - CLOCK_SKEW)?;
+    params.not_after = to_time(now + validity)?;
+    Ok(params)
 }
 
 /// Writes `path` through a temporary file and a rename, so a crash never leaves half a key;

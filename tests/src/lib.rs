@@ -23,6 +23,7 @@ pub mod bench;
 pub mod broker;
 pub mod fleet;
 pub mod forge;
+pub mod kube;
 pub mod manifests;
 pub mod mosquitto;
 pub mod netns;

@@ -10,14 +10,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use base64::Engine as _;
-use chrono::Utc;
-use ocm_edge_agent::applier::Applier;
 use ocm_edge_agent::applier::kube::KubeApplier;
-use ocm_edge_agent::core::plan::{ApplyAction, ApplyStrategy};
-use ocm_edge_agent::core::resource::ResourceRef;
 use ocm_edge_schemas::api::meta::ConditionStatus;
-use ocm_edge_schemas::api::work::{Manifest, ManifestWork};
+use ocm_edge_schemas::api::work::ManifestWork;
 use ocm_edge_tests::fleet::{Fleet, FleetOptions};
+use ocm_edge_tests::kube::{apply, get};
 use ocm_edge_tests::wait::wait_until;
 use serde_json::{Value, json};
 
@@ -42,30 +39,6 @@ fn agent_binary() -> PathBuf {
         bin.display()
     );
     bin
-}
-
-fn ssa() -> ApplyStrategy {
-    ApplyStrategy::ServerSideApply {
-        force: true,
-        field_manager: "e2e-admin".into(),
-        ignore_fields: vec![],
-    }
-}
-
-async fn apply(admin: &KubeApplier, manifest: Value) -> Value {
-    let m = Manifest(manifest.clone());
-    let action = ApplyAction {
-        ordinal: 0,
-        resource: ResourceRef::from_manifest(&m, 0).unwrap(),
-        manifest,
-        strategy: ssa(),
-    };
-    admin.apply(&action, Utc::now()).await.unwrap()
-}
-
-async fn get(admin: &KubeApplier, manifest: &Value) -> Option<Value> {
-    let r = ResourceRef::from_manifest(&Manifest(manifest.clone()), 0).unwrap();
-    admin.get(&r, Utc::now()).await.unwrap()
 }
 
 /// The agent's RBAC from `deploy/k3s/agent.yaml` (Namespace, ServiceAccount, ClusterRole,

@@ -67,21 +67,7 @@ impl HubCore {
         let mut record = self
             .cluster(cluster)
             .cloned()
-            .unwrap_or_else(|| ClusterRecord {
-                name: cluster.to_owned(),
-                acceptance: ClusterState::Pending,
-                labels: Default::default(),
-                claims: vec![],
-                lease_duration_seconds: lease,
-                conditions: vec![],
-                taints: vec![],
-                last_lease: None,
-                reported: ManagedClusterStatus::default(),
-                presence: self.unknown_presence(cluster),
-                requested_at: time(now),
-                availability: None,
-                agent_key: None,
-            });
+            .unwrap_or_else(|| self.new_record(cluster, lease, now));
         let carried = request
             .metadata
             .annotations
@@ -138,12 +124,18 @@ impl HubCore {
                 state: format!("{:?}", known.acceptance).to_lowercase(),
             });
         }
-        let record = ClusterRecord {
+        let record = self.new_record(cluster, DEFAULT_LEASE_DURATION_SECONDS, now);
+        Ok(self.accept_record(record, now))
+    }
+
+    /// A cluster the hub has just heard of: pending, no labels, claims, key or lease yet.
+    fn new_record(&self, cluster: &str, lease: i32, now: DateTime<Utc>) -> ClusterRecord {
+        ClusterRecord {
             name: cluster.to_owned(),
             acceptance: ClusterState::Pending,
             labels: Default::default(),
             claims: vec![],
-            lease_duration_seconds: DEFAULT_LEASE_DURATION_SECONDS,
+            lease_duration_seconds: lease,
             conditions: vec![],
             taints: vec![],
             last_lease: None,
@@ -152,8 +144,7 @@ impl HubCore {
             requested_at: time(now),
             availability: None,
             agent_key: None,
-        };
-        Ok(self.accept_record(record, now))
+        }
     }
 
     /// Accepts `record` (known or new): conditions, availability grace, the hub's view, and every
