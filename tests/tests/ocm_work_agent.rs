@@ -132,25 +132,34 @@ async fn e2e_ocm_work_agent_built_from_its_module_is_served_by_the_hub() {
     .unwrap();
     std::fs::write(&config_file, config).unwrap();
     let log = dir.path().join("work-agent.log");
-    let mut agent = tokio::process::Command::new(agent_dir.join("work"))
-        .arg("agent")
-        .arg(format!("--spoke-cluster-name={CLUSTER}"))
-        .arg(format!("--cloudevents-client-id={CLUSTER}"))
-        .arg("--workload-source-driver=mqtt")
-        .arg(format!(
-            "--workload-source-config={}",
-            config_file.display()
-        ))
-        .arg(format!("--spoke-kubeconfig={}", admin_kubeconfig.display()))
-        .arg(format!("--kubeconfig={}", admin_kubeconfig.display()))
-        .arg("--disable-leader-election")
-        .arg("--status-sync-interval=1s")
-        .stdout(std::fs::File::create(&log).unwrap())
-        .stderr(std::fs::File::create(dir.path().join("work-agent.err")).unwrap())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
     let err_log = dir.path().join("work-agent.err");
+    let start_agent = || {
+        tokio::process::Command::new(agent_dir.join("work"))
+            .arg("agent")
+            .arg(format!("--spoke-cluster-name={CLUSTER}"))
+            .arg(format!("--cloudevents-client-id={CLUSTER}"))
+            .arg("--workload-source-driver=mqtt")
+            .arg(format!(
+                "--workload-source-config={}",
+                config_file.display()
+            ))
+            .arg(format!("--spoke-kubeconfig={}", admin_kubeconfig.display()))
+            .arg(format!("--kubeconfig={}", admin_kubeconfig.display()))
+            .arg("--disable-leader-election")
+            .arg("--status-sync-interval=1s")
+            .stdout(std::fs::File::create(&log).unwrap())
+            .stderr(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&err_log)
+                    .unwrap(),
+            )
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap()
+    };
+    let mut agent = start_agent();
 
     hub.apply_manifest_work(manifest_work("blue"))
         .await
@@ -232,6 +241,22 @@ async fn e2e_ocm_work_agent_built_from_its_module_is_served_by_the_hub() {
     })
     .await
     .unwrap();
+
+    // An update made while the agent is down reaches the cluster when it is back: it connects with
+    // a clean session and asks the hub for every spec it should hold (spec resync on its
+    // broadcast topic), as OCM's agents do.
+    agent.kill().await.unwrap();
+    hub.apply_manifest_work(manifest_work("red")).await.unwrap();
+    let mut agent = start_agent();
+    if let Err(e) = wait_until("the update made while the agent was down", WAIT, || async {
+        get(&admin, &config_map)
+            .await
+            .is_some_and(|c| c["data"]["mode"] == "red")
+    })
+    .await
+    {
+        panic!("{e}; OCM work agent log:\n{}", log_tail(&err_log));
+    }
 
     // A delete: the agent removes what it applied and the hub forgets the work.
     hub.delete_work(CLUSTER, "shop").await.unwrap();
