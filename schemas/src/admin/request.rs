@@ -439,6 +439,7 @@ mod tests {
             json!({"command": "getCluster", "name": "c"}),
             json!({"command": "acceptCluster", "name": "c"}),
             json!({"command": "denyCluster", "name": "c"}),
+            json!({"command": "addCluster", "name": "c"}),
             json!({"command": "createWork", "name": "w", "clusters": ["c"], "manifests": []}),
             json!({"command": "applyManifestWork", "work": {"metadata": {"name": "w", "namespace": "c"},
                    "spec": {"workload": {"manifests": []}}}}),
