@@ -26,6 +26,12 @@
 //! that agent as a head and chunks (`ocm_edge_schemas::wire::chunks`), leaving out the chunks the
 //! agent said it holds: a transfer cut by a dropped link resumes where it stopped.
 
+// Without the embedded broker (the fuzz targets' build) the code that configures it has no caller.
+#![cfg_attr(
+    not(feature = "embedded-broker"),
+    allow(dead_code, unused_imports, unused_mut, unused_variables)
+)]
+
 use std::collections::HashMap;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -36,9 +42,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use chrono::Utc;
 use ocm_edge_mqtt::acl::{DASHBOARD_USER, HUB_USER};
-use ocm_edge_mqtt::broker::{
-    BrokerError, BrokerLogin, EmbeddedBroker, EmbeddedOptions, start_embedded_with,
-};
+use ocm_edge_mqtt::broker::BrokerError;
+#[cfg(feature = "embedded-broker")]
+use ocm_edge_mqtt::broker::{BrokerLogin, EmbeddedBroker, EmbeddedOptions, start_embedded_with};
 use ocm_edge_mqtt::{
     BrokerUrl, Publication, Publisher, Session, SessionConfig, SessionError, SessionEvent, UrlError,
 };
@@ -117,6 +123,23 @@ pub enum HubError {
     Task(String),
 }
 
+/// Without the `embedded-broker` feature there is no embedded broker: this type has no values,
+/// so the hub's fields and code for one stay the same and are never reached.
+#[cfg(not(feature = "embedded-broker"))]
+#[derive(Debug, Clone)]
+enum EmbeddedBroker {}
+
+#[cfg(not(feature = "embedded-broker"))]
+impl EmbeddedBroker {
+    async fn drop_session(&self, _client_id: &str) {
+        match *self {}
+    }
+
+    async fn enforce_login(&self, _client_id: &str) {
+        match *self {}
+    }
+}
+
 /// A running hub.
 #[derive(Debug)]
 pub struct HubHandle {
@@ -170,8 +193,14 @@ impl HubHandle {
         self.ca.as_ref().map(|(_, file)| file.as_path())
     }
 
+    /// Whether the hub started an embedded broker (rather than using an external one).
+    pub fn runs_embedded_broker(&self) -> bool {
+        self.broker.is_some()
+    }
+
     /// The embedded broker, if the hub started one. It stops when the last handle to it is
     /// dropped (this one goes with the [`HubHandle`]); clone it to keep it running past the hub.
+    #[cfg(feature = "embedded-broker")]
     pub fn embedded_broker(&self) -> Option<&EmbeddedBroker> {
         self.broker.as_ref()
     }
@@ -275,6 +304,15 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
     let mut with_logins = false;
     let mut dashboard_password_file = None;
     let (broker_url, broker) = match &cfg.broker {
+        #[cfg(not(feature = "embedded-broker"))]
+        BrokerConfig::Embedded { .. } => {
+            return Err(HubError::Config(
+                "this build of the hub has no embedded broker (built without the \
+                 `embedded-broker` feature): give the URL of an external broker (--broker-url)"
+                    .into(),
+            ));
+        }
+        #[cfg(feature = "embedded-broker")]
         BrokerConfig::Embedded { listen } => {
             let listen = *listen;
             let options = match &cfg.embedded_security {

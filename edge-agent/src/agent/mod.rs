@@ -24,6 +24,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+#[cfg(feature = "kube")]
 use crate::applier::kube::KubeApplier;
 use crate::applier::sim::{SimApplier, SimControl};
 use crate::applier::{AnyApplier, Applier, ApplyError};
@@ -228,10 +229,19 @@ pub async fn start_agent(cfg: AgentConfig) -> Result<AgentHandle, AgentError> {
             let control = sim.control();
             (AnyApplier::Sim(sim), Some(control))
         }
+        #[cfg(feature = "kube")]
         ApplierConfig::Kube { kubeconfig } => (
             AnyApplier::Kube(KubeApplier::connect(kubeconfig.as_deref()).await?),
             None,
         ),
+        #[cfg(not(feature = "kube"))]
+        ApplierConfig::Kube { .. } => {
+            return Err(AgentError::Applier(ApplyError::Unavailable(
+                "this build of the agent has no kube applier (built without the `kube` feature); \
+                 use `--applier sim` or a default build"
+                    .into(),
+            )));
+        }
     };
     let outbox = Outbox::from_records(store.all_status()?);
     let trust = if cfg.accept_unsigned_from.is_some() {

@@ -13,6 +13,7 @@ use serde_json::Value;
 use crate::core::plan::{ApplyAction, DeletePropagation};
 use crate::core::resource::ResourceRef;
 
+#[cfg(feature = "kube")]
 pub mod kube;
 pub mod sim;
 
@@ -83,6 +84,7 @@ pub trait Applier: Send + Sync {
 #[derive(Debug, Clone)]
 pub enum AnyApplier {
     Sim(sim::SimApplier),
+    #[cfg(feature = "kube")]
     Kube(kube::KubeApplier),
 }
 
@@ -90,6 +92,7 @@ impl Applier for AnyApplier {
     async fn apply(&self, action: &ApplyAction, now: DateTime<Utc>) -> Result<Value, ApplyError> {
         match self {
             AnyApplier::Sim(a) => a.apply(action, now).await,
+            #[cfg(feature = "kube")]
             AnyApplier::Kube(a) => a.apply(action, now).await,
         }
     }
@@ -101,6 +104,7 @@ impl Applier for AnyApplier {
     ) -> Result<Option<Value>, ApplyError> {
         match self {
             AnyApplier::Sim(a) => a.get(resource, now).await,
+            #[cfg(feature = "kube")]
             AnyApplier::Kube(a) => a.get(resource, now).await,
         }
     }
@@ -112,6 +116,7 @@ impl Applier for AnyApplier {
     ) -> Result<(), ApplyError> {
         match self {
             AnyApplier::Sim(a) => a.delete(resource, propagation).await,
+            #[cfg(feature = "kube")]
             AnyApplier::Kube(a) => a.delete(resource, propagation).await,
         }
     }
@@ -119,6 +124,7 @@ impl Applier for AnyApplier {
     async fn health(&self) -> bool {
         match self {
             AnyApplier::Sim(a) => a.health().await,
+            #[cfg(feature = "kube")]
             AnyApplier::Kube(a) => a.health().await,
         }
     }
@@ -126,6 +132,7 @@ impl Applier for AnyApplier {
     async fn version(&self) -> Option<String> {
         match self {
             AnyApplier::Sim(a) => a.version().await,
+            #[cfg(feature = "kube")]
             AnyApplier::Kube(a) => a.version().await,
         }
     }

@@ -145,7 +145,7 @@ pub async fn run(global: &GlobalArgs, args: HubArgs) -> Result<(), CliError> {
             )
         }
     };
-    if handle.embedded_broker().is_some() && handle.ca_pin().is_none() {
+    if handle.runs_embedded_broker() && handle.ca_pin().is_none() {
         eprintln!(
             "WARNING: --insecure-plaintext: the embedded broker at {url} takes plaintext, anonymous \
              connections; anyone who reaches it can read every work and run anything on every cluster"

@@ -18,12 +18,12 @@
 //!   certificate, refused login, timeout, lost link), each naming the broker.
 //! - [`request`]: [`Requester`], MQTT 5 request/response (the admin API's client side).
 //! - [`shutdown`]: the process shutdown signal (Ctrl-C, SIGTERM).
-//! - `broker` (feature `embedded-broker`): the embedded broker the hub runs by default.
+//! - [`broker`]: the embedded broker the hub runs by default (its engine behind the feature
+//!   `embedded-broker`; its login rules and limits always).
 //! - [`acl`]: which identity may use which topic (the embedded broker's topic rules).
 
 pub mod acl;
 pub mod args;
-#[cfg(feature = "embedded-broker")]
 pub mod broker;
 pub mod link;
 pub mod publication;
