@@ -6,97 +6,21 @@
 //! feedback, an update reaches the cluster and deletes the resource it dropped, a work deleted with
 //! the Orphan policy leaves its resource behind, and a delete removes what the work created.
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use base64::Engine as _;
 use ocm_edge_agent::applier::kube::KubeApplier;
 use ocm_edge_schemas::api::meta::ConditionStatus;
 use ocm_edge_schemas::api::work::ManifestWork;
 use ocm_edge_tests::fleet::{Fleet, FleetOptions};
-use ocm_edge_tests::kube::{apply, get};
+use ocm_edge_tests::kube::{agent_binary, agent_kubeconfig, get};
 use ocm_edge_tests::wait::wait_until;
-use serde_json::{Value, json};
+use serde_json::json;
 
 #[path = "../../edge-agent/tests/common/real_cluster.rs"]
 mod real_cluster;
 
 const WAIT: Duration = Duration::from_secs(60);
 const CLUSTER: &str = "kube-1";
-
-/// The real agent binary, next to this test's directory (`cargo build -p ocm-edge-agent` first;
-/// `tests/kube/e2e.sh` does).
-fn agent_binary() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let bin = exe
-        .parent()
-        .and_then(Path::parent)
-        .unwrap()
-        .join("ocm-edge-agent");
-    assert!(
-        bin.exists(),
-        "{} is missing: cargo build -p ocm-edge-agent",
-        bin.display()
-    );
-    bin
-}
-
-/// The agent's RBAC from `deploy/k3s/agent.yaml` (Namespace, ServiceAccount, ClusterRole,
-/// ClusterRoleBinding), and a kubeconfig with a token of that service account.
-async fn agent_kubeconfig(admin: &KubeApplier, admin_kubeconfig: &Path, dir: &Path) -> PathBuf {
-    let text = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/k3s/agent.yaml"),
-    )
-    .unwrap();
-    for doc in serde_yaml_ng::Deserializer::from_str(&text) {
-        let value: Value = serde::Deserialize::deserialize(doc).unwrap();
-        let kind = value["kind"].as_str().unwrap_or_default();
-        if [
-            "Namespace",
-            "ServiceAccount",
-            "ClusterRole",
-            "ClusterRoleBinding",
-        ]
-        .contains(&kind)
-        {
-            apply(admin, value).await;
-        }
-    }
-    // A token Secret of the service account, which the token controller fills.
-    let secret = json!({
-        "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
-        "metadata": {"name": "ocm-edge-agent-token", "namespace": "open-cluster-management-agent",
-            "annotations": {"kubernetes.io/service-account.name": "ocm-edge-agent"}}
-    });
-    apply(admin, secret.clone()).await;
-    let mut token = None;
-    for _ in 0..300 {
-        if let Some(t) = get(admin, &secret).await.and_then(|s| {
-            s["data"]["token"].as_str().map(|t| {
-                String::from_utf8(base64::engine::general_purpose::STANDARD.decode(t).unwrap())
-                    .unwrap()
-            })
-        }) {
-            token = Some(t);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let token = token.expect("the token controller fills the service account's token");
-    let admin_config: Value =
-        serde_yaml_ng::from_str(&std::fs::read_to_string(admin_kubeconfig).unwrap()).unwrap();
-    let cluster = &admin_config["clusters"][0]["cluster"];
-    let path = dir.join("agent.kubeconfig");
-    let config = json!({
-        "apiVersion": "v1", "kind": "Config",
-        "clusters": [{"name": "e2e", "cluster": cluster}],
-        "users": [{"name": "ocm-edge-agent", "user": {"token": token}}],
-        "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": "ocm-edge-agent"}}],
-        "current-context": "e2e"
-    });
-    std::fs::write(&path, serde_yaml_ng::to_string(&config).unwrap()).unwrap();
-    path
-}
 
 /// The work `shop`: a Namespace, a CRD, a custom resource of it (left out when `with_cart` is
 /// false: the agent then deletes it), a ConfigMap with `mode: config_value` and a Deployment whose
