@@ -308,7 +308,7 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
         BrokerConfig::Embedded { .. } => {
             return Err(HubError::Config(
                 "this build of the hub has no embedded broker (built without the \
-                 `embedded-broker` feature): give the URL of an external broker (--broker-url)"
+                 `embedded-broker` feature): give the URL of an external broker (--broker URL)"
                     .into(),
             ));
         }
