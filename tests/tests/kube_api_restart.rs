@@ -56,6 +56,22 @@ async fn available_at_hub(fleet: &Fleet, status: ConditionStatus) -> bool {
     })
 }
 
+/// Whether the hub's status of the work `restart` reports on spec `version` with `Applied` at
+/// `status`.
+async fn applied_at_hub(fleet: &Fleet, version: i64, status: ConditionStatus) -> bool {
+    fleet
+        .admin()
+        .await
+        .get_work(CLUSTER, "restart")
+        .await
+        .is_ok_and(|w| {
+            w.status_version == Some(version)
+                && w.conditions
+                    .iter()
+                    .any(|c| c.type_ == "Applied" && c.status == status)
+        })
+}
+
 #[tokio::test]
 async fn e2e_the_api_server_goes_away_and_comes_back_while_the_agent_keeps_its_redb_state() {
     let Some(admin_kubeconfig) = real_cluster::kubeconfig(TEST) else {
@@ -158,23 +174,10 @@ async fn e2e_the_api_server_goes_away_and_comes_back_while_the_agent_keeps_its_r
         .apply_manifest_work(work("during"))
         .await
         .unwrap();
-    wait_until(
-        "the update's status at the hub: not applied",
-        WAIT,
-        || async {
-            fleet
-                .admin()
-                .await
-                .get_work(CLUSTER, "restart")
-                .await
-                .is_ok_and(|w| {
-                    w.status_version == Some(written.work.version)
-                        && w.conditions
-                            .iter()
-                            .any(|c| c.type_ == "Applied" && c.status == ConditionStatus::False)
-                })
-        },
-    )
+    let version = written.work.version;
+    wait_until("the update's status at the hub: not applied", WAIT, || {
+        applied_at_hub(&fleet, version, ConditionStatus::False)
+    })
     .await
     .unwrap();
 
@@ -203,18 +206,8 @@ async fn e2e_the_api_server_goes_away_and_comes_back_while_the_agent_keeps_its_r
     })
     .await
     .unwrap();
-    wait_until("the update Applied at the hub", WAIT, || async {
-        fleet
-            .admin()
-            .await
-            .get_work(CLUSTER, "restart")
-            .await
-            .is_ok_and(|w| {
-                w.status_version == Some(written.work.version)
-                    && w.conditions
-                        .iter()
-                        .any(|c| c.type_ == "Applied" && c.status == ConditionStatus::True)
-            })
+    wait_until("the update Applied at the hub", WAIT, || {
+        applied_at_hub(&fleet, version, ConditionStatus::True)
     })
     .await
     .unwrap();
