@@ -135,6 +135,12 @@ pub struct HubConfig {
     /// that got in with a join token (dropped once it expired or was revoked, unless the cluster
     /// was accepted meanwhile) and operators (dropped once their credential was revoked).
     pub login_recheck: Duration,
+    /// How long each accepted cluster's TLS client certificate is valid (issued at `cluster
+    /// accept`, renewed when its agent asks after two thirds of it; default 30 days).
+    pub cluster_cert_validity: chrono::Duration,
+    /// How long after its certificate's end a cluster still gets a new one by asking, without
+    /// an operator (default 90 days).
+    pub cluster_cert_grace: chrono::Duration,
 }
 
 /// [`HubConfig::login_recheck`]'s default.
@@ -161,6 +167,8 @@ impl HubConfig {
             intakes: DEFAULT_INTAKES,
             report_flush_every: DEFAULT_REPORT_FLUSH_EVERY,
             login_recheck: DEFAULT_LOGIN_RECHECK,
+            cluster_cert_validity: crate::core::certificates::DEFAULT_VALIDITY,
+            cluster_cert_grace: crate::core::certificates::DEFAULT_GRACE,
         }
     }
 

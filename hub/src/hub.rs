@@ -64,7 +64,9 @@ use crate::admin::messages::{
 };
 use crate::admin::server;
 use crate::availability::AvailabilityConfig;
+use crate::cluster_ca::ClusterCa;
 use crate::config::{AdminAuth, BrokerConfig, EmbeddedSecurity, HubConfig};
+use crate::core::certificates::{CertificatePolicy, RevokedCertificate};
 use crate::core::{AgentInput, Change, CoreConfig, HubCore, Outbound, Presence, Record, counter};
 use crate::join_token::JoinTokens;
 use crate::logins::{HubLogins, Standing, Standings, dashboard_password, random_password};
@@ -390,6 +392,16 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
     );
     core.restore_objects(loaded.objects);
     core.set_grace_start(Utc::now());
+    // Each accepted cluster's client certificate, for brokers that take certificates as
+    // identities; the revocation list written again at every start (it must never lapse).
+    let cluster_ca = Arc::new(ClusterCa::load_or_create(&cfg.data_dir, Utc::now())?);
+    core.set_certificate_policy(CertificatePolicy {
+        issuer: cluster_ca.clone(),
+        validity: cfg.cluster_cert_validity,
+        grace: cfg.cluster_cert_grace,
+    });
+    let written_crl = core.revoked_certificates(Utc::now());
+    cluster_ca.write_crl(&written_crl, Utc::now())?;
     let core_spec_clock = core.spec_clock();
     let admin_topic =
         topic::admin_requests(&cfg.source_id).map_err(|e| HubError::Config(e.to_string()))?;
@@ -476,6 +488,8 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
         signer,
         keys,
         login_broker: broker.clone().filter(|_| with_logins),
+        cluster_ca,
+        written_crl,
         stopped,
     };
     let task = tokio::spawn(hub.run());
@@ -574,6 +588,10 @@ struct HubLoop {
     /// The embedded broker when it has logins ([`HubLogins`]): the hub makes its sessions agree
     /// with each change of a cluster's standing.
     login_broker: Option<EmbeddedBroker>,
+    /// Issues clusters' certificates and writes their revocation list.
+    cluster_ca: Arc<ClusterCa>,
+    /// The revoked certificates as last written to the revocation list.
+    written_crl: Vec<RevokedCertificate>,
     stopped: watch::Receiver<bool>,
 }
 
@@ -867,7 +885,37 @@ impl HubLoop {
     /// Applies a change to the core and returns it for storing and publishing.
     fn stage(&mut self, change: Change) -> Change {
         self.core.apply(&change.records);
+        if change
+            .records
+            .iter()
+            .any(|r| matches!(r, Record::Cluster(_)))
+        {
+            self.write_crl_if_changed();
+        }
         change
+    }
+
+    /// Rewrites the cluster CA's revocation list when a certificate was revoked (deny, a new
+    /// key). Written before the change's messages go out; a broker reads it when reloaded.
+    fn write_crl_if_changed(&mut self) {
+        let now = Utc::now();
+        let revoked = self.core.revoked_certificates(now);
+        if revoked == self.written_crl {
+            return;
+        }
+        match self.cluster_ca.write_crl(&revoked, now) {
+            Ok(()) => {
+                tracing::info!(
+                    file = %self.cluster_ca.crl_file().display(),
+                    revoked = revoked.len(),
+                    "wrote the clusters' certificate revocation list (reload a broker that reads it: Mosquitto's crlfile)"
+                );
+                self.written_crl = revoked;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "cannot write the clusters' certificate revocation list")
+            }
+        }
     }
 
     fn plan_batch(&mut self, items: impl Iterator<Item = Inbound>) -> Batch {

@@ -31,6 +31,7 @@
 pub mod admin;
 pub mod availability;
 pub mod cli;
+pub mod cluster_ca;
 pub mod config;
 pub mod core;
 pub mod dashboard;

@@ -14,8 +14,8 @@ use ocm_edge_schemas::api::work::{Manifest, ManifestWorkSpec, ManifestsTemplate}
 
 use super::fleet;
 use super::messages::{
-    AdminErrorKind, AdminPayload, AdminRequest, AdminResponse, ClusterState, ClusterView,
-    CreateWork, HubStats, ManifestSummary, WorkView, WorkWritten,
+    AdminErrorKind, AdminPayload, AdminRequest, AdminResponse, ClusterCertificateView,
+    ClusterState, ClusterView, CreateWork, HubStats, ManifestSummary, WorkView, WorkWritten,
 };
 use crate::core::{
     Change, ClusterRecord, HubCore, Record, RegistrationError, WorkError, WorkInput, WorkKey,
@@ -61,7 +61,7 @@ fn plan(
             AdminPayload::Clusters(
                 core.clusters_after(after.as_deref())
                     .take(page_size(limit))
-                    .map(|c| cluster_view(core, c))
+                    .map(|c| cluster_view(core, c, now))
                     .collect(),
             ),
         ),
@@ -71,20 +71,20 @@ fn plan(
                 .ok_or_else(|| registration_error(RegistrationError::UnknownCluster(name)))?;
             (
                 Change::default(),
-                AdminPayload::Cluster(Box::new(cluster_view(core, record))),
+                AdminPayload::Cluster(Box::new(cluster_view(core, record, now))),
             )
         }
         AdminRequest::AcceptCluster { name } => {
             let change = core.accept(&name, now).map_err(registration_error)?;
-            cluster_answer(core, change, &name)
+            cluster_answer(core, change, &name, now)
         }
         AdminRequest::DenyCluster { name } => {
             let change = core.deny(&name, now).map_err(registration_error)?;
-            cluster_answer(core, change, &name)
+            cluster_answer(core, change, &name, now)
         }
         AdminRequest::AddCluster { name } => {
             let change = core.add_cluster(&name, now).map_err(registration_error)?;
-            cluster_answer(core, change, &name)
+            cluster_answer(core, change, &name, now)
         }
         AdminRequest::CreateWork(CreateWork {
             name,
@@ -277,14 +277,19 @@ fn find_work<'a>(change: &'a Change, key: &WorkKey) -> Option<&'a WorkRecord> {
     })
 }
 
-fn cluster_answer(core: &HubCore, change: Change, name: &str) -> (Change, AdminPayload) {
+fn cluster_answer(
+    core: &HubCore,
+    change: Change,
+    name: &str,
+    now: DateTime<Utc>,
+) -> (Change, AdminPayload) {
     let record = change.records.iter().find_map(|r| match r {
         Record::Cluster(c) if c.name == name => Some(c.as_ref()),
         _ => None,
     });
     let view = record
         .or_else(|| core.cluster(name))
-        .map(|c| cluster_view(core, c));
+        .map(|c| cluster_view(core, c, now));
     match view {
         Some(v) => (change, AdminPayload::Cluster(Box::new(v))),
         // The core always returns the record it changed; an empty list is still an answer.
@@ -324,7 +329,7 @@ pub fn agent_key_id(b64: &str) -> Option<String> {
 }
 
 /// What the CLI shows about a cluster.
-pub fn cluster_view(core: &HubCore, c: &ClusterRecord) -> ClusterView {
+pub fn cluster_view(core: &HubCore, c: &ClusterRecord, now: DateTime<Utc>) -> ClusterView {
     ClusterView {
         name: c.name.clone(),
         state: c.acceptance,
@@ -334,6 +339,15 @@ pub fn cluster_view(core: &HubCore, c: &ClusterRecord) -> ClusterView {
         last_lease: c.last_lease,
         lease_duration_seconds: c.lease_duration_seconds,
         agent_key: c.agent_key.as_deref().and_then(agent_key_id),
+        certificate: c
+            .certificate
+            .as_ref()
+            .filter(|_| c.acceptance == ClusterState::Accepted)
+            .map(|cert| ClusterCertificateView {
+                serial: cert.serial.clone(),
+                not_after: ocm_edge_schemas::api::meta::Time::new(cert.not_after),
+                waits_for_operator: core.certificate_waits_for_operator(c, now),
+            }),
         kubernetes_version: Some(c.reported.version.kubernetes.clone()).filter(|v| !v.is_empty()),
         conditions: c.conditions.clone(),
         taints: c.taints.clone(),

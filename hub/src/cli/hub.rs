@@ -44,6 +44,15 @@ pub struct HubArgs {
     /// fleet. 1 to 16.
     #[arg(long, default_value_t = DEFAULT_INTAKES, value_name = "N")]
     pub intakes: usize,
+    /// Days each accepted cluster's TLS client certificate is valid (issued by the hub's cluster
+    /// CA at `cluster accept`, for brokers that take certificates as identities; the agent asks
+    /// for the next one after two thirds of it). 1 to 397.
+    #[arg(long, default_value_t = 30, value_name = "DAYS")]
+    pub cluster_cert_days: u32,
+    /// Days after its certificate ended that a cluster still gets a new one by asking (signed
+    /// with its bound key), with nobody touching it; later, only `cluster accept` issues it.
+    #[arg(long, default_value_t = 90, value_name = "DAYS")]
+    pub cluster_cert_grace_days: u32,
 }
 
 /// The hub configuration for these arguments.
@@ -92,8 +101,16 @@ pub fn hub_config(global: &GlobalArgs, args: &HubArgs) -> Result<HubConfig, CliE
             args.intakes
         )));
     }
+    if !(1..=397).contains(&args.cluster_cert_days) {
+        return Err(CliError::Usage(format!(
+            "--cluster-cert-days must be 1 to 397 (the longest a TLS client certificate should live), not {}",
+            args.cluster_cert_days
+        )));
+    }
     let mut cfg = HubConfig::new(args.data.data_dir.clone());
     cfg.broker = broker;
+    cfg.cluster_cert_validity = chrono::Duration::days(i64::from(args.cluster_cert_days));
+    cfg.cluster_cert_grace = chrono::Duration::days(i64::from(args.cluster_cert_grace_days));
     cfg.embedded_security = if args.insecure_plaintext {
         EmbeddedSecurity::InsecurePlaintext
     } else {

@@ -285,6 +285,29 @@ mod tests {
     }
 
     #[test]
+    fn cluster_certificate_days_default_to_30_and_90_and_zero_days_are_refused() {
+        let hub = |extra: &[&str]| {
+            let mut args = vec!["ocm-edge", "hub"];
+            args.extend_from_slice(extra);
+            let cli = Cli::try_parse_from(args).unwrap();
+            let Command::Hub(hub) = &cli.command else {
+                panic!("not the hub command")
+            };
+            hub::hub_config(&cli.global, hub)
+        };
+        let cfg = hub(&[]).unwrap();
+        assert_eq!(cfg.cluster_cert_validity, chrono::Duration::days(30));
+        assert_eq!(cfg.cluster_cert_grace, chrono::Duration::days(90));
+        let cfg = hub(&["--cluster-cert-days", "7"]).unwrap();
+        assert_eq!(cfg.cluster_cert_validity, chrono::Duration::days(7));
+        let err = hub(&["--cluster-cert-days", "0"]).unwrap_err().to_string();
+        assert!(
+            err.contains("--cluster-cert-days must be 1 to 397"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn durations_take_common_units_and_bare_seconds() {
         assert_eq!(parse_duration("5").unwrap(), Duration::from_secs(5));
         assert_eq!(parse_duration("5s").unwrap(), Duration::from_secs(5));

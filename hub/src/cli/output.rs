@@ -163,6 +163,20 @@ pub fn cluster_detail(c: &ClusterView, now: DateTime<Utc>) -> String {
             "Agent key:   none (the agent does not sign; its events are taken unsigned)\n",
         ),
     }
+    if let Some(cert) = &c.certificate {
+        let end = cert.not_after.as_datetime();
+        let state = if cert.waits_for_operator {
+            " ENDED beyond the grace: waits for `ocm-edge cluster accept` to issue a new one"
+        } else if end <= now {
+            " ended: the agent gets a new one when it is back"
+        } else {
+            ""
+        };
+        out.push_str(&format!(
+            "Certificate: serial {} until {}{state}\n",
+            cert.serial, cert.not_after
+        ));
+    }
     let lease = c
         .last_lease
         .map_or_else(|| "never".to_owned(), |t| format!("{t} ({})", ago(t, now)));

@@ -16,6 +16,7 @@
 //! - [`works`]: create / update / delete of works and the statuses agents report.
 //! - [`resync`]: both resync directions (PROTOCOL.md section 7).
 
+pub mod certificates;
 pub mod lease;
 pub mod objects;
 pub mod registration;
@@ -76,6 +77,12 @@ pub struct ClusterRecord {
     /// cluster's events only when this key signed them (`crate::hub` checks, per intake).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_key: Option<String>,
+    /// The TLS client certificate the hub issued for the bound key ([`certificates`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub certificate: Option<certificates::ClusterCertificate>,
+    /// Its certificates revoked before their end (kept until then, for the revocation list).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub revoked_certificates: Vec<certificates::RevokedCertificate>,
 }
 
 impl ClusterRecord {
@@ -319,6 +326,8 @@ pub struct HubCore {
     objects: Objects,
     /// Stamps spec events, never going back ([`spec_clock::SpecClock`]).
     spec_clock: spec_clock::SpecClock,
+    /// Issues accepted clusters' certificates (none: the hub issues none).
+    certificates: Option<certificates::CertificatePolicy>,
 }
 
 /// Most presences of unknown clusters kept in memory.
@@ -335,7 +344,13 @@ impl HubCore {
             unknown_presence: HashMap::new(),
             objects: Objects::default(),
             spec_clock: spec_clock::SpecClock::default(),
+            certificates: None,
         }
+    }
+
+    /// Issue accepted clusters' certificates with `policy` from now on.
+    pub fn set_certificate_policy(&mut self, policy: certificates::CertificatePolicy) {
+        self.certificates = Some(policy);
     }
 
     /// A core holding what the store loaded.

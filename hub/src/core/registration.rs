@@ -14,6 +14,7 @@ use ocm_edge_schemas::api::meta::{
     Condition, ConditionStatus, ObjectMeta, remove_condition, set_condition,
 };
 
+use super::certificates::{self, Asked};
 use super::{Change, ClusterRecord, ClusterState, HubCore, Outbound, Record, counter, time};
 
 /// Lease period assumed when a join request does not say (OCM's default).
@@ -88,6 +89,9 @@ impl HubCore {
         record.labels = request.metadata.labels.clone();
         record.claims = request.status.cluster_claims.clone();
         record.lease_duration_seconds = lease;
+        // An accepted cluster's join request (signed with its bound key) is also how its agent
+        // asks for a new certificate.
+        self.refresh_certificate(&mut record, Asked::ByAgent, now);
         self.publish_cluster(record)
     }
 
@@ -144,6 +148,8 @@ impl HubCore {
             requested_at: time(now),
             availability: None,
             agent_key: None,
+            certificate: None,
+            revoked_certificates: vec![],
         }
     }
 
@@ -180,6 +186,7 @@ impl HubCore {
             // The grace period starts now: a cluster that never proves alive goes Unknown.
             self.start_availability(&mut record, now);
         }
+        self.refresh_certificate(&mut record, Asked::ByOperator, now);
         let mut change = self.publish_cluster(record);
         if !was_accepted {
             for work in self.works_of(cluster) {
@@ -202,6 +209,7 @@ impl HubCore {
             .cloned()
             .ok_or_else(|| RegistrationError::UnknownCluster(cluster.to_owned()))?;
         record.acceptance = ClusterState::Denied;
+        certificates::revoke(&mut record, now);
         let at = time(now);
         set_condition(
             &mut record.conditions,
@@ -250,10 +258,26 @@ impl HubCore {
 
 /// The hub's view of a cluster, as published to its agent.
 pub fn hub_view(record: &ClusterRecord) -> ManagedCluster {
+    // The cluster's certificate, for its agent to log in to a broker that takes certificates
+    // as identities; an accepted cluster's only (the view is signed: the agent trusts it).
+    let annotations = record
+        .certificate
+        .as_ref()
+        .filter(|_| record.acceptance == ClusterState::Accepted)
+        .map(|c| {
+            [(
+                ocm_edge_schemas::wire::signature::CLUSTER_CERTIFICATE_ANNOTATION.to_owned(),
+                c.pem.clone(),
+            )]
+            .into_iter()
+            .collect()
+        })
+        .unwrap_or_default();
     ManagedCluster {
         metadata: ObjectMeta {
             name: record.name.clone(),
             labels: record.labels.clone(),
+            annotations,
             creation_timestamp: Some(record.requested_at),
             ..ObjectMeta::default()
         },

@@ -45,6 +45,23 @@ pub fn join(cluster: &str) -> AgentInput {
     }
 }
 
+/// A join request carrying agent key `key` (as the agent's annotation; the signature is checked
+/// before the core, in the shell).
+pub fn join_with_key(cluster: &str, key: &str) -> AgentInput {
+    let AgentInput::JoinRequest {
+        cluster,
+        mut request,
+    } = join(cluster)
+    else {
+        unreachable!("join builds a join request")
+    };
+    request.metadata.annotations.insert(
+        ocm_edge_schemas::wire::signature::AGENT_KEY_ANNOTATION.into(),
+        key.into(),
+    );
+    AgentInput::JoinRequest { cluster, request }
+}
+
 pub fn lease(cluster: &str) -> AgentInput {
     let mut lease = Lease::default();
     lease.spec.lease_duration_seconds = Some(60);

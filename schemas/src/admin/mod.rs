@@ -70,7 +70,8 @@ pub use fleet_views::{
 pub use request::{AdminRequest, CreateWork, WorkRef};
 pub use response::{AdminErrorKind, AdminPayload, AdminResponse};
 pub use views::{
-    ClusterState, ClusterView, HubStats, ManifestSummary, WorkView, WorkWritten, WriteOutcome,
+    ClusterCertificateView, ClusterState, ClusterView, HubStats, ManifestSummary, WorkView,
+    WorkWritten, WriteOutcome,
 };
 
 /// Largest admin payload (request or response) either side must accept: a work may carry

@@ -32,6 +32,20 @@ impl std::fmt::Display for ClusterState {
     }
 }
 
+/// A cluster's TLS client certificate, as `cluster get` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterCertificateView {
+    /// Serial number, hex (what a revocation list names).
+    pub serial: String,
+    /// When it ends (the agent asks for the next one after two thirds of its life).
+    pub not_after: Time,
+    /// It ended longer ago than the hub's grace: the agent's asking no longer renews it, an
+    /// operator's `cluster accept` does.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub waits_for_operator: bool,
+}
+
 /// What the CLI shows about one cluster.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -60,6 +74,10 @@ pub struct ClusterView {
     /// `cluster accept`, which binds it (the hub then takes only events that key signed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_key: Option<String>,
+    /// The TLS client certificate the hub issued for the bound agent key (for brokers that take
+    /// certificates as identities); absent for a cluster without a key or not accepted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub certificate: Option<ClusterCertificateView>,
     /// Kubernetes version the agent reports, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubernetes_version: Option<String>,

@@ -35,6 +35,22 @@ pub const SIGNER_CHAIN_EXTENSION: &str = "ocmedgesignerchain";
 /// on it takes that cluster's events only when that key signed them ([`signed_bytes`], the same
 /// extensions with [`key_id`] of the raw public key).
 pub const AGENT_KEY_ANNOTATION: &str = "ocm-edge.io/agent-signing-key";
+/// Annotation of the hub's view of an accepted cluster holding the TLS client certificate the hub
+/// issued for the cluster's bound agent key (CN = the cluster, clientAuth) followed by the cluster
+/// CA, PEM: the agent's identity on a broker that takes certificates as identities (Mosquitto's
+/// `use_identity_as_username`).
+pub const CLUSTER_CERTIFICATE_ANNOTATION: &str = "ocm-edge.io/cluster-certificate";
+/// Longest cluster certificate annotation an agent reads (two certificates of under 2 KiB each).
+pub const MAX_CLUSTER_CERTIFICATE_CHARS: usize = 8 * 1024;
+/// Whether two thirds of a cluster certificate's life `[not_before, not_after)` have passed at
+/// `now`: the agent then asks for a new one (its join request) and the hub issues it.
+pub fn certificate_renewal_due(
+    not_before: chrono::DateTime<chrono::Utc>,
+    not_after: chrono::DateTime<chrono::Utc>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> bool {
+    now >= not_before + (not_after - not_before) * 2 / 3
+}
 /// Longest signer chain an agent reads (two certificates of well under 2 KiB each).
 pub const MAX_CHAIN_CHARS: usize = 8 * 1024;
 
