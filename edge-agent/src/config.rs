@@ -79,6 +79,12 @@ pub struct AgentConfig {
     pub broker_password: Option<String>,
     /// Certificates for an `mqtts://` broker.
     pub tls: TlsFiles,
+    /// `mqtts://` listener of a broker that takes the cluster's certificate as its identity
+    /// (Mosquitto's `use_identity_as_username`, `broker-config/mosquitto/`). Once the hub has
+    /// issued the cluster a certificate (at `cluster accept`) and while it is valid, the agent
+    /// connects here with it (and its own key); before that, and once it has ended, to
+    /// [`AgentConfig::broker_url`] (where it asks for a new one).
+    pub broker_mtls_url: Option<String>,
     /// Source id of the hub (topic `sources/<source_id>/...`).
     pub source_id: String,
     /// Pin of the CA that issues the hub's signing key; `None` uses the broker's CA pin
@@ -146,6 +152,7 @@ impl AgentConfig {
             source_id: DEFAULT_SOURCE_ID.to_owned(),
             hub_ca_pin: None,
             join_token: None,
+            broker_mtls_url: None,
             accept_unsigned_from: None,
             applier: ApplierConfig::Sim {
                 ready_delay: Duration::from_secs(2),
@@ -196,6 +203,12 @@ impl AgentConfig {
             });
         }
         let url = self.broker_url()?;
+        if let Some(mtls) = &self.broker_mtls_url {
+            let mtls = BrokerUrl::parse(mtls)?;
+            if !mtls.is_tls() {
+                return Err(ConfigError::MtlsWithoutTls(mtls.to_string()));
+            }
+        }
         self.tls.check()?;
         if !self.tls.is_empty() && !url.is_tls() {
             return Err(TlsError::FilesWithoutTls(url.to_string()).into());
@@ -275,6 +288,10 @@ pub enum ConfigError {
         "--accept-unsigned-specs-from {unsigned:?} names another source than the one this agent serves ({serves:?}): name the source whose events may come unsigned, or leave the option out"
     )]
     UnsignedOtherSource { unsigned: String, serves: String },
+    #[error(
+        "--broker-mtls {0} is no TLS listener: a cluster's certificate is presented over TLS only (mqtts://HOST:PORT)"
+    )]
+    MtlsWithoutTls(String),
     #[error(transparent)]
     BrokerUrl(#[from] UrlError),
     #[error(transparent)]

@@ -33,6 +33,7 @@
 
 pub mod agent;
 pub mod applier;
+pub mod certificate;
 pub mod config;
 pub mod core;
 pub mod events;

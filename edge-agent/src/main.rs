@@ -72,6 +72,12 @@ struct Cli {
         hide_env_values = true
     )]
     token: Option<String>,
+    /// `mqtts://HOST:PORT` of a broker listener that takes the cluster's certificate as its
+    /// identity (Mosquitto with `use_identity_as_username`, broker-config/mosquitto/). Once the
+    /// hub has issued this cluster a certificate (at `ocm-edge cluster accept`, renewed on its
+    /// own), the agent connects there with it; until then, and after it ended, to --broker.
+    #[arg(long, env = "OCM_EDGE_BROKER_MTLS", value_name = "URL")]
+    broker_mtls: Option<String>,
     /// INSECURE: take specs without the hub's signature from SOURCE (which must be --source-id),
     /// for a source that does not sign, such as maestro. Anyone who can publish on the cluster's
     /// topics can then make it apply anything: use only with a broker whose ACLs you trust.
@@ -251,6 +257,7 @@ async fn main() -> anyhow::Result<()> {
     cfg.source_id = cli.source_id.clone();
     cfg.hub_ca_pin = cli.hub_ca_pin;
     cfg.join_token = cli.token.clone();
+    cfg.broker_mtls_url = cli.broker_mtls.clone();
     cfg.accept_unsigned_from = cli.accept_unsigned_specs_from.clone();
     cfg.broker_username = cli.broker.broker_username.clone();
     cfg.broker_password = cli.broker.broker_password.clone();

@@ -330,6 +330,16 @@ impl AgentKey {
         &self.id
     }
 
+    /// The public key's 32 bytes.
+    pub fn public_raw(&self) -> &[u8] {
+        ring::signature::KeyPair::public_key(&self.key).as_ref()
+    }
+
+    /// The key file in `data_dir` (PKCS#8 DER), for a TLS client certificate of this key.
+    pub fn file(data_dir: &std::path::Path) -> std::path::PathBuf {
+        data_dir.join(AGENT_KEY_FILE)
+    }
+
     /// The public key, base64, as the join request carries it.
     pub fn public_base64(&self) -> &str {
         &self.public

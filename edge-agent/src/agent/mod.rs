@@ -11,7 +11,9 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use cloudevents::Event;
-use ocm_edge_mqtt::{Credentials, Publisher, Session, SessionConfig, SessionError, SessionEvent};
+use ocm_edge_mqtt::{
+    BrokerUrl, Credentials, Publisher, Session, SessionConfig, SessionError, SessionEvent,
+};
 use ocm_edge_schemas::api::cluster::{
     HUB_ACCEPTED_MANAGED_CLUSTER, HUB_DENIED_MANAGED_CLUSTER, MANAGED_CLUSTER_CONDITION_AVAILABLE,
     ManagedCluster, ManagedClusterClaim,
@@ -28,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 use crate::applier::kube::KubeApplier;
 use crate::applier::sim::{SimApplier, SimControl};
 use crate::applier::{AnyApplier, Applier, ApplyError};
+use crate::certificate::ClusterCert;
 use crate::config::{AgentConfig, ApplierConfig, ConfigError, SIMULATED_LABEL};
 use crate::core::lease::LeaseSchedule;
 use crate::core::outbox::Outbox;
@@ -266,6 +269,9 @@ pub async fn start_agent(cfg: AgentConfig) -> Result<AgentHandle, AgentError> {
         lease: LeaseSchedule::new(cfg.lease_duration_seconds),
         join_retry: LeaseSchedule::every(cfg.join_retry),
         registration: store.registration()?,
+        certificate: None,
+        on_mtls: false,
+        switch_session: false,
         trust,
         refused_unknown_signer: false,
         login_refused: false,
@@ -280,6 +286,11 @@ pub async fn start_agent(cfg: AgentConfig) -> Result<AgentHandle, AgentError> {
         api_healthy: None,
         last_chunk_at: None,
     };
+    let mut agent = agent;
+    // The certificate the hub issued, from its last view (kept in the store).
+    if let Some(view) = agent.registration.clone() {
+        agent.take_certificate(&view);
+    }
     // Started here, not in the task: certificates are read now, so a wrong path fails the start
     // instead of every reconnect.
     let (session, events) = agent.start_session()?;
@@ -321,6 +332,12 @@ pub(crate) struct Agent {
     /// When the last piece of an unfinished chunked transfer arrived (or the agent last asked
     /// for the rest of one).
     last_chunk_at: Option<DateTime<Utc>>,
+    /// The cluster's certificate from the hub ([`crate::certificate`]).
+    certificate: Option<ClusterCert>,
+    /// The session logs in with that certificate at `--broker-mtls`.
+    on_mtls: bool,
+    /// Start the session again (another endpoint or certificate) after this event.
+    switch_session: bool,
 }
 
 /// The only place the agent reads the clock: the shell passes `now` down to the pure core.
@@ -333,7 +350,7 @@ impl Agent {
     /// connection. It lives as long as the agent's task (dropped with it: an aborted agent
     /// closes its TCP connection at once).
     fn start_session(
-        &self,
+        &mut self,
     ) -> Result<(Session, mpsc::UnboundedReceiver<SessionEvent>), AgentError> {
         // Weak: the session task may outlive the agent by a moment and must not hold the file.
         let seq_store = self.store.downgrade();
@@ -344,7 +361,19 @@ impl Agent {
         // A password given for an external broker, else, over TLS only, the proof of the
         // agent's own key (and its join token), which the hub's embedded broker asks for; never
         // in plaintext, where anyone on the path could take it.
-        let url = self.cfg.broker_url()?;
+        let mut url = self.cfg.broker_url()?;
+        let mut tls = self.cfg.tls.clone();
+        self.on_mtls = false;
+        if let Some(mtls) = &self.cfg.broker_mtls_url
+            && self.certificate.as_ref().is_some_and(|c| c.valid_at(now()))
+        {
+            // The broker takes the certificate's CN as the cluster's name.
+            url = BrokerUrl::parse(mtls).map_err(ConfigError::from)?;
+            tls.client_cert_file = Some(crate::certificate::file(&self.cfg.data_dir));
+            tls.client_key_file = Some(AgentKey::file(&self.cfg.data_dir));
+            self.on_mtls = true;
+            tracing::info!(broker = %url, "logging in with the cluster's certificate");
+        }
         let credentials = self.cfg.broker_credentials().or_else(|| {
             url.is_tls().then(|| Credentials {
                 username: self.cfg.cluster_name.clone(),
@@ -360,7 +389,7 @@ impl Agent {
         session_cfg.connect_timeout = self.cfg.connect_timeout;
         session_cfg.receive_maximum = Some(self.cfg.receive_maximum);
         session_cfg.credentials = credentials;
-        session_cfg.tls = self.cfg.tls.clone();
+        session_cfg.tls = tls;
         session_cfg.backoff = ocm_edge_mqtt::Backoff {
             min: self.cfg.reconnect_min,
             max: self.cfg.reconnect_max,
@@ -395,7 +424,7 @@ impl Agent {
 
     async fn run(
         mut self,
-        session: Session,
+        mut session: Session,
         mut rx: mpsc::UnboundedReceiver<SessionEvent>,
         stop: CancellationToken,
     ) -> Result<(), AgentError> {
@@ -422,6 +451,19 @@ impl Agent {
                 },
                 _ = reconcile.tick() => self.reconcile_all(now()).await,
                 _ = health.tick() => self.on_health_tick(now()).await,
+            }
+            if std::mem::take(&mut self.switch_session) {
+                // Another endpoint or certificate: a new session (the old one says goodbye).
+                self.publisher = None;
+                self.bump(|c| c.connected = false);
+                session.shutdown().await;
+                match self.start_session() {
+                    Ok((s, r)) => (session, rx) = (s, r),
+                    Err(e) => {
+                        tracing::error!(error = %e, "cannot start the MQTT session again; stopping");
+                        return Err(e);
+                    }
+                }
             }
         }
         if let Some(p) = self.publisher.take() {
@@ -651,10 +693,35 @@ impl Agent {
         if let Err(e) = self.store.put_registration(&view) {
             tracing::error!(error = %e, "cannot store the hub's view");
         }
+        if self.take_certificate(&view) && self.cfg.broker_mtls_url.is_some() {
+            self.switch_session = true;
+        }
         self.registration = Some(view);
         let state = self.registration_state();
         tracing::info!(?state, "hub view of this cluster");
         self.bump(|c| c.registration = state);
+    }
+
+    /// Takes the certificate in the hub's view when it is this cluster's and new; true when it
+    /// changed.
+    fn take_certificate(&mut self, view: &ManagedCluster) -> bool {
+        match crate::certificate::from_view(view, &self.cfg.cluster_name, self.key.public_raw()) {
+            Ok(Some(cert)) if self.certificate.as_ref() != Some(&cert) => {
+                if let Err(e) = crate::certificate::write(&self.cfg.data_dir, &cert) {
+                    tracing::error!(error = %e, "cannot write the cluster's certificate");
+                    return false;
+                }
+                tracing::info!(not_after = %cert.not_after, "took the cluster's certificate from the hub");
+                self.certificate = Some(cert);
+                true
+            }
+            Ok(_) => false,
+            Err(why) => {
+                tracing::warn!(%why, "refused the certificate in the hub's view");
+                self.bump(|c| c.dropped_malformed += 1);
+                false
+            }
+        }
     }
 
     fn labels(&self) -> BTreeMap<String, String> {
@@ -759,6 +826,24 @@ impl Agent {
         // until the hub has answered, ask again every `join_retry`.
         if self.publisher.is_some() && self.join_retry.due(t) && self.wants_hub_view() {
             self.send_join_request(t);
+        }
+        if let Some(cert) = self.certificate.clone() {
+            // Two thirds of its life gone: the join request (signed with the bound key) asks
+            // for the next one.
+            if self.publisher.is_some()
+                && cert.renewal_due(t)
+                && self.join_retry.due(t)
+                && self.registration_state() == Registration::Accepted
+            {
+                tracing::info!(not_after = %cert.not_after, "asking the hub for the next certificate");
+                self.send_join_request(t);
+            }
+            // Ended while on the certificate's listener and cut off: back to --broker, where
+            // the agent gets in with its key and asks for a new one.
+            if self.on_mtls && self.publisher.is_none() && !cert.valid_at(t) {
+                tracing::warn!(not_after = %cert.not_after, "the cluster's certificate ended; connecting to --broker to get a new one");
+                self.switch_session = true;
+            }
         }
         self.renew_lease(t);
         self.repair_stalled_transfer(t);

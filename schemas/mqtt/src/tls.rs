@@ -179,7 +179,7 @@ impl TlsFiles {
         let config = match (&self.client_cert_file, &self.client_key_file) {
             (Some(cert), Some(key)) => {
                 let chain = read_certs(cert)?;
-                let key = PrivateKeyDer::from_pem_file(key).map_err(|e| file_error(key, e))?;
+                let key = read_private_key(key)?;
                 builder
                     .with_client_auth_cert(chain, key)
                     .map_err(|e| TlsError::Refused(e.to_string()))?
@@ -210,6 +210,19 @@ impl TlsFiles {
             }
         }
         Ok(roots)
+    }
+}
+
+/// A private key file: PEM, or PKCS#8 DER (an agent's `agent-key.p8`, which signs the TLS
+/// handshake with the cluster's certificate).
+fn read_private_key(path: &std::path::Path) -> Result<PrivateKeyDer<'static>, TlsError> {
+    match PrivateKeyDer::from_pem_file(path) {
+        Ok(key) => Ok(key),
+        Err(pem_error) => match std::fs::read(path) {
+            // A DER SEQUENCE: rustls tells a key it cannot use when the config is built.
+            Ok(bytes) if bytes.first() == Some(&0x30) => Ok(PrivateKeyDer::Pkcs8(bytes.into())),
+            _ => Err(file_error(path, pem_error)),
+        },
     }
 }
 
