@@ -237,8 +237,18 @@ impl Fleet {
     /// # Panics
     /// When a hub is already running or it does not start.
     pub async fn start_hub(&mut self) {
+        self.start_hub_with(|_| {}).await;
+    }
+
+    /// Starts the hub (again) on its data dir, with [`Fleet::hub_config`] changed by `change`.
+    ///
+    /// # Panics
+    /// When a hub is already running or it does not start.
+    pub async fn start_hub_with(&mut self, change: impl FnOnce(&mut HubConfig)) {
         assert!(self.hub.is_none(), "the hub is already running");
-        let hub = start_hub(self.hub_config()).await.expect("hub starts");
+        let mut cfg = self.hub_config();
+        change(&mut cfg);
+        let hub = start_hub(cfg).await.expect("hub starts");
         if self.opts.hub_broker {
             self.broker_url = hub.broker_url();
             self.opts.broker_ca_file = hub.ca_file().map(std::path::Path::to_path_buf);

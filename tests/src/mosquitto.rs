@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use crate::broker::{BrokerError, MAX_PACKET_BYTES, free_port, wait_listening};
+pub use crate::broker::free_port;
+use crate::broker::{BrokerError, MAX_PACKET_BYTES, wait_listening};
 use crate::pki::TestPki;
 
 /// Messages Mosquitto queues for one client (its default, 1,000, drops a 10,000-cluster fleet's
@@ -226,10 +227,123 @@ impl Mosquitto {
         format!("{scheme}://{}", self.addr)
     }
 
-    /// `mqtt://127.0.0.1:PORT` of the secured listener ([`Mosquitto::start_split`]); the only
-    /// listener's URL otherwise.
+    /// `mqtt://127.0.0.1:PORT` of the secured listener ([`Mosquitto::start_split`]; `mqtts://`
+    /// of the certificate listener with [`Mosquitto::start_shipped`]); the only listener's URL
+    /// otherwise.
     pub fn secured_url(&self) -> String {
-        format!("mqtt://{}", self.secured.unwrap_or(self.addr))
+        let scheme = if self.tls { "mqtts" } else { "mqtt" };
+        format!("{scheme}://{}", self.secured.unwrap_or(self.addr))
+    }
+
+    /// Starts `program` with the shipped `broker-config/mosquitto/mosquitto.conf` as it is, but
+    /// for its paths and ports: its two listeners on 127.0.0.1 `ports` (passwords: [`Mosquitto::url`],
+    /// `mqtts://`; cluster certificates: [`Mosquitto::secured_url`]), its own files (`pki`'s
+    /// broker certificate, `users`' password file, the shipped ACL files) in its directory, and
+    /// the hub's cluster CA and revocation list read from `hub_data_dir/pki/`, which must exist.
+    ///
+    /// # Errors
+    /// [`MosquittoError`] when it cannot be configured or does not listen.
+    pub fn start_shipped(
+        program: &Path,
+        pki: &TestPki,
+        users: &[(String, String)],
+        hub_data_dir: &Path,
+        ports: (u16, u16),
+    ) -> Result<Self, MosquittoError> {
+        let dir = tempfile::tempdir().map_err(|source| MosquittoError::Files {
+            dir: std::env::temp_dir(),
+            source,
+        })?;
+        let files = |source| MosquittoError::Files {
+            dir: dir.path().to_owned(),
+            source,
+        };
+        let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../broker-config/mosquitto");
+        let conf = std::fs::read_to_string(shipped.join("mosquitto.conf")).map_err(files)?;
+        for acl in ["ocm-edge.acl", "ocm-edge-clusters.acl"] {
+            std::fs::copy(shipped.join(acl), dir.path().join(acl)).map_err(files)?;
+        }
+        std::fs::copy(&pki.server_cert_file, dir.path().join("broker.crt")).map_err(files)?;
+        std::fs::copy(&pki.server_key_file, dir.path().join("broker.key")).map_err(files)?;
+        write_password_file(program, &dir.path().join("ocm-edge.passwd"), users)?;
+        let local = |p: &Path| format!("{}/", p.display());
+        let conf = conf
+            .replace("/etc/mosquitto/ocm-edge/", &local(dir.path()))
+            .replace("/var/lib/ocm-edge/", &local(hub_data_dir))
+            .replace(
+                "\nlistener 8883\n",
+                &format!("\nlistener {} 127.0.0.1\n", ports.0),
+            )
+            .replace(
+                "\nlistener 8884\n",
+                &format!("\nlistener {} 127.0.0.1\n", ports.1),
+            );
+        let conf = format!(
+            "log_dest stderr\nlog_type error\nlog_type warning\nlog_type notice\nlog_type information\n{conf}"
+        );
+        std::fs::write(dir.path().join("mosquitto.conf"), conf).map_err(files)?;
+        let child = spawn(program, dir.path())?;
+        let broker = Self {
+            child,
+            addr: SocketAddr::from(([127, 0, 0, 1], ports.0)),
+            secured: Some(SocketAddr::from(([127, 0, 0, 1], ports.1))),
+            tls: true,
+            program: program.to_owned(),
+            dir,
+        };
+        broker.wait_listening()?;
+        Ok(broker)
+    }
+
+    /// Sends SIGHUP (Mosquitto reads its configuration again, its TLS files among it: a new
+    /// revocation list) and waits until it says so in its log.
+    ///
+    /// # Errors
+    /// [`MosquittoError`] when the signal cannot be sent or the reload is not logged in 10 s.
+    pub fn reload(&self) -> Result<(), MosquittoError> {
+        let reloads = |log: &str| log.matches("Reloading config").count();
+        let before = reloads(&self.log());
+        let status = Command::new("kill")
+            .arg("-HUP")
+            .arg(self.child.id().to_string())
+            .status()
+            .map_err(|source| MosquittoError::Spawn {
+                program: PathBuf::from("kill"),
+                source,
+            })?;
+        if !status.success() {
+            return Err(MosquittoError::Spawn {
+                program: PathBuf::from("kill"),
+                source: std::io::Error::other(format!("kill -HUP exited with {status}")),
+            });
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while reloads(&self.log()) == before {
+            if std::time::Instant::now() > deadline {
+                return Err(MosquittoError::NotListening(
+                    BrokerError::NotListening {
+                        addr: self.addr,
+                        waited: Duration::from_secs(10),
+                    },
+                    self.log(),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
+    }
+
+    /// Writes the password file of [`Mosquitto::start_shipped`] again with `users` only (read
+    /// at the next start).
+    ///
+    /// # Errors
+    /// [`MosquittoError`] when `mosquitto_passwd` fails.
+    pub fn set_users(&self, users: &[(String, String)]) -> Result<(), MosquittoError> {
+        write_password_file(
+            &self.program,
+            &self.dir.path().join("ocm-edge.passwd"),
+            users,
+        )
     }
 
     /// What mosquitto logged so far (errors, warnings, notices).

@@ -1,0 +1,353 @@
+//! Per-cluster certificates on Mosquitto as shipped (`broker-config/mosquitto/mosquitto.conf`,
+//! only its paths and ports changed): clusters join on the password listener, get the
+//! certificate the hub's cluster CA issues them at `cluster accept` (for the agent's own key, in
+//! the hub's signed view), and from then on work on the certificate listener with it alone
+//! (their passwords removed). A cluster's certificate reads only its own works; no other
+//! credential of the hub opens that listener; `cluster deny` puts the certificate on the
+//! revocation list Mosquitto reads.
+
+use std::path::Path;
+use std::time::Duration;
+
+use ocm_edge_hub::admin::messages::{ClusterState, CreateWork};
+use ocm_edge_hub::cluster_ca::ClusterCa;
+use ocm_edge_mqtt::TlsFiles;
+use ocm_edge_tests::fleet::{Fleet, FleetOptions, HUB_USER, OPERATOR_USER, password_of};
+use ocm_edge_tests::manifests::{deployment, deployment_image, namespace};
+use ocm_edge_tests::mosquitto::{Mosquitto, free_port, require_mosquitto};
+use ocm_edge_tests::pki::TestPki;
+use ocm_edge_tests::probe::{Probe, ProbeOptions};
+use ocm_edge_tests::wait::wait_for;
+
+const SOURCE: &str = "ocm-edge";
+const WAIT: Duration = Duration::from_secs(30);
+const CLUSTERS: [&str; 2] = ["edge-1", "edge-2"];
+
+fn users(with_clusters: bool) -> Vec<(String, String)> {
+    let mut users = vec![HUB_USER, OPERATOR_USER];
+    if with_clusters {
+        users.extend(CLUSTERS);
+    }
+    users
+        .into_iter()
+        .map(|u| (u.to_owned(), password_of(u)))
+        .collect()
+}
+
+fn source_events(cluster: &str) -> String {
+    format!("sources/{SOURCE}/consumers/{cluster}/sourceevents")
+}
+
+fn web(image: &str) -> CreateWork {
+    CreateWork {
+        name: "web".into(),
+        clusters: CLUSTERS.iter().map(|c| c.to_string()).collect(),
+        manifests: vec![namespace("web"), deployment("web", "web", 1, image)],
+        overwrite: true,
+        ..CreateWork::default()
+    }
+}
+
+/// A client logging in to the certificate listener with `cert` and `key` files.
+async fn with_certificate(url: &str, cert: &Path, key: &Path, ca: &Path) -> Result<Probe, String> {
+    Probe::connect_with(
+        url,
+        ProbeOptions {
+            client_id: format!("spy-{}", uuid::Uuid::new_v4().simple()),
+            tls: TlsFiles {
+                ca_file: Some(ca.to_owned()),
+                client_cert_file: Some(cert.to_owned()),
+                client_key_file: Some(key.to_owned()),
+                ca_pin: None,
+            },
+            ..ProbeOptions::default()
+        },
+    )
+    .await
+    .map_err(|e| e.to_string())
+}
+
+async fn wait_image(fleet: &Fleet, cluster: &str, image: &str, broker: &Mosquitto) {
+    fleet
+        .wait_sim(cluster, &format!("{image} on {cluster}"), |sim| {
+            sim.get("Deployment", "web", "web")
+                .filter(|d| deployment_image(d) == Some(image))
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{e}; mosquitto log:\n{}", broker.log()));
+}
+
+/// Mosquitto as shipped with its own broker certificate, and a fleet whose hub logs in there
+/// with a password (changed by `hub`); no agent yet.
+async fn setup(
+    program: &Path,
+    hub: impl FnOnce(&mut ocm_edge_hub::config::HubConfig),
+) -> (tempfile::TempDir, TestPki, Mosquitto, Fleet, ClusterCa) {
+    let certs = tempfile::tempdir().unwrap();
+    let pki = TestPki::create(certs.path(), "mosquitto");
+    let ports = (free_port().unwrap(), free_port().unwrap());
+    let mut fleet = Fleet::on_broker(
+        format!("mqtts://127.0.0.1:{}", ports.0),
+        FleetOptions {
+            logins: true,
+            broker_ca_file: Some(pki.ca_file.clone()),
+            ..FleetOptions::default()
+        },
+    );
+    // Mosquitto reads the hub's cluster CA and revocation list: the hub's first start writes
+    // them; here the broker starts first, so they are made as that start would.
+    let cluster_ca = ClusterCa::load_or_create(&fleet.hub_dir(), chrono::Utc::now()).unwrap();
+    // Mosquitto drops to its own user before it reads them: the way must be open to it.
+    for dir in [fleet.hub_dir().parent().unwrap(), &fleet.hub_dir()] {
+        std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    }
+    cluster_ca.write_crl(&[], chrono::Utc::now()).unwrap();
+    let broker = Mosquitto::start_shipped(program, &pki, &users(true), &fleet.hub_dir(), ports)
+        .expect("mosquitto starts with the shipped configuration");
+    fleet.start_hub_with(hub).await;
+    (certs, pki, broker, fleet, cluster_ca)
+}
+
+#[tokio::test]
+async fn clusters_work_on_the_certificate_the_hub_issued_them_and_a_denied_ones_is_revoked() {
+    let test = "clusters_work_on_the_certificate_the_hub_issued_them_and_a_denied_ones_is_revoked";
+    let Some(program) = require_mosquitto(test) else {
+        return;
+    };
+    let (_certs, pki, mut broker, mut fleet, cluster_ca) = setup(&program, |_| {}).await;
+    let cert_url = broker.secured_url();
+    for c in CLUSTERS {
+        let url = cert_url.clone();
+        fleet
+            .agent(c)
+            .configure(|cfg| cfg.broker_mtls_url = Some(url))
+            .start()
+            .await;
+    }
+    fleet.accept_all(&CLUSTERS).await;
+
+    // Each agent took its certificate (the hub shows its serial) and works on it.
+    for c in CLUSTERS {
+        let file = fleet.agent_dir(c).join("cluster-cert.pem");
+        wait_for(&format!("{c}'s certificate file"), WAIT, || async {
+            file.is_file().then_some(())
+        })
+        .await
+        .unwrap();
+        let view = fleet.admin().await.get_cluster(c).await.unwrap();
+        let cert = view
+            .certificate
+            .expect("the hub shows the cluster's certificate");
+        assert!(!cert.waits_for_operator);
+    }
+    fleet.write_work(web("nginx:1.27")).await;
+    for c in CLUSTERS {
+        fleet
+            .wait_work_condition(c, "web", "Applied")
+            .await
+            .unwrap_or_else(|e| panic!("{e}; mosquitto log:\n{}", broker.log()));
+    }
+
+    // The clusters' passwords are gone: what still reaches them came over their certificates.
+    broker.set_users(&users(false)).unwrap();
+    broker.kill9_and_restart().unwrap();
+    fleet.write_work(web("nginx:1.28")).await;
+    for c in CLUSTERS {
+        wait_image(&fleet, c, "nginx:1.28", &broker).await;
+    }
+
+    // Cluster 1's certificate and key read cluster 1's works, not cluster 2's.
+    let ca = pki.ca_file.clone();
+    let (cert_1, key_1) = (
+        fleet.agent_dir("edge-1").join("cluster-cert.pem"),
+        fleet.agent_dir("edge-1").join("agent-key.p8"),
+    );
+    let mut spy = with_certificate(&cert_url, &cert_1, &key_1, &ca)
+        .await
+        .expect("cluster 1's certificate opens the certificate listener");
+    spy.subscribe(&format!("sources/{SOURCE}/consumers/+/sourceevents"))
+        .await
+        .unwrap();
+    let only = |c: &str, image: &str| {
+        let mut w = web(image);
+        w.clusters = vec![c.to_owned()];
+        w
+    };
+    fleet.write_work(only("edge-2", "nginx:1.29")).await;
+    fleet.write_work(only("edge-1", "nginx:1.29")).await;
+    let mut seen = Vec::new();
+    let own = spy
+        .recv_matching(WAIT, |m| {
+            seen.push(m.topic.clone());
+            m.topic == source_events("edge-1")
+        })
+        .await;
+    assert!(
+        own.is_some(),
+        "cluster 1's own update reaches its certificate"
+    );
+    seen.extend(spy.drain().into_iter().map(|m| m.topic));
+    assert!(
+        !seen.contains(&source_events("edge-2")),
+        "cluster 1's certificate read cluster 2's work: {seen:?}"
+    );
+    wait_image(&fleet, "edge-2", "nginx:1.29", &broker).await;
+    drop(spy);
+
+    // The first admin's credential (the hub's CA, not the cluster CA) does not open it.
+    let admin = fleet.admin_credentials();
+    let refused = with_certificate(&cert_url, &admin, &admin, &ca).await;
+    assert!(
+        refused.is_err(),
+        "an admin credential logged in as a cluster"
+    );
+
+    // Denied: the certificate goes on the revocation list, which Mosquitto reads when reloaded.
+    let crl = cluster_ca.crl_file();
+    let before = std::fs::read(&crl).unwrap();
+    let denied = fleet.admin().await.deny_cluster("edge-1").await.unwrap();
+    assert_eq!(denied.state, ClusterState::Denied);
+    assert!(
+        denied.certificate.is_none(),
+        "a denied cluster shows no certificate"
+    );
+    wait_for("the revocation list to be rewritten", WAIT, || async {
+        (std::fs::read(&crl).ok()? != before).then_some(())
+    })
+    .await
+    .unwrap();
+    broker.reload().unwrap();
+    let refused = with_certificate(&cert_url, &cert_1, &key_1, &ca).await;
+    assert!(
+        refused.is_err(),
+        "a revoked certificate logged in; mosquitto log:\n{}",
+        broker.log()
+    );
+    // Cluster 2 goes on.
+    fleet.write_work(only("edge-2", "nginx:1.30")).await;
+    wait_image(&fleet, "edge-2", "nginx:1.30", &broker).await;
+    fleet.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_cluster_renews_its_certificate_on_its_own_and_works_on_the_new_one_once_the_old_ended() {
+    let test =
+        "a_cluster_renews_its_certificate_on_its_own_and_works_on_the_new_one_once_the_old_ended";
+    let Some(program) = require_mosquitto(test) else {
+        return;
+    };
+    // 20 s certificates: the agent asks for the next one after ~13 s.
+    let validity = chrono::Duration::seconds(20);
+    let (_certs, _pki, mut broker, mut fleet, _ca) =
+        setup(&program, |cfg| cfg.cluster_cert_validity = validity).await;
+    start_agent(&mut fleet, &broker.secured_url()).await;
+    fleet.accept("edge-1").await;
+    let admin = fleet.admin().await;
+    let first = wait_for("the first certificate", WAIT, || async {
+        admin.get_cluster("edge-1").await.ok()?.certificate
+    })
+    .await
+    .unwrap();
+    let mut one = web("nginx:1.27");
+    one.clusters = vec!["edge-1".into()];
+    fleet.write_work(one.clone()).await;
+    wait_image(&fleet, "edge-1", "nginx:1.27", &broker).await;
+
+    // Nobody touches anything: the agent asks, the hub issues the next one.
+    let second = wait_for("the agent to renew its certificate", WAIT, || async {
+        admin
+            .get_cluster("edge-1")
+            .await
+            .ok()?
+            .certificate
+            .filter(|c| c.serial != first.serial)
+    })
+    .await
+    .unwrap();
+    assert!(second.not_after > first.not_after);
+    let file = fleet.agent_dir("edge-1").join("cluster-cert.pem");
+    let ended = first.not_after.as_datetime();
+    // Once the first one ended, only the new one opens the listener: no password either.
+    wait_for("the first certificate to end", WAIT, || async {
+        (chrono::Utc::now() > ended + chrono::Duration::seconds(1)).then_some(())
+    })
+    .await
+    .unwrap();
+    assert!(std::fs::read_to_string(&file).unwrap().len() > 100);
+    broker.set_users(&users(false)).unwrap();
+    broker.kill9_and_restart().unwrap();
+    one.manifests = vec![namespace("web"), deployment("web", "web", 1, "nginx:1.28")];
+    fleet.write_work(one).await;
+    wait_image(&fleet, "edge-1", "nginx:1.28", &broker).await;
+    fleet.shutdown().await;
+}
+
+/// Starts edge-1's agent with `--broker-mtls URL`, checking its certificate often.
+async fn start_agent(fleet: &mut Fleet, url: &str) {
+    fleet
+        .agent("edge-1")
+        .configure(|cfg| {
+            cfg.broker_mtls_url = Some(url.to_owned());
+            cfg.health_interval = Duration::from_millis(250);
+        })
+        .start()
+        .await;
+}
+
+#[tokio::test]
+async fn a_cluster_offline_past_its_certificates_end_gets_a_new_one_on_its_own() {
+    let test = "a_cluster_offline_past_its_certificates_end_gets_a_new_one_on_its_own";
+    let Some(program) = require_mosquitto(test) else {
+        return;
+    };
+    let validity = chrono::Duration::seconds(12);
+    let (_certs, _pki, mut broker, mut fleet, _ca) =
+        setup(&program, |cfg| cfg.cluster_cert_validity = validity).await;
+    let url = broker.secured_url();
+    start_agent(&mut fleet, &url).await;
+    fleet.accept("edge-1").await;
+    let first = wait_for("the first certificate", WAIT, || async {
+        fleet
+            .admin()
+            .await
+            .get_cluster("edge-1")
+            .await
+            .ok()?
+            .certificate
+    })
+    .await
+    .unwrap();
+    // Offline (and its cluster's works with it) until its certificate has ended.
+    fleet.stop_agent("edge-1").await;
+    let ended = first.not_after.as_datetime();
+    wait_for("the certificate to end", WAIT, || async {
+        (chrono::Utc::now() > ended + chrono::Duration::seconds(1)).then_some(())
+    })
+    .await
+    .unwrap();
+    start_agent(&mut fleet, &url).await;
+    let second = wait_for("a new certificate", WAIT, || async {
+        fleet
+            .admin()
+            .await
+            .get_cluster("edge-1")
+            .await
+            .ok()?
+            .certificate
+            .filter(|c| c.serial != first.serial)
+    })
+    .await
+    .unwrap();
+    assert!(
+        second.not_after.as_datetime() > ended + validity,
+        "the new certificate was issued after the first ended (not before the agent stopped)"
+    );
+    // And it works on it alone.
+    broker.set_users(&users(false)).unwrap();
+    broker.kill9_and_restart().unwrap();
+    let mut one = web("nginx:1.27");
+    one.clusters = vec!["edge-1".into()];
+    fleet.write_work(one).await;
+    wait_image(&fleet, "edge-1", "nginx:1.27", &broker).await;
+    fleet.shutdown().await;
+}
