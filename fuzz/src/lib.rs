@@ -213,6 +213,37 @@ mod seeds {
         std::fs::write(dir(target).join(name), input_of(msg)).unwrap();
     }
 
+    /// Only the `cluster_certificate` seeds (`cargo test --manifest-path fuzz/Cargo.toml --
+    /// --ignored write_cluster_certificate_seeds`): certificates the hub's cluster CA issues, for
+    /// [`BOUND_KEY_BASE64`] and [`CLUSTER`] and for another cluster, as PEM text (first byte 0)
+    /// and as DER (first byte 1).
+    #[test]
+    #[ignore = "writes the seed files"]
+    fn write_cluster_certificate_seeds() {
+        let data = tempfile::tempdir().unwrap();
+        let ca = ocm_edge_hub::cluster_ca::ClusterCa::load_or_create(data.path(), now()).unwrap();
+        for cluster in [CLUSTER, "edge-2"] {
+            let cert = ca
+                .issue_for_key(cluster, BOUND_KEY_BASE64, chrono::Duration::days(30), now())
+                .unwrap();
+            let mut text = vec![0u8];
+            text.extend_from_slice(cert.pem.as_bytes());
+            std::fs::write(dir("cluster_certificate").join(format!("{cluster}-pem")), text).unwrap();
+            // The first PEM block (the cluster's certificate; the CA follows it).
+            let b64: String = cert
+                .pem
+                .lines()
+                .skip(1)
+                .take_while(|l| !l.starts_with("-----END"))
+                .collect();
+            let der = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, b64)
+                .unwrap();
+            let mut bytes = vec![1u8];
+            bytes.extend_from_slice(&der);
+            std::fs::write(dir("cluster_certificate").join(format!("{cluster}-der")), bytes).unwrap();
+        }
+    }
+
     #[test]
     #[ignore = "writes the seed files"]
     fn write_seeds() {

@@ -11,13 +11,14 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const TARGETS: [&str; 6] = [
+const TARGETS: [&str; 7] = [
     "hub_agent_message",
     "agent_inbound",
     "hub_admin_request",
     "admin_credential",
     "broker_login",
     "yaml_input",
+    "cluster_certificate",
 ];
 const BIN_DIR_ENV: &str = "OCM_EDGE_FUZZ_BIN_DIR";
 
