@@ -827,6 +827,16 @@ impl Agent {
         if self.publisher.is_some() && self.join_retry.due(t) && self.wants_hub_view() {
             self.send_join_request(t);
         }
+        // An agent accepted before hubs issued certificates has none: it asks, as for a renewal.
+        if self.certificate.is_none()
+            && self.cfg.broker_mtls_url.is_some()
+            && self.publisher.is_some()
+            && self.join_retry.due(t)
+            && self.registration_state() == Registration::Accepted
+        {
+            tracing::info!("asking the hub for the cluster's certificate (--broker-mtls)");
+            self.send_join_request(t);
+        }
         if let Some(cert) = self.certificate.clone() {
             // Two thirds of its life gone: the join request (signed with the bound key) asks
             // for the next one.
