@@ -885,10 +885,12 @@ impl HubLoop {
     /// Applies a change to the core and returns it for storing and publishing.
     fn stage(&mut self, change: Change) -> Change {
         self.core.apply(&change.records);
+        // Only a cluster with revoked certificates can change the list (a lease renewal of
+        // any other does not cost a pass over the fleet).
         if change
             .records
             .iter()
-            .any(|r| matches!(r, Record::Cluster(_)))
+            .any(|r| matches!(r, Record::Cluster(c) if !c.revoked_certificates.is_empty()))
         {
             self.write_crl_if_changed();
         }
