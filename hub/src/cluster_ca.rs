@@ -18,14 +18,14 @@ use std::path::{Path, PathBuf};
 use base64::Engine as _;
 use chrono::{DateTime, Duration, Utc};
 use rcgen::{
-    BasicConstraints, CertificateParams, CertificateRevocationListParams, DnType,
-    ExtendedKeyUsagePurpose, IsCa, Issuer, KeyIdMethod, KeyPair, KeyUsagePurpose, RevocationReason,
+    CertificateRevocationListParams, Issuer, KeyIdMethod, KeyPair, RevocationReason,
     RevokedCertParams, SerialNumber, SubjectPublicKeyInfo,
 };
 
 use crate::core::certificates::{ClusterCertIssuer, ClusterCertificate, RevokedCertificate};
 use crate::pki::{
-    CA_VALIDITY, CLOCK_SKEW, CLUSTER_OU, PkiError, create_private_dir, to_time, write_file,
+    CLOCK_SKEW, CLUSTER_OU, PkiError, ca_files_exist, client_params, create_ca_files,
+    create_private_dir, random_serial, to_time, write_file,
 };
 
 const CERT: &str = "cluster-ca.pem";
@@ -71,63 +71,32 @@ impl ClusterCa {
 
     fn load_or_create_in(dir: &Path, now: DateTime<Utc>) -> Result<Self, PkiError> {
         create_private_dir(dir)?;
-        let (cert_path, key_path) = (dir.join(CERT), dir.join(KEY));
-        match (cert_path.exists(), key_path.exists()) {
-            (true, true) => {
-                let read = |p: &Path| {
-                    std::fs::read_to_string(p).map_err(|e| PkiError::Io {
-                        path: p.to_owned(),
-                        reason: e.to_string(),
-                    })
-                };
-                let ca = ClusterCa {
-                    public: dir.to_owned(),
-                    ca_pem: read(&cert_path)?,
-                    ca_key_pem: read(&key_path)?,
-                };
-                // Fails now, not at the first `cluster accept`.
-                ca.issuer().map_err(|e| PkiError::BadCa {
-                    dir: dir.to_owned(),
-                    reason: format!("{CERT} / {KEY}: {e}"),
-                })?;
-                Ok(ca)
-            }
-            (false, false) => Self::create(dir, now),
-            (true, false) => Err(PkiError::HalfCa {
-                present: cert_path,
-                missing: key_path,
-            }),
-            (false, true) => Err(PkiError::HalfCa {
-                present: key_path,
-                missing: cert_path,
-            }),
+        if !ca_files_exist(dir, CERT, KEY)? {
+            let (cert, key) = create_ca_files(dir, CERT, KEY, "ocm-edge cluster CA", now)?;
+            tracing::info!(dir = %dir.display(), "created the cluster CA (clusters' client certificates)");
+            return Ok(ClusterCa {
+                public: dir.to_owned(),
+                ca_pem: cert.pem(),
+                ca_key_pem: key.serialize_pem(),
+            });
         }
-    }
-
-    fn create(dir: &Path, now: DateTime<Utc>) -> Result<Self, PkiError> {
-        let issue = |e: rcgen::Error| PkiError::Issue(e.to_string());
-        let key = KeyPair::generate().map_err(issue)?;
-        let mut params = CertificateParams::new(Vec::<String>::new()).map_err(issue)?;
-        params
-            .distinguished_name
-            .push(DnType::CommonName, "ocm-edge cluster CA");
-        params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
-        params.key_usages = vec![
-            KeyUsagePurpose::KeyCertSign,
-            KeyUsagePurpose::CrlSign,
-            KeyUsagePurpose::DigitalSignature,
-        ];
-        params.not_before = to_time(now - CLOCK_SKEW)?;
-        params.not_after = to_time(now + CA_VALIDITY)?;
-        let cert = params.self_signed(&key).map_err(issue)?;
-        write_file(&dir.join(KEY), &key.serialize_pem(), true)?;
-        write_file(&dir.join(CERT), &cert.pem(), false)?;
-        tracing::info!(dir = %dir.display(), "created the cluster CA (clusters' client certificates)");
-        Ok(ClusterCa {
+        let read = |p: &Path| {
+            std::fs::read_to_string(p).map_err(|e| PkiError::Io {
+                path: p.to_owned(),
+                reason: e.to_string(),
+            })
+        };
+        let ca = ClusterCa {
             public: dir.to_owned(),
-            ca_pem: cert.pem(),
-            ca_key_pem: key.serialize_pem(),
-        })
+            ca_pem: read(&dir.join(CERT))?,
+            ca_key_pem: read(&dir.join(KEY))?,
+        };
+        // Fails now, not at the first `cluster accept`.
+        ca.issuer().map_err(|e| PkiError::BadCa {
+            dir: dir.to_owned(),
+            reason: format!("{CERT} / {KEY}: {e}"),
+        })?;
+        Ok(ca)
     }
 
     fn issuer(&self) -> Result<Issuer<'static, KeyPair>, rcgen::Error> {
@@ -205,25 +174,14 @@ impl ClusterCa {
             })?;
         let spki = [ED25519_SPKI_PREFIX.as_slice(), &raw].concat();
         let public = SubjectPublicKeyInfo::from_der(&spki).map_err(issue)?;
-        let mut params = CertificateParams::new(Vec::<String>::new()).map_err(issue)?;
-        params.distinguished_name.push(DnType::CommonName, cluster);
-        params
-            .distinguished_name
-            .push(DnType::OrganizationalUnitName, CLUSTER_OU);
-        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-        params.use_authority_key_identifier_extension = true;
+        let mut params = client_params(cluster, CLUSTER_OU, validity, now)?;
         // Back-dated for clocks behind the hub's, by a tenth of a short validity at most (the
         // agent renews after two thirds of the whole span).
         let not_before = now - CLOCK_SKEW.min(validity / 10);
         let not_after = now + validity;
         params.not_before = to_time(not_before)?;
         params.not_after = to_time(not_after)?;
-        let mut serial = [0u8; 16];
-        ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut serial)
-            .map_err(|_| PkiError::Issue("no random numbers for a serial number".to_owned()))?;
-        serial[0] &= 0x7f;
-        serial[0] |= 0x10;
+        let serial = random_serial()?;
         params.serial_number = Some(SerialNumber::from_slice(&serial));
         let cert = params
             .signed_by(&public, &self.issuer().map_err(issue)?)

@@ -109,18 +109,10 @@ impl HubPki {
     /// that cannot be used.
     pub fn load_or_create(dir: &Path, now: DateTime<Utc>) -> Result<Self, PkiError> {
         create_private_dir(dir)?;
-        let (cert_path, key_path) = (dir.join(CA_CERT), dir.join(CA_KEY));
-        match (cert_path.exists(), key_path.exists()) {
-            (true, true) => Self::load(dir),
-            (false, false) => Self::create(dir, now),
-            (true, false) => Err(PkiError::HalfCa {
-                present: cert_path,
-                missing: key_path,
-            }),
-            (false, true) => Err(PkiError::HalfCa {
-                present: key_path,
-                missing: cert_path,
-            }),
+        if ca_files_exist(dir, CA_CERT, CA_KEY)? {
+            Self::load(dir)
+        } else {
+            Self::create(dir, now)
         }
     }
 
@@ -152,24 +144,7 @@ impl HubPki {
     }
 
     fn create(dir: &Path, now: DateTime<Utc>) -> Result<Self, PkiError> {
-        let issue = |e: rcgen::Error| PkiError::Issue(e.to_string());
-        let key = KeyPair::generate().map_err(issue)?;
-        let mut params = CertificateParams::new(Vec::<String>::new()).map_err(issue)?;
-        params
-            .distinguished_name
-            .push(DnType::CommonName, "ocm-edge hub CA");
-        params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
-        params.key_usages = vec![
-            KeyUsagePurpose::KeyCertSign,
-            KeyUsagePurpose::CrlSign,
-            KeyUsagePurpose::DigitalSignature,
-        ];
-        params.not_before = to_time(now - CLOCK_SKEW)?;
-        params.not_after = to_time(now + CA_VALIDITY)?;
-        let cert = params.self_signed(&key).map_err(issue)?;
-        // The key first: a CA certificate without its key would stop the next start.
-        write_file(&dir.join(CA_KEY), &key.serialize_pem(), true)?;
-        write_file(&dir.join(CA_CERT), &cert.pem(), false)?;
+        let (cert, key) = create_ca_files(dir, CA_CERT, CA_KEY, "ocm-edge hub CA", now)?;
         tracing::info!(dir = %dir.display(), "created the hub's certificate authority");
         Ok(HubPki {
             dir: dir.to_owned(),
@@ -222,12 +197,7 @@ impl HubPki {
         let issue = |e: rcgen::Error| PkiError::Issue(e.to_string());
         let key = KeyPair::generate().map_err(issue)?;
         let mut params = client_params(user, role.as_str(), validity, now)?;
-        // 16 random bytes, the first bit clear: a positive number of 128 bits at most.
-        let mut serial = [0u8; 16];
-        ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut serial)
-            .map_err(|_| PkiError::Issue("no random numbers for a serial number".to_owned()))?;
-        serial[0] &= 0x7f;
-        serial[0] |= 0x10;
+        let serial = random_serial()?;
         params.serial_number = Some(rcgen::SerialNumber::from_slice(&serial));
         let cert = self.sign_for(&params, &key)?;
         let record = IssuedCredential {
@@ -339,6 +309,71 @@ pub fn default_serving_names() -> Vec<String> {
     names
 }
 
+/// Whether a CA's two files, `cert` and `key` in `dir`, are there: both (true) or neither (false).
+///
+/// # Errors
+/// [`PkiError::HalfCa`] when only one is.
+pub(crate) fn ca_files_exist(dir: &Path, cert: &str, key: &str) -> Result<bool, PkiError> {
+    let (cert_path, key_path) = (dir.join(cert), dir.join(key));
+    match (cert_path.exists(), key_path.exists()) {
+        (true, true) => Ok(true),
+        (false, false) => Ok(false),
+        (true, false) => Err(PkiError::HalfCa {
+            present: cert_path,
+            missing: key_path,
+        }),
+        (false, true) => Err(PkiError::HalfCa {
+            present: key_path,
+            missing: cert_path,
+        }),
+    }
+}
+
+/// Creates a CA named `cn` (ECDSA P-256, valid [`CA_VALIDITY`]) and writes it to `dir`: its key
+/// first (`key_name`, 0600; a certificate without its key would stop the next start), then its
+/// certificate (`cert_name`).
+///
+/// # Errors
+/// [`PkiError`] for what rcgen refuses or a file that cannot be written.
+pub(crate) fn create_ca_files(
+    dir: &Path,
+    cert_name: &str,
+    key_name: &str,
+    cn: &str,
+    now: DateTime<Utc>,
+) -> Result<(rcgen::Certificate, KeyPair), PkiError> {
+    let issue = |e: rcgen::Error| PkiError::Issue(e.to_string());
+    let key = KeyPair::generate().map_err(issue)?;
+    let mut params = CertificateParams::new(Vec::<String>::new()).map_err(issue)?;
+    params.distinguished_name.push(DnType::CommonName, cn);
+    params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+    params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    params.not_before = to_time(now - CLOCK_SKEW)?;
+    params.not_after = to_time(now + CA_VALIDITY)?;
+    let cert = params.self_signed(&key).map_err(issue)?;
+    write_file(&dir.join(key_name), &key.serialize_pem(), true)?;
+    write_file(&dir.join(cert_name), &cert.pem(), false)?;
+    Ok((cert, key))
+}
+
+/// 16 random bytes for a certificate's serial number, the first bit clear and the fourth set: a
+/// positive number of 125 to 128 bits.
+///
+/// # Errors
+/// [`PkiError::Issue`] when the system has no random numbers.
+pub(crate) fn random_serial() -> Result<[u8; 16], PkiError> {
+    let mut serial = [0u8; 16];
+    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut serial)
+        .map_err(|_| PkiError::Issue("no random numbers for a serial number".to_owned()))?;
+    serial[0] &= 0x7f;
+    serial[0] |= 0x10;
+    Ok(serial)
+}
+
 pub(crate) fn to_time(t: DateTime<Utc>) -> Result<time::OffsetDateTime, PkiError> {
     time::OffsetDateTime::from_unix_timestamp(t.timestamp())
         .map_err(|e| PkiError::Issue(format!("time {t}: {e}")))
@@ -377,7 +412,7 @@ pub(crate) fn create_private_dir(dir: &Path) -> Result<(), PkiError> {
 
 /// A TLS client certificate's parameters: CN `cn`, OU `ou`, clientAuth, valid from `now` (less
 /// [`CLOCK_SKEW`]) for `validity`.
-fn client_params(
+pub(crate) fn client_params(
     cn: &str,
     ou: &str,
     validity: Duration,

@@ -141,10 +141,7 @@ impl Mosquitto {
         split: bool,
         tls: Option<&TestPki>,
     ) -> Result<Self, MosquittoError> {
-        let dir = tempfile::tempdir().map_err(|source| MosquittoError::Files {
-            dir: std::env::temp_dir(),
-            source,
-        })?;
+        let dir = temp_dir()?;
         let files = |source| MosquittoError::Files {
             dir: dir.path().to_owned(),
             source,
@@ -250,10 +247,7 @@ impl Mosquitto {
         hub_data_dir: &Path,
         ports: (u16, u16),
     ) -> Result<Self, MosquittoError> {
-        let dir = tempfile::tempdir().map_err(|source| MosquittoError::Files {
-            dir: std::env::temp_dir(),
-            source,
-        })?;
+        let dir = temp_dir()?;
         let files = |source| MosquittoError::Files {
             dir: dir.path().to_owned(),
             source,
@@ -350,6 +344,14 @@ impl Mosquitto {
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("mosquitto.log")).unwrap_or_default()
     }
+}
+
+/// A new directory for a broker's files.
+fn temp_dir() -> Result<tempfile::TempDir, MosquittoError> {
+    tempfile::tempdir().map_err(|source| MosquittoError::Files {
+        dir: std::env::temp_dir(),
+        source,
+    })
 }
 
 /// Runs `program` on `dir`'s `mosquitto.conf`, appending to `dir`'s `mosquitto.log`.

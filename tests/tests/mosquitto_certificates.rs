@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use ocm_edge_hub::admin::messages::{ClusterState, CreateWork};
+use ocm_edge_hub::admin::messages::{ClusterCertificateView, ClusterState, CreateWork};
 use ocm_edge_hub::cluster_ca::ClusterCa;
 use ocm_edge_mqtt::TlsFiles;
 use ocm_edge_tests::fleet::{Fleet, FleetOptions, HUB_USER, OPERATOR_USER, password_of};
@@ -242,37 +242,18 @@ async fn a_cluster_renews_its_certificate_on_its_own_and_works_on_the_new_one_on
         setup(&program, |cfg| cfg.cluster_cert_validity = validity).await;
     start_agent(&mut fleet, &broker.secured_url()).await;
     fleet.accept("edge-1").await;
-    let admin = fleet.admin().await;
-    let first = wait_for("the first certificate", WAIT, || async {
-        admin.get_cluster("edge-1").await.ok()?.certificate
-    })
-    .await
-    .unwrap();
+    let first = certificate(&fleet, "the first certificate", None).await;
     let mut one = web("nginx:1.27");
     one.clusters = vec!["edge-1".into()];
     fleet.write_work(one.clone()).await;
     wait_image(&fleet, "edge-1", "nginx:1.27", &broker).await;
 
     // Nobody touches anything: the agent asks, the hub issues the next one.
-    let second = wait_for("the agent to renew its certificate", WAIT, || async {
-        admin
-            .get_cluster("edge-1")
-            .await
-            .ok()?
-            .certificate
-            .filter(|c| c.serial != first.serial)
-    })
-    .await
-    .unwrap();
+    let second = certificate(&fleet, "a renewed certificate", Some(&first.serial)).await;
     assert!(second.not_after > first.not_after);
     let file = fleet.agent_dir("edge-1").join("cluster-cert.pem");
-    let ended = first.not_after.as_datetime();
     // Once the first one ended, only the new one opens the listener: no password either.
-    wait_for("the first certificate to end", WAIT, || async {
-        (chrono::Utc::now() > ended + chrono::Duration::seconds(1)).then_some(())
-    })
-    .await
-    .unwrap();
+    until_ended(&first).await;
     assert!(std::fs::read_to_string(&file).unwrap().len() > 100);
     broker.set_users(&users(false)).unwrap();
     broker.kill9_and_restart().unwrap();
@@ -280,6 +261,37 @@ async fn a_cluster_renews_its_certificate_on_its_own_and_works_on_the_new_one_on
     fleet.write_work(one).await;
     wait_image(&fleet, "edge-1", "nginx:1.28", &broker).await;
     fleet.shutdown().await;
+}
+
+/// Waits until the hub shows edge-1 with a certificate (another than the one with serial
+/// `other_than`).
+async fn certificate(
+    fleet: &Fleet,
+    what: &str,
+    other_than: Option<&str>,
+) -> ClusterCertificateView {
+    wait_for(what, WAIT, || async {
+        fleet
+            .admin()
+            .await
+            .get_cluster("edge-1")
+            .await
+            .ok()?
+            .certificate
+            .filter(|c| Some(c.serial.as_str()) != other_than)
+    })
+    .await
+    .unwrap()
+}
+
+/// Waits until `cert` has ended (and a second more, for the broker's clock).
+async fn until_ended(cert: &ClusterCertificateView) {
+    let ended = cert.not_after.as_datetime() + chrono::Duration::seconds(1);
+    wait_for("the certificate to end", WAIT, || async {
+        (chrono::Utc::now() > ended).then_some(())
+    })
+    .await
+    .unwrap();
 }
 
 /// Starts edge-1's agent with `--broker-mtls URL`, checking its certificate often.
@@ -306,38 +318,13 @@ async fn a_cluster_offline_past_its_certificates_end_gets_a_new_one_on_its_own()
     let url = broker.secured_url();
     start_agent(&mut fleet, &url).await;
     fleet.accept("edge-1").await;
-    let first = wait_for("the first certificate", WAIT, || async {
-        fleet
-            .admin()
-            .await
-            .get_cluster("edge-1")
-            .await
-            .ok()?
-            .certificate
-    })
-    .await
-    .unwrap();
+    let first = certificate(&fleet, "the first certificate", None).await;
     // Offline (and its cluster's works with it) until its certificate has ended.
     fleet.stop_agent("edge-1").await;
+    until_ended(&first).await;
     let ended = first.not_after.as_datetime();
-    wait_for("the certificate to end", WAIT, || async {
-        (chrono::Utc::now() > ended + chrono::Duration::seconds(1)).then_some(())
-    })
-    .await
-    .unwrap();
     start_agent(&mut fleet, &url).await;
-    let second = wait_for("a new certificate", WAIT, || async {
-        fleet
-            .admin()
-            .await
-            .get_cluster("edge-1")
-            .await
-            .ok()?
-            .certificate
-            .filter(|c| c.serial != first.serial)
-    })
-    .await
-    .unwrap();
+    let second = certificate(&fleet, "a new certificate", Some(&first.serial)).await;
     assert!(
         second.not_after.as_datetime() > ended + validity,
         "the new certificate was issued after the first ended (not before the agent stopped)"

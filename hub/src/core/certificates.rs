@@ -247,6 +247,19 @@ mod tests {
         (core, issuer)
     }
 
+    /// `cluster` asks to join with `key` and is accepted, both at `at`.
+    fn join_and_accept(
+        core: &mut crate::core::HubCore,
+        cluster: &str,
+        key: &str,
+        at: DateTime<Utc>,
+    ) {
+        let c = core.handle_agent(join_with_key(cluster, key), at);
+        core.apply(&c.records);
+        let c = core.accept(cluster, at).unwrap();
+        core.apply(&c.records);
+    }
+
     fn view_certificate(change: &crate::core::Change) -> Option<String> {
         change.outbound.iter().find_map(|o| match o {
             crate::core::Outbound::HubView(v) => v
@@ -292,10 +305,7 @@ mod tests {
     #[test]
     fn the_agent_gets_a_new_certificate_when_it_asks_after_two_thirds_not_before() {
         let (mut core, _) = core_issuing();
-        let c = core.handle_agent(join_with_key("edge-1", "KEY1"), t(0));
-        core.apply(&c.records);
-        let c = core.accept("edge-1", t(0)).unwrap();
-        core.apply(&c.records);
+        join_and_accept(&mut core, "edge-1", "KEY1", t(0));
         // Asking early changes nothing: the same certificate.
         let early = core.handle_agent(join_with_key("edge-1", "KEY1"), t(0) + Duration::days(10));
         assert_eq!(
@@ -319,10 +329,7 @@ mod tests {
     #[test]
     fn past_the_grace_only_an_operator_issues_it() {
         let (mut core, _) = core_issuing();
-        let c = core.handle_agent(join_with_key("edge-1", "KEY1"), t(0));
-        core.apply(&c.records);
-        let c = core.accept("edge-1", t(0)).unwrap();
-        core.apply(&c.records);
+        join_and_accept(&mut core, "edge-1", "KEY1", t(0));
         // Within the grace (ended 60 days ago, grace 90): renewed by asking.
         let back = t(0) + Duration::days(90);
         let change = core.handle_agent(join_with_key("edge-1", "KEY1"), back);
@@ -360,10 +367,7 @@ mod tests {
     #[test]
     fn deny_revokes_the_certificate_until_its_end_and_a_new_key_gets_a_new_one() {
         let (mut core, _) = core_issuing();
-        let c = core.handle_agent(join_with_key("edge-1", "KEY1"), t(0));
-        core.apply(&c.records);
-        let c = core.accept("edge-1", t(0)).unwrap();
-        core.apply(&c.records);
+        join_and_accept(&mut core, "edge-1", "KEY1", t(0));
         let change = core.deny("edge-1", t(5)).unwrap();
         assert_eq!(
             view_certificate(&change),
