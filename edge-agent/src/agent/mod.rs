@@ -357,7 +357,7 @@ impl Agent {
         let will_id = self.id.clone();
         let will_topic = self.agent_events.clone();
         let will_key = Arc::clone(&self.key);
-        let client_id = format!("{}-agent", self.cfg.cluster_name);
+        let client_id = ocm_edge_mqtt::acl::agent_client_id(&self.cfg.cluster_name);
         // A password given for an external broker, else, over TLS only, the proof of the
         // agent's own key (and its join token), which the hub's embedded broker asks for; never
         // in plaintext, where anyone on the path could take it.

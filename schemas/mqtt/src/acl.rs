@@ -77,6 +77,12 @@ pub fn client_id_allowed(username: &str, client_id: &str) -> bool {
     }
 }
 
+/// The MQTT client id of `cluster`'s agent (the embedded broker lets a cluster use only its
+/// own: `<cluster>-agent`, or `<cluster>-client` for a maestro-style client).
+pub fn agent_client_id(cluster: &str) -> String {
+    format!("{cluster}-agent")
+}
+
 #[derive(Debug, PartialEq, Eq)]
 enum IdOwner<'a> {
     Cluster(&'a str),

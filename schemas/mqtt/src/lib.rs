@@ -18,6 +18,8 @@
 //!   certificate, refused login, timeout, lost link), each naming the broker.
 //! - [`request`]: [`Requester`], MQTT 5 request/response (the admin API's client side).
 //! - [`shutdown`]: the process shutdown signal (Ctrl-C, SIGTERM).
+//! - [`takeover`]: [`takeover::connect_once`], a login that only takes a client id's place (how the
+//!   hub drops a revoked cluster's session on an external broker).
 //! - [`broker`]: the embedded broker the hub runs by default (its engine behind the feature
 //!   `embedded-broker`; its login rules and limits always).
 //! - [`acl`]: which identity may use which topic (the embedded broker's topic rules).
@@ -30,6 +32,7 @@ pub mod publication;
 pub mod request;
 pub mod session;
 pub mod shutdown;
+pub mod takeover;
 pub mod tls;
 pub mod url;
 

@@ -51,6 +51,17 @@ pub enum LinkError {
         /// The broker's reason code.
         code: String,
     },
+    /// The broker refused the client certificate this side presented (a TLS alert after the
+    /// handshake: revoked, expired, or from a CA it does not trust). Not retryable as is.
+    #[error(
+        "the MQTT broker at {url} refused this client's certificate ({alert}): a revoked certificate is a cluster the hub denied or accepted with another key (`ocm-edge cluster get`), an expired one is renewed through --broker with the cluster's own key; otherwise check that the broker trusts the CA that issued it"
+    )]
+    CertificateRefused {
+        /// The broker.
+        url: String,
+        /// The TLS alert it sent (e.g. `CertificateRevoked`).
+        alert: String,
+    },
     /// No CONNACK in time. Retryable.
     #[error(
         "the MQTT broker at {url} did not answer within {secs} s (is it reachable from here? raise --timeout on a slow link)"
@@ -93,6 +104,12 @@ impl LinkError {
         e: &ConnectionError,
     ) -> Self {
         let url = url.to_string();
+        if let Some(alert) = certificate_alert(e) {
+            return LinkError::CertificateRefused {
+                url,
+                alert: format!("{alert:?}"),
+            };
+        }
         match e {
             ConnectionError::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
                 LinkError::Refused { url }
@@ -143,6 +160,38 @@ impl LinkError {
                 | LinkError::Unreachable { .. }
                 | LinkError::Lost { .. }
         )
+    }
+}
+
+/// The TLS alert by which a broker refused the client certificate this side presented, if that
+/// is why `e` happened. With TLS 1.3 the client's handshake is over before the broker checks its
+/// certificate, so the alert comes with the first read after it: rumqttc reports it as an I/O
+/// error of reading the CONNECT's answer, wrapped in its MQTT decoding error (whose `source()`
+/// does not lead to it), not as a TLS error.
+pub fn certificate_alert(e: &ConnectionError) -> Option<rustls::AlertDescription> {
+    use rumqttc::v5::StateError;
+    use rumqttc::v5::mqttbytes::Error as MqttError;
+    use rustls::AlertDescription as A;
+    let io = match e {
+        ConnectionError::Io(io)
+        | ConnectionError::MqttState(
+            StateError::Io(io) | StateError::Deserialization(MqttError::Io(io)),
+        )
+        | ConnectionError::Tls(rumqttc::TlsError::Io(io)) => io.get_ref()?,
+        ConnectionError::Tls(rumqttc::TlsError::TLS(tls)) => tls,
+        _ => return None,
+    };
+    match io.downcast_ref::<rustls::Error>()? {
+        rustls::Error::AlertReceived(
+            alert @ (A::BadCertificate
+            | A::UnsupportedCertificate
+            | A::CertificateRevoked
+            | A::CertificateExpired
+            | A::CertificateUnknown
+            | A::CertificateRequired
+            | A::UnknownCA),
+        ) => Some(*alert),
+        _ => None,
     }
 }
 

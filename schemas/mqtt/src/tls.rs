@@ -155,6 +155,18 @@ impl TlsFiles {
     /// # Errors
     /// [`TlsError`] naming the file that cannot be used.
     pub fn client_config(&self) -> Result<Arc<ClientConfig>, TlsError> {
+        self.client_config_with(None)
+    }
+
+    /// [`TlsFiles::client_config`], presenting `identity` (a certificate chain and its key held
+    /// in memory) instead of the client certificate files.
+    ///
+    /// # Errors
+    /// [`TlsError`] naming the file that cannot be used, or a key rustls refuses.
+    pub fn client_config_with(
+        &self,
+        identity: Option<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)>,
+    ) -> Result<Arc<ClientConfig>, TlsError> {
         self.check()?;
         install_crypto_provider();
         let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -176,15 +188,16 @@ impl TlsFiles {
         } else {
             builder.with_root_certificates(self.roots()?)
         };
-        let config = match (&self.client_cert_file, &self.client_key_file) {
-            (Some(cert), Some(key)) => {
-                let chain = read_certs(cert)?;
-                let key = read_private_key(key)?;
-                builder
-                    .with_client_auth_cert(chain, key)
-                    .map_err(|e| TlsError::Refused(e.to_string()))?
-            }
-            _ => builder.with_no_client_auth(),
+        let identity = match (identity, &self.client_cert_file, &self.client_key_file) {
+            (Some(identity), _, _) => Some(identity),
+            (None, Some(cert), Some(key)) => Some((read_certs(cert)?, read_private_key(key)?)),
+            _ => None,
+        };
+        let config = match identity {
+            Some((chain, key)) => builder
+                .with_client_auth_cert(chain, key)
+                .map_err(|e| TlsError::Refused(e.to_string()))?,
+            None => builder.with_no_client_auth(),
         };
         Ok(Arc::new(config))
     }
