@@ -197,6 +197,50 @@ impl ClusterCa {
     }
 }
 
+impl ClusterCa {
+    /// A short-lived certificate for `cluster` (the fields of [`ClusterCa::issue_for_key`]) for a
+    /// key made here and kept only in memory, with `serial` (hex) or a random serial number:
+    /// what the hub logs in with to drop a revoked cluster's session on a broker's certificate
+    /// listener ([`crate::evict`]). With the revoked certificate's serial it is refused wherever
+    /// the broker has read the revocation list, which is how the hub tells that it has.
+    ///
+    /// # Errors
+    /// [`PkiError::Issue`] for a serial that is not hex, or what rcgen refuses.
+    pub fn issue_ephemeral(
+        &self,
+        cluster: &str,
+        serial: Option<&str>,
+        validity: Duration,
+        now: DateTime<Utc>,
+    ) -> Result<
+        (
+            Vec<rustls::pki_types::CertificateDer<'static>>,
+            rustls::pki_types::PrivateKeyDer<'static>,
+        ),
+        PkiError,
+    > {
+        let issue = |e: rcgen::Error| PkiError::Issue(e.to_string());
+        let key = KeyPair::generate().map_err(issue)?;
+        let mut params = client_params(cluster, CLUSTER_OU, validity, now)?;
+        params.not_before = to_time(now - CLOCK_SKEW.min(validity / 10))?;
+        let serial = match serial {
+            Some(hex_serial) => hex::decode(hex_serial)
+                .map_err(|e| PkiError::Issue(format!("serial {hex_serial:?}: {e}")))?,
+            None => random_serial()?.to_vec(),
+        };
+        params.serial_number = Some(SerialNumber::from_slice(&serial));
+        let cert = params
+            .signed_by(&key, &self.issuer().map_err(issue)?)
+            .map_err(issue)?;
+        let ca = crate::pki::first_pem_der(&self.ca_pem)
+            .ok_or_else(|| PkiError::Issue("the cluster CA's certificate is not PEM".to_owned()))?;
+        Ok((
+            vec![cert.der().clone(), ca.into()],
+            rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+        ))
+    }
+}
+
 impl ClusterCertIssuer for ClusterCa {
     fn issue(
         &self,
@@ -298,5 +342,56 @@ mod tests {
             .collect();
         assert_eq!(serials, vec![cert.serial]);
         assert!(crl.next_update().is_some());
+    }
+
+    #[test]
+    fn a_login_certificate_names_the_cluster_with_the_serial_asked_and_lives_minutes() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = Utc::now();
+        let ca = ClusterCa::load_or_create(dir.path(), now).unwrap();
+        let (chain, key) = ca
+            .issue_ephemeral("edge-1", Some("0a0b0c"), Duration::minutes(10), now)
+            .unwrap();
+        let (_, x509) = X509Certificate::from_der(&chain[0]).unwrap();
+        assert_eq!(
+            x509.subject()
+                .iter_common_name()
+                .next()
+                .unwrap()
+                .as_str()
+                .unwrap(),
+            "edge-1"
+        );
+        assert_eq!(hex::encode(x509.raw_serial()), "0a0b0c");
+        assert_eq!(
+            x509.validity().not_after.timestamp(),
+            (now + Duration::minutes(10)).timestamp()
+        );
+        // Chained to the cluster CA, which travels with it, and its key is the one given.
+        let (_, ca_x509) = X509Certificate::from_der(&chain[1]).unwrap();
+        assert!(x509.verify_signature(Some(ca_x509.public_key())).is_ok());
+        let rustls::pki_types::PrivateKeyDer::Pkcs8(der) = key else {
+            panic!("not PKCS#8")
+        };
+        let pair = KeyPair::try_from(der.secret_pkcs8_der()).unwrap();
+        assert_eq!(
+            pair.public_key_raw(),
+            &*x509.public_key().subject_public_key.data
+        );
+        // Without a serial: a fresh random one each time.
+        let serial = |c: &[rustls::pki_types::CertificateDer<'static>]| {
+            hex::encode(X509Certificate::from_der(&c[0]).unwrap().1.raw_serial())
+        };
+        let a = ca
+            .issue_ephemeral("edge-1", None, Duration::minutes(10), now)
+            .unwrap();
+        let b = ca
+            .issue_ephemeral("edge-1", None, Duration::minutes(10), now)
+            .unwrap();
+        assert_ne!(serial(&a.0), serial(&b.0));
+        assert!(
+            ca.issue_ephemeral("edge-1", Some("zz"), Duration::minutes(10), now)
+                .is_err()
+        );
     }
 }

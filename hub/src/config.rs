@@ -4,7 +4,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use ocm_edge_mqtt::{Credentials, TlsFiles};
+use ocm_edge_mqtt::{BrokerUrl, Credentials, TlsFiles};
 
 /// Default source id (`ce-source` of hub events, `S` in `sources/S/...`).
 pub const DEFAULT_SOURCE_ID: &str = "ocm-edge";
@@ -141,6 +141,14 @@ pub struct HubConfig {
     /// How long after its certificate's end a cluster still gets a new one by asking, without
     /// an operator (default 90 days).
     pub cluster_cert_grace: chrono::Duration,
+    /// The [`BrokerConfig::External`] broker's certificate listener (`mqtts://HOST:8884` in
+    /// broker-config/mosquitto/), where the hub drops the live sessions of clusters whose
+    /// certificate it revoked ([`crate::evict`]); trusted like the broker ([`HubConfig::broker_tls`]'s
+    /// CA file or pin). Without it such a session stays until it disconnects.
+    pub broker_mtls: Option<BrokerUrl>,
+    /// Longest wait between two checks whether the broker read the revocation list (1 s,
+    /// doubling; default 30 s).
+    pub broker_mtls_recheck: Duration,
 }
 
 /// [`HubConfig::login_recheck`]'s default.
@@ -169,6 +177,8 @@ impl HubConfig {
             login_recheck: DEFAULT_LOGIN_RECHECK,
             cluster_cert_validity: crate::core::certificates::DEFAULT_VALIDITY,
             cluster_cert_grace: crate::core::certificates::DEFAULT_GRACE,
+            broker_mtls: None,
+            broker_mtls_recheck: Duration::from_secs(30),
         }
     }
 

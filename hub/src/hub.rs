@@ -402,6 +402,40 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
     });
     let written_crl = core.revoked_certificates(Utc::now());
     cluster_ca.write_crl(&written_crl, Utc::now())?;
+    let evictor = match (&cfg.broker_mtls, &cfg.broker) {
+        (None, _) => None,
+        (Some(_), BrokerConfig::Embedded { .. }) => {
+            return Err(HubError::Config(
+                "a broker certificate listener (--broker-mtls) is for an external broker (--broker): \
+                 the embedded broker drops a denied cluster's sessions itself"
+                    .into(),
+            ));
+        }
+        (Some(url), BrokerConfig::External { .. }) if !url.is_tls() => {
+            return Err(HubError::Config(format!(
+                "the broker's certificate listener {url} (--broker-mtls) must be mqtts://: \
+                 clusters log in there with TLS client certificates"
+            )));
+        }
+        (Some(url), BrokerConfig::External { .. }) => {
+            let listener = crate::evict::Listener {
+                url: url.clone(),
+                tls: TlsFiles {
+                    client_cert_file: None,
+                    client_key_file: None,
+                    ..cfg.broker_tls.clone()
+                },
+            };
+            let tx = crate::evict::spawn(
+                listener,
+                cluster_ca.clone(),
+                cfg.broker_mtls_recheck,
+                cluster_ca.crl_file().display().to_string(),
+            );
+            let _ = tx.send(crate::evict::Revoked::all_in(&core, Utc::now()));
+            Some(tx)
+        }
+    };
     let core_spec_clock = core.spec_clock();
     let admin_topic =
         topic::admin_requests(&cfg.source_id).map_err(|e| HubError::Config(e.to_string()))?;
@@ -490,6 +524,8 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
         login_broker: broker.clone().filter(|_| with_logins),
         cluster_ca,
         written_crl,
+        evictor,
+        external_broker: matches!(cfg.broker, BrokerConfig::External { .. }),
         stopped,
     };
     let task = tokio::spawn(hub.run());
@@ -590,6 +626,10 @@ struct HubLoop {
     login_broker: Option<EmbeddedBroker>,
     /// Issues clusters' certificates and writes their revocation list.
     cluster_ca: Arc<ClusterCa>,
+    /// Drops revoked clusters' sessions on the external broker's certificate listener.
+    evictor: Option<mpsc::UnboundedSender<Vec<crate::evict::Revoked>>>,
+    /// Whether the broker is another process (whose sessions the hub cannot drop itself).
+    external_broker: bool,
     /// The revoked certificates as last written to the revocation list.
     written_crl: Vec<RevokedCertificate>,
     stopped: watch::Receiver<bool>,
@@ -913,6 +953,17 @@ impl HubLoop {
                     "wrote the clusters' certificate revocation list (reload a broker that reads it: Mosquitto's crlfile)"
                 );
                 self.written_crl = revoked;
+                match &self.evictor {
+                    Some(evictor) => {
+                        let _ = evictor.send(crate::evict::Revoked::all_in(&self.core, now));
+                    }
+                    None if self.external_broker => tracing::warn!(
+                        "a broker that takes certificates as identities (Mosquitto's certificate \
+                         listener) keeps a revoked cluster's live session until it disconnects: \
+                         give the hub --broker-mtls URL of that listener to have it dropped"
+                    ),
+                    None => {}
+                }
             }
             Err(e) => {
                 tracing::error!(error = %e, "cannot write the clusters' certificate revocation list")

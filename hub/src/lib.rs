@@ -38,6 +38,7 @@ pub mod dashboard;
 #[cfg(feature = "demo")]
 pub mod demo;
 pub mod events;
+pub mod evict;
 pub mod hub;
 pub mod join_token;
 pub mod logins;

@@ -5,10 +5,11 @@ use std::time::Duration;
 
 use ocm_edge_mqtt::session::WillFn;
 use ocm_edge_mqtt::{
-    Ack, BrokerUrl, Credentials, Publisher, Session, SessionConfig, SessionEvent, TlsFiles,
+    Ack, BrokerUrl, Credentials, LinkError, Publisher, Session, SessionConfig, SessionEvent,
+    TlsFiles,
 };
 use ocm_edge_schemas::wire::MqttMessage;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use crate::broker::MAX_PACKET_BYTES;
 
@@ -54,7 +55,8 @@ pub struct ProbeOptions {
 }
 
 /// A connected raw MQTT 5 client (an [`ocm_edge_mqtt::Session`] that reports every SUBACK and
-/// PUBACK); received PUBLISHes arrive as [`MqttMessage`]s.
+/// PUBACK); received PUBLISHes arrive as [`MqttMessage`]s. It reconnects when its link is lost,
+/// as every session does; [`Probe::link`] tells how its link is.
 #[derive(Debug)]
 pub struct Probe {
     // Kept for its Drop: dropping the session closes the connection.
@@ -62,6 +64,20 @@ pub struct Probe {
     publisher: Publisher,
     messages: mpsc::UnboundedReceiver<MqttMessage>,
     acks: mpsc::UnboundedReceiver<Ack>,
+    link: watch::Receiver<ProbeLink>,
+}
+
+/// How a [`Probe`]'s link is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProbeLink {
+    /// Whether it is connected now.
+    pub connected: bool,
+    /// Links lost and reconnection attempts failed since it was last connected.
+    pub down_events: u32,
+    /// Times it connected again after a loss.
+    pub reconnects: u32,
+    /// Why it was last down.
+    pub last_why: Option<LinkError>,
 }
 
 /// How long the probe waits for the broker's acknowledgements.
@@ -101,6 +117,10 @@ impl Probe {
         let (session, mut events) = Session::connect_with_will(cfg, will, ACK_TIMEOUT).await?;
         let (msg_tx, messages) = mpsc::unbounded_channel();
         let (ack_tx, acks) = mpsc::unbounded_channel();
+        let (link_tx, link) = watch::channel(ProbeLink {
+            connected: true,
+            ..ProbeLink::default()
+        });
         // Ends when the session stops (its event channel closes).
         tokio::spawn(async move {
             while let Some(event) = events.recv().await {
@@ -111,6 +131,16 @@ impl Probe {
                     SessionEvent::Acked(a) => {
                         let _ = ack_tx.send(a);
                     }
+                    SessionEvent::Connected { .. } => link_tx.send_modify(|l| {
+                        l.connected = true;
+                        l.down_events = 0;
+                        l.reconnects += 1;
+                    }),
+                    SessionEvent::Disconnected { why } => link_tx.send_modify(|l| {
+                        l.connected = false;
+                        l.down_events += 1;
+                        l.last_why = Some(why);
+                    }),
                     _ => {}
                 }
             }
@@ -120,7 +150,13 @@ impl Probe {
             _session: session,
             messages,
             acks,
+            link,
         })
+    }
+
+    /// How its link is now.
+    pub fn link(&self) -> ProbeLink {
+        self.link.borrow().clone()
     }
 
     /// Subscribes (QoS 1) and waits for the SUBACK; returns, per filter, the granted QoS or the

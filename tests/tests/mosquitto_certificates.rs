@@ -4,14 +4,15 @@
 //! the hub's signed view), and from then on work on the certificate listener with it alone
 //! (their passwords removed). A cluster's certificate reads only its own works; no other
 //! credential of the hub opens that listener; `cluster deny` puts the certificate on the
-//! revocation list Mosquitto reads.
+//! revocation list Mosquitto reads, and the hub (`--broker-mtls`) drops the denied cluster's live
+//! session once Mosquitto has read it.
 
 use std::path::Path;
 use std::time::Duration;
 
 use ocm_edge_hub::admin::messages::{ClusterCertificateView, ClusterState, CreateWork};
 use ocm_edge_hub::cluster_ca::ClusterCa;
-use ocm_edge_mqtt::TlsFiles;
+use ocm_edge_mqtt::{LinkError, TlsFiles};
 use ocm_edge_tests::fleet::{Fleet, FleetOptions, HUB_USER, OPERATOR_USER, password_of};
 use ocm_edge_tests::manifests::{deployment, deployment_image, namespace};
 use ocm_edge_tests::mosquitto::{Mosquitto, free_port, require_mosquitto};
@@ -78,7 +79,7 @@ async fn wait_image(fleet: &Fleet, cluster: &str, image: &str, broker: &Mosquitt
 }
 
 /// Mosquitto as shipped with its own broker certificate, and a fleet whose hub logs in there
-/// with a password (changed by `hub`); no agent yet.
+/// with a password and knows the certificate listener (changed by `hub`); no agent yet.
 async fn setup(
     program: &Path,
     hub: impl FnOnce(&mut ocm_edge_hub::config::HubConfig),
@@ -104,7 +105,15 @@ async fn setup(
     cluster_ca.write_crl(&[], chrono::Utc::now()).unwrap();
     let broker = Mosquitto::start_shipped(program, &pki, &users(true), &fleet.hub_dir(), ports)
         .expect("mosquitto starts with the shipped configuration");
-    fleet.start_hub_with(hub).await;
+    let listener = ocm_edge_mqtt::BrokerUrl::parse(&broker.secured_url()).unwrap();
+    fleet
+        .start_hub_with(move |cfg| {
+            cfg.broker_mtls = Some(listener);
+            // Checks whether Mosquitto read the revocation list at least every 2 s.
+            cfg.broker_mtls_recheck = Duration::from_secs(2);
+            hub(cfg)
+        })
+        .await;
     (certs, pki, broker, fleet, cluster_ca)
 }
 
@@ -156,7 +165,10 @@ async fn clusters_work_on_the_certificate_the_hub_issued_them_and_a_denied_ones_
         wait_image(&fleet, c, "nginx:1.28", &broker).await;
     }
 
-    // Cluster 1's certificate and key read cluster 1's works, not cluster 2's.
+    // Cluster 1's certificate and key read cluster 1's works, not cluster 2's. The listener has
+    // one session per certificate's CN (the client id is the CN): cluster 1's agent makes way
+    // for this client, which from here on is cluster 1's live session.
+    fleet.stop_agent("edge-1").await;
     let ca = pki.ca_file.clone();
     let (cert_1, key_1) = (
         fleet.agent_dir("edge-1").join("cluster-cert.pem"),
@@ -192,7 +204,6 @@ async fn clusters_work_on_the_certificate_the_hub_issued_them_and_a_denied_ones_
         "cluster 1's certificate read cluster 2's work: {seen:?}"
     );
     wait_image(&fleet, "edge-2", "nginx:1.29", &broker).await;
-    drop(spy);
 
     // The first admin's credential (the hub's CA, not the cluster CA) does not open it.
     let admin = fleet.admin_credentials();
@@ -216,7 +227,39 @@ async fn clusters_work_on_the_certificate_the_hub_issued_them_and_a_denied_ones_
     })
     .await
     .unwrap();
+    // Until Mosquitto reads the list it takes the revoked certificate: the hub's check logs in
+    // with it (as cluster 1, so in the place of cluster 1's session, which comes back at once).
+    wait_for(
+        "the hub to find the revoked certificate still accepted",
+        WAIT,
+        || {
+            let link = spy.link();
+            async move { (link.connected && link.reconnects >= 1).then_some(()) }
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}; mosquitto log:\n{}", broker.log()));
     broker.reload().unwrap();
+    // Once it has, the live session is dropped and its reconnection refused.
+    let link = wait_for(
+        "cluster 1's live session to be dropped for good",
+        WAIT * 2,
+        || {
+            let link = spy.link();
+            async move { (!link.connected && link.down_events >= 2).then_some(link) }
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}; mosquitto log:\n{}", broker.log()));
+    assert!(
+        matches!(
+            &link.last_why,
+            Some(LinkError::CertificateRefused { alert, .. }) if alert == "CertificateRevoked"
+        ),
+        "{:?}",
+        link.last_why
+    );
+    drop(spy);
     let refused = with_certificate(&cert_url, &cert_1, &key_1, &ca).await;
     assert!(
         refused.is_err(),

@@ -53,6 +53,13 @@ pub struct HubArgs {
     /// with its bound key), with nobody touching it; later, only `cluster accept` issues it.
     #[arg(long, default_value_t = 90, value_name = "DAYS")]
     pub cluster_cert_grace_days: u32,
+    /// The external broker's certificate listener (mqtts://HOST:8884 in broker-config/mosquitto/),
+    /// where clusters log in with their certificates: the hub drops the live sessions of a
+    /// cluster whose certificate it revoked (`cluster deny`) there once the broker has read the
+    /// revocation list, and says so until it has. With --broker only; trusted like it
+    /// (--broker-ca-file, --broker-ca-pin).
+    #[arg(long, env = "OCM_EDGE_BROKER_MTLS", value_name = "URL")]
+    pub broker_mtls: Option<String>,
 }
 
 /// The hub configuration for these arguments.
@@ -107,7 +114,29 @@ pub fn hub_config(global: &GlobalArgs, args: &HubArgs) -> Result<HubConfig, CliE
             args.cluster_cert_days
         )));
     }
+    let broker_mtls = match &args.broker_mtls {
+        None => None,
+        Some(_) if global.broker.broker.is_none() => {
+            return Err(CliError::Usage(
+                "--broker-mtls names an external broker's certificate listener and goes with \
+                 --broker: the embedded broker drops a denied cluster's sessions itself"
+                    .to_owned(),
+            ));
+        }
+        Some(url) => {
+            let url = ocm_edge_mqtt::BrokerUrl::parse(url)
+                .map_err(|e| CliError::Usage(format!("--broker-mtls: {e}")))?;
+            if !url.is_tls() {
+                return Err(CliError::Usage(format!(
+                    "--broker-mtls {url} is no TLS listener: clusters log in there with TLS \
+                     client certificates (mqtts://HOST:PORT)"
+                )));
+            }
+            Some(url)
+        }
+    };
     let mut cfg = HubConfig::new(args.data.data_dir.clone());
+    cfg.broker_mtls = broker_mtls;
     cfg.broker = broker;
     cfg.cluster_cert_validity = chrono::Duration::days(i64::from(args.cluster_cert_days));
     cfg.cluster_cert_grace = chrono::Duration::days(i64::from(args.cluster_cert_grace_days));

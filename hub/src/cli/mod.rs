@@ -284,17 +284,19 @@ mod tests {
         Cli::command().debug_assert();
     }
 
+    /// The hub configuration of `ocm-edge hub EXTRA...`.
+    fn hub(extra: &[&str]) -> Result<crate::config::HubConfig, CliError> {
+        let mut args = vec!["ocm-edge", "hub"];
+        args.extend_from_slice(extra);
+        let cli = Cli::try_parse_from(args).unwrap();
+        let Command::Hub(hub) = &cli.command else {
+            panic!("not the hub command")
+        };
+        hub::hub_config(&cli.global, hub)
+    }
+
     #[test]
     fn cluster_certificate_days_default_to_30_and_90_and_zero_days_are_refused() {
-        let hub = |extra: &[&str]| {
-            let mut args = vec!["ocm-edge", "hub"];
-            args.extend_from_slice(extra);
-            let cli = Cli::try_parse_from(args).unwrap();
-            let Command::Hub(hub) = &cli.command else {
-                panic!("not the hub command")
-            };
-            hub::hub_config(&cli.global, hub)
-        };
         let cfg = hub(&[]).unwrap();
         assert_eq!(cfg.cluster_cert_validity, chrono::Duration::days(30));
         assert_eq!(cfg.cluster_cert_grace, chrono::Duration::days(90));
@@ -305,6 +307,24 @@ mod tests {
             err.contains("--cluster-cert-days must be 1 to 397"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn the_brokers_certificate_listener_goes_with_an_external_broker_and_tls() {
+        let mtls = "mqtts://broker.example:8884";
+        let cfg = hub(&["--broker", "mqtts://broker.example", "--broker-mtls", mtls]).unwrap();
+        assert_eq!(cfg.broker_mtls.unwrap().to_string(), mtls);
+        let err = hub(&["--broker-mtls", mtls]).unwrap_err().to_string();
+        assert!(err.contains("goes with --broker"), "{err}");
+        let err = hub(&[
+            "--broker",
+            "mqtts://broker.example",
+            "--broker-mtls",
+            "mqtt://broker.example:1884",
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("is no TLS listener"), "{err}");
     }
 
     #[test]

@@ -155,13 +155,24 @@ impl HubCore {
 
     /// Every certificate revoked and not yet ended, for the cluster CA's revocation list.
     pub fn revoked_certificates(&self, now: DateTime<Utc>) -> Vec<RevokedCertificate> {
-        let mut all: Vec<RevokedCertificate> = self
+        self.revoked_certificates_of_clusters(now)
+            .into_iter()
+            .map(|(_, r)| r)
+            .collect()
+    }
+
+    /// [`HubCore::revoked_certificates`] with the cluster of each (sorted by serial).
+    pub fn revoked_certificates_of_clusters(
+        &self,
+        now: DateTime<Utc>,
+    ) -> Vec<(String, RevokedCertificate)> {
+        let mut all: Vec<(String, RevokedCertificate)> = self
             .clusters()
-            .flat_map(|c| c.revoked_certificates.iter())
-            .filter(|r| r.not_after > now)
-            .cloned()
+            .flat_map(|c| c.revoked_certificates.iter().map(|r| (c.name.clone(), r)))
+            .filter(|(_, r)| r.not_after > now)
+            .map(|(c, r)| (c, r.clone()))
             .collect();
-        all.sort_by(|a, b| a.serial.cmp(&b.serial));
+        all.sort_by(|a, b| a.1.serial.cmp(&b.1.serial));
         all
     }
 }

@@ -1,0 +1,453 @@
+//! Drops the live sessions of clusters whose certificate the hub revoked, on an external
+//! broker's certificate listener (`ocm-edge hub --broker-mtls URL`).
+//!
+//! A broker such as Mosquitto reads the revocation list when reloaded and checks it at each new
+//! handshake only: a connection made before stays. The hub closes it by session takeover
+//! ([`ocm_edge_mqtt::takeover`]): it logs in as the cluster with a certificate of its own
+//! cluster CA, made for this login and kept in memory, and leaves; on a listener that takes the
+//! certificate's CN as the client id (Mosquitto's `use_username_as_clientid`, as shipped) that
+//! closes every connection of the cluster, whatever client id it chose. It must happen after the
+//! broker read the list, or the cluster logs in again at once, so before it the hub logs in with
+//! a certificate carrying the *revoked serial*: while the broker accepts that, it has not read
+//! the list (the hub says so, with how to reload it, and tries again later); once the broker
+//! refuses it as revoked, the hub takes the session's place with a fresh serial, and the
+//! cluster's next login is refused. A certificate that has ended is refused for its dates
+//! anyway: its session is taken over without waiting.
+//!
+//! [`Plan`] is the bookkeeping, with the time as an argument; [`spawn`] runs it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use ocm_edge_mqtt::takeover::{Outcome, connect_once};
+use ocm_edge_mqtt::{BrokerUrl, TlsFiles};
+use tokio::sync::mpsc;
+
+use crate::cluster_ca::ClusterCa;
+
+/// A revoked certificate whose cluster's session may still be up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Revoked {
+    /// The cluster (the certificate's CN).
+    pub cluster: String,
+    /// Its serial number (hex).
+    pub serial: String,
+    /// Its end.
+    pub not_after: DateTime<Utc>,
+}
+
+impl Revoked {
+    /// The revoked certificates of `core` not yet ended, with their clusters.
+    pub fn all_in(core: &crate::core::HubCore, now: DateTime<Utc>) -> Vec<Revoked> {
+        core.revoked_certificates_of_clusters(now)
+            .into_iter()
+            .map(|(cluster, r)| Revoked {
+                cluster,
+                serial: r.serial,
+                not_after: r.not_after,
+            })
+            .collect()
+    }
+}
+
+/// What to do next for a revoked certificate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Log in with the revoked serial: refused as revoked means the broker read the list.
+    Probe,
+    /// Take the cluster's sessions' place.
+    TakeOver,
+}
+
+/// What an attempt showed, for the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// The broker still accepts the revoked certificate (it has not read the list); `tries`
+    /// probes so far.
+    StillAccepted {
+        /// Probes that found it accepted.
+        tries: u32,
+    },
+    /// The broker refuses the revoked certificate: its sessions are taken over next.
+    ListRead,
+    /// The cluster's sessions were taken over: done.
+    Dropped,
+    /// The attempt failed (broker unreachable, another refusal); tried again later.
+    Failed {
+        /// Failed attempts in a row.
+        tries: u32,
+    },
+}
+
+#[derive(Debug, Clone)]
+struct Pending {
+    cluster: String,
+    not_after: DateTime<Utc>,
+    action: Action,
+    /// Attempts since the last step (the retry delay doubles with each).
+    tries: u32,
+    /// Probes that found the revoked certificate accepted.
+    accepted: u32,
+    /// Failed attempts in a row.
+    failed: u32,
+    due: DateTime<Utc>,
+}
+
+/// The revoked certificates whose sessions are still to be dropped.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pending: BTreeMap<String, Pending>,
+    done: BTreeSet<String>,
+    max_delay: chrono::Duration,
+}
+
+impl Plan {
+    /// An empty plan whose retries wait at most `max_delay` (1 s, doubling).
+    pub fn new(max_delay: Duration) -> Self {
+        Plan {
+            pending: BTreeMap::new(),
+            done: BTreeSet::new(),
+            max_delay: chrono::Duration::from_std(max_delay)
+                .unwrap_or(chrono::Duration::seconds(30)),
+        }
+    }
+
+    /// Takes the hub's current revoked certificates: those neither pending nor done are due now.
+    pub fn add(&mut self, revoked: &[Revoked], now: DateTime<Utc>) {
+        for r in revoked {
+            if self.done.contains(&r.serial) || self.pending.contains_key(&r.serial) {
+                continue;
+            }
+            self.pending.insert(
+                r.serial.clone(),
+                Pending {
+                    cluster: r.cluster.clone(),
+                    not_after: r.not_after,
+                    action: Action::Probe,
+                    tries: 0,
+                    accepted: 0,
+                    failed: 0,
+                    due: now,
+                },
+            );
+        }
+    }
+
+    /// The next attempt due at `now`: (serial, cluster, what to do).
+    pub fn next(&self, now: DateTime<Utc>) -> Option<(String, String, Action)> {
+        self.pending
+            .iter()
+            .filter(|(_, p)| p.due <= now)
+            .min_by_key(|(_, p)| p.due)
+            .map(|(serial, p)| {
+                // An ended certificate is refused for its dates: no list to wait for.
+                let action = if now >= p.not_after {
+                    Action::TakeOver
+                } else {
+                    p.action.clone()
+                };
+                (serial.clone(), p.cluster.clone(), action)
+            })
+    }
+
+    /// When the next attempt is due, if any is pending.
+    pub fn next_due(&self) -> Option<DateTime<Utc>> {
+        self.pending.values().map(|p| p.due).min()
+    }
+
+    /// Whether nothing is pending.
+    pub fn is_idle(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    /// Records how `action` for `serial` went at `now`.
+    pub fn record(
+        &mut self,
+        serial: &str,
+        action: &Action,
+        outcome: &Outcome,
+        now: DateTime<Utc>,
+    ) -> Verdict {
+        let Some(p) = self.pending.get_mut(serial) else {
+            return Verdict::Dropped;
+        };
+        let verdict = match (action, outcome) {
+            (Action::TakeOver, Outcome::Accepted) => {
+                self.pending.remove(serial);
+                self.done.insert(serial.to_owned());
+                return Verdict::Dropped;
+            }
+            (
+                Action::Probe,
+                Outcome::CertificateRefused(rustls::AlertDescription::CertificateRevoked),
+            ) => {
+                p.action = Action::TakeOver;
+                p.tries = 0;
+                p.failed = 0;
+                p.due = now;
+                return Verdict::ListRead;
+            }
+            (Action::Probe, Outcome::Accepted) => {
+                p.tries += 1;
+                p.accepted += 1;
+                p.failed = 0;
+                Verdict::StillAccepted { tries: p.accepted }
+            }
+            _ => {
+                p.tries += 1;
+                p.failed += 1;
+                Verdict::Failed { tries: p.failed }
+            }
+        };
+        let delay = chrono::Duration::seconds(1 << p.tries.clamp(1, 20).saturating_sub(1))
+            .min(self.max_delay);
+        p.due = now + delay;
+        verdict
+    }
+}
+
+/// Where the cluster sessions are: the broker's certificate listener and how to trust it.
+#[derive(Debug, Clone)]
+pub struct Listener {
+    /// `mqtts://HOST:PORT` of the certificate listener.
+    pub url: BrokerUrl,
+    /// The broker's CA file or pin (a client certificate in it is ignored).
+    pub tls: TlsFiles,
+}
+
+/// How long each login may take.
+const LOGIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the certificates made for a login are valid.
+const LOGIN_CERT_VALIDITY: chrono::Duration = chrono::Duration::minutes(10);
+
+/// Starts the task that drops revoked clusters' sessions on `listener`; it takes the hub's
+/// revoked certificates (all of them, each time they change) from the returned sender and
+/// stops when the sender is dropped.
+pub fn spawn(
+    listener: Listener,
+    ca: Arc<ClusterCa>,
+    max_delay: Duration,
+    crl_file: String,
+) -> mpsc::UnboundedSender<Vec<Revoked>> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(run(listener, ca, Plan::new(max_delay), rx, crl_file));
+    tx
+}
+
+async fn run(
+    listener: Listener,
+    ca: Arc<ClusterCa>,
+    mut plan: Plan,
+    mut rx: mpsc::UnboundedReceiver<Vec<Revoked>>,
+    crl_file: String,
+) {
+    loop {
+        let wait = plan
+            .next_due()
+            .map(|due| (due - Utc::now()).to_std().unwrap_or(Duration::ZERO));
+        tokio::select! {
+            list = rx.recv() => match list {
+                Some(list) => plan.add(&list, Utc::now()),
+                None => return,
+            },
+            () = async {
+                match wait {
+                    Some(wait) => tokio::time::sleep(wait).await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                while let Some((serial, cluster, action)) = plan.next(Utc::now()) {
+                    let outcome = attempt(&listener, &ca, &cluster, &serial, &action).await;
+                    let verdict = plan.record(&serial, &action, &outcome, Utc::now());
+                    report(&listener.url, &cluster, &serial, &outcome, &verdict, &crl_file);
+                }
+            }
+        }
+    }
+}
+
+/// One login for `action`; [`Outcome::Failed`] when the certificate cannot even be made.
+async fn attempt(
+    listener: &Listener,
+    ca: &ClusterCa,
+    cluster: &str,
+    serial: &str,
+    action: &Action,
+) -> Outcome {
+    let failed = |reason: String| {
+        Outcome::Failed(ocm_edge_mqtt::LinkError::Unreachable {
+            url: listener.url.to_string(),
+            reason,
+        })
+    };
+    let serial = matches!(action, Action::Probe).then_some(serial);
+    let (chain, key) = match ca.issue_ephemeral(cluster, serial, LOGIN_CERT_VALIDITY, Utc::now()) {
+        Ok(identity) => identity,
+        Err(e) => return failed(format!("cannot make a login certificate: {e}")),
+    };
+    let ids: Vec<String> = match action {
+        // Any client id: the certificate is what the broker judges.
+        Action::Probe => vec![cluster.to_owned()],
+        // The CN where the listener makes it the client id (every session of the cluster),
+        // and the agent's own where it does not.
+        Action::TakeOver => vec![
+            cluster.to_owned(),
+            ocm_edge_mqtt::acl::agent_client_id(cluster),
+        ],
+    };
+    let mut outcome = Outcome::Accepted;
+    for id in ids {
+        let login = connect_once(
+            &listener.url,
+            &listener.tls,
+            chain.clone(),
+            key.clone_key(),
+            &id,
+            LOGIN_TIMEOUT,
+        )
+        .await;
+        match login {
+            Ok(Outcome::Accepted) => {}
+            Ok(other) => {
+                outcome = other;
+                break;
+            }
+            Err(e) => return failed(e.to_string()),
+        }
+    }
+    outcome
+}
+
+fn report(
+    url: &BrokerUrl,
+    cluster: &str,
+    serial: &str,
+    outcome: &Outcome,
+    verdict: &Verdict,
+    crl_file: &str,
+) {
+    match verdict {
+        Verdict::Dropped => tracing::info!(
+            %cluster, %serial, broker = %url,
+            "dropped the revoked cluster's live sessions on the broker's certificate listener (it can no longer log in)"
+        ),
+        Verdict::ListRead => tracing::debug!(
+            %cluster, %serial, broker = %url,
+            "the broker refuses the revoked certificate; taking over its sessions"
+        ),
+        // Said at the first probe and then every ~10 minutes at 30-second retries.
+        Verdict::StillAccepted { tries } if *tries == 1 || tries % 20 == 0 => tracing::warn!(
+            %cluster, %serial, broker = %url, file = %crl_file,
+            "the broker still accepts the revoked certificate of this cluster: it has not read the revocation list; reload it (Mosquitto: kill -HUP its process) so the cluster is refused and its live session dropped"
+        ),
+        Verdict::StillAccepted { .. } => {}
+        Verdict::Failed { tries } if *tries == 1 || tries % 20 == 0 => tracing::warn!(
+            %cluster, %serial, broker = %url, outcome = ?outcome,
+            "cannot check or drop the revoked cluster's session on the broker's certificate listener; trying again"
+        ),
+        Verdict::Failed { .. } => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn revoked(cluster: &str, serial: &str, now: DateTime<Utc>) -> Revoked {
+        Revoked {
+            cluster: cluster.into(),
+            serial: serial.into(),
+            not_after: now + chrono::Duration::days(10),
+        }
+    }
+
+    const REVOKED: Outcome =
+        Outcome::CertificateRefused(rustls::AlertDescription::CertificateRevoked);
+
+    #[test]
+    fn a_revoked_certificate_is_probed_until_the_broker_refuses_it_then_its_sessions_are_taken_over()
+     {
+        let now = Utc::now();
+        let mut plan = Plan::new(Duration::from_secs(30));
+        plan.add(&[revoked("edge-1", "aa", now)], now);
+        assert_eq!(
+            plan.next(now),
+            Some(("aa".into(), "edge-1".into(), Action::Probe))
+        );
+        // Not read yet: later, waiting longer each time up to the maximum.
+        let mut at = now;
+        let mut waits = Vec::new();
+        for tries in 1..=7 {
+            let v = plan.record("aa", &Action::Probe, &Outcome::Accepted, at);
+            assert_eq!(v, Verdict::StillAccepted { tries });
+            assert_eq!(plan.next(at), None, "nothing due right after a probe");
+            let due = plan.next_due().unwrap();
+            waits.push((due - at).num_seconds());
+            at = due;
+        }
+        assert_eq!(waits, [1, 2, 4, 8, 16, 30, 30]);
+        // Read: the takeover is due at once, and done once it succeeded.
+        assert_eq!(
+            plan.record("aa", &Action::Probe, &REVOKED, at),
+            Verdict::ListRead
+        );
+        assert_eq!(
+            plan.next(at),
+            Some(("aa".into(), "edge-1".into(), Action::TakeOver))
+        );
+        assert_eq!(
+            plan.record("aa", &Action::TakeOver, &Outcome::Accepted, at),
+            Verdict::Dropped
+        );
+        assert!(plan.is_idle());
+        // The hub sends its whole list again at the next change: a done one is not redone.
+        plan.add(&[revoked("edge-1", "aa", now)], at);
+        assert!(plan.is_idle());
+    }
+
+    #[test]
+    fn a_failed_takeover_is_tried_again_and_another_refusal_is_no_proof_the_list_was_read() {
+        let now = Utc::now();
+        let mut plan = Plan::new(Duration::from_secs(30));
+        plan.add(&[revoked("edge-1", "aa", now)], now);
+        let unknown_ca = Outcome::CertificateRefused(rustls::AlertDescription::UnknownCA);
+        assert_eq!(
+            plan.record("aa", &Action::Probe, &unknown_ca, now),
+            Verdict::Failed { tries: 1 }
+        );
+        let at = plan.next_due().unwrap();
+        assert_eq!(
+            plan.next(at),
+            Some(("aa".into(), "edge-1".into(), Action::Probe))
+        );
+        plan.record("aa", &Action::Probe, &REVOKED, at);
+        let refused = Outcome::Failed(ocm_edge_mqtt::LinkError::Refused { url: "x".into() });
+        assert_eq!(
+            plan.record("aa", &Action::TakeOver, &refused, at),
+            Verdict::Failed { tries: 1 }
+        );
+        let again = plan.next_due().unwrap();
+        assert_eq!(
+            plan.next(again),
+            Some(("aa".into(), "edge-1".into(), Action::TakeOver))
+        );
+    }
+
+    #[test]
+    fn an_ended_certificates_sessions_are_taken_over_without_a_probe_and_each_serial_on_its_own() {
+        let now = Utc::now();
+        let mut plan = Plan::new(Duration::from_secs(30));
+        let mut ended = revoked("edge-1", "aa", now);
+        ended.not_after = now - chrono::Duration::seconds(1);
+        plan.add(&[ended, revoked("edge-2", "bb", now)], now);
+        let first = plan.next(now).unwrap();
+        assert_eq!(first, ("aa".into(), "edge-1".into(), Action::TakeOver));
+        plan.record("aa", &first.2, &Outcome::Accepted, now);
+        assert_eq!(
+            plan.next(now),
+            Some(("bb".into(), "edge-2".into(), Action::Probe))
+        );
+    }
+}
