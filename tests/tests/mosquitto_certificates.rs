@@ -381,3 +381,67 @@ async fn a_cluster_offline_past_its_certificates_end_gets_a_new_one_on_its_own()
     wait_image(&fleet, "edge-1", "nginx:1.27", &broker).await;
     fleet.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_cluster_denied_then_accepted_again_gets_back_on_a_new_certificate() {
+    let test = "a_cluster_denied_then_accepted_again_gets_back_on_a_new_certificate";
+    let Some(program) = require_mosquitto(test) else {
+        return;
+    };
+    let (_certs, _pki, mut broker, mut fleet, cluster_ca) = setup(&program, |_| {}).await;
+    start_agent(&mut fleet, &broker.secured_url()).await;
+    fleet.accept("edge-1").await;
+    let first = certificate(&fleet, "the first certificate", None).await;
+    let file = fleet.agent_dir("edge-1").join("cluster-cert.pem");
+    let mut one = web("nginx:1.27");
+    one.clusters = vec!["edge-1".into()];
+    fleet.write_work(one.clone()).await;
+    wait_image(&fleet, "edge-1", "nginx:1.27", &broker).await;
+    let first_pem = std::fs::read(&file).unwrap();
+
+    // Denied (by mistake): revoked, read by Mosquitto, the agent's session dropped by the hub.
+    let crl = cluster_ca.crl_file();
+    let before = std::fs::read(&crl).unwrap();
+    fleet.admin().await.deny_cluster("edge-1").await.unwrap();
+    wait_for("the revocation list to be rewritten", WAIT, || async {
+        (std::fs::read(&crl).ok()? != before).then_some(())
+    })
+    .await
+    .unwrap();
+    broker.reload().unwrap();
+    // Refused there, the agent goes to the password listener (with its key's proof) to ask.
+    let on = |certificate: bool| {
+        let fleet = &fleet;
+        move || async move {
+            let c = fleet.counters("edge-1");
+            (c.connected && c.on_certificate == certificate).then_some(())
+        }
+    };
+    wait_for("the agent to come back on its password", WAIT, on(false))
+        .await
+        .unwrap_or_else(|e| panic!("{e}; mosquitto log:\n{}", broker.log()));
+    // Accepted again: the new certificate reaches the agent there, and it works on the new one
+    // alone.
+    let accepted = fleet.admin().await.accept_cluster("edge-1").await.unwrap();
+    assert_eq!(accepted.state, ClusterState::Accepted);
+    let second = certificate(&fleet, "a new certificate", Some(&first.serial)).await;
+    wait_for("the agent to take the new certificate", WAIT, || async {
+        (std::fs::read(&file).ok()? != first_pem).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}; mosquitto log:\n{}", broker.log()));
+    assert_ne!(second.serial, first.serial);
+    wait_for(
+        "the agent to log in with the new certificate",
+        WAIT,
+        on(true),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}; mosquitto log:\n{}", broker.log()));
+    broker.set_users(&users(false)).unwrap();
+    broker.kill9_and_restart().unwrap();
+    one.manifests = vec![namespace("web"), deployment("web", "web", 1, "nginx:1.28")];
+    fleet.write_work(one).await;
+    wait_image(&fleet, "edge-1", "nginx:1.28", &broker).await;
+    fleet.shutdown().await;
+}

@@ -78,6 +78,9 @@ pub enum Registration {
 pub struct AgentCounters {
     /// Currently connected to the broker.
     pub connected: bool,
+    /// The current (or last) connection logged in with the cluster's certificate
+    /// (`--broker-mtls`), not through `--broker`.
+    pub on_certificate: bool,
     /// Successful connections (CONNACKs).
     pub connections: u64,
     /// Connection sequence number of the current (or last) connection.
@@ -271,6 +274,8 @@ pub async fn start_agent(cfg: AgentConfig) -> Result<AgentHandle, AgentError> {
         registration: store.registration()?,
         certificate: None,
         on_mtls: false,
+        refused_certificate: None,
+        asked_certificate: None,
         switch_session: false,
         trust,
         refused_unknown_signer: false,
@@ -336,6 +341,12 @@ pub(crate) struct Agent {
     certificate: Option<ClusterCert>,
     /// The session logs in with that certificate at `--broker-mtls`.
     on_mtls: bool,
+    /// The broker refused that certificate (its PEM) at this time: the agent asks the hub
+    /// through `--broker` and tries the certificate again after `join_retry` only.
+    refused_certificate: Option<(String, DateTime<Utc>)>,
+    /// The certificate (its end; `None`: none) the agent last said it asks the hub about: said
+    /// once at INFO, then quietly at each `join_retry`.
+    asked_certificate: Option<Option<DateTime<Utc>>>,
     /// Start the session again (another endpoint or certificate) after this event.
     switch_session: bool,
 }
@@ -364,8 +375,12 @@ impl Agent {
         let mut url = self.cfg.broker_url()?;
         let mut tls = self.cfg.tls.clone();
         self.on_mtls = false;
+        let refused = self.refused_certificate.as_ref().map(|(pem, _)| pem);
         if let Some(mtls) = &self.cfg.broker_mtls_url
-            && self.certificate.as_ref().is_some_and(|c| c.valid_at(now()))
+            && self
+                .certificate
+                .as_ref()
+                .is_some_and(|c| c.valid_at(now()) && refused != Some(&c.pem))
         {
             // The broker takes the certificate's CN as the cluster's name.
             url = BrokerUrl::parse(mtls).map_err(ConfigError::from)?;
@@ -514,8 +529,10 @@ impl Agent {
             } => {
                 tracing::debug!(connection_seq, "connected to the broker");
                 self.publisher = Some(session.publisher());
+                let on_certificate = self.on_mtls;
                 self.bump(|c| {
                     c.connected = true;
+                    c.on_certificate = on_certificate;
                     c.connections += 1;
                     c.connection_seq = connection_seq;
                 });
@@ -562,8 +579,22 @@ impl Agent {
             // Only asked for by wire-level test clients.
             SessionEvent::Acked(_) => {}
             SessionEvent::Disconnected { why } => {
-                if matches!(why, ocm_edge_mqtt::LinkError::LoginRefused { .. }) {
-                    self.login_refused = true;
+                match &why {
+                    ocm_edge_mqtt::LinkError::LoginRefused { .. } => self.login_refused = true,
+                    ocm_edge_mqtt::LinkError::CertificateRefused { alert, .. } if self.on_mtls => {
+                        // Revoked (denied, or accepted with another key; and maybe accepted again
+                        // since, with a new certificate the agent could not hear of), or not
+                        // trusted: ask the hub through --broker with the agent's key.
+                        tracing::warn!(
+                            %alert,
+                            "the broker refused the cluster's certificate; connecting to --broker to ask the hub where the cluster stands"
+                        );
+                        self.refused_certificate =
+                            self.certificate.as_ref().map(|c| (c.pem.clone(), now()));
+                        self.login_refused = true;
+                        self.switch_session = true;
+                    }
+                    _ => {}
                 }
                 if self.publisher.take().is_some() {
                     // The session logged the loss; the agent keeps reconciling from its cache.
@@ -827,31 +858,48 @@ impl Agent {
         if self.publisher.is_some() && self.join_retry.due(t) && self.wants_hub_view() {
             self.send_join_request(t);
         }
-        // An agent accepted before hubs issued certificates has none: it asks, as for a renewal.
-        if self.certificate.is_none()
-            && self.cfg.broker_mtls_url.is_some()
+        // The join request (signed with the bound key) asks for a certificate: after two thirds
+        // of the current one's life, or when there is none (an agent accepted before hubs
+        // issued them). A hub that refuses (past the grace, until an operator accepts the
+        // cluster again) is asked at every `join_retry`; the log says it once per certificate.
+        let wants_certificate = match &self.certificate {
+            None => self.cfg.broker_mtls_url.is_some(),
+            Some(cert) => cert.renewal_due(t),
+        };
+        if wants_certificate
             && self.publisher.is_some()
             && self.join_retry.due(t)
             && self.registration_state() == Registration::Accepted
         {
-            tracing::info!("asking the hub for the cluster's certificate (--broker-mtls)");
+            let current = self.certificate.as_ref().map(|c| c.not_after);
+            if self.asked_certificate.replace(current) != Some(current) {
+                tracing::info!(
+                    not_after = ?current,
+                    "asking the hub for the cluster's next certificate (--broker-mtls)"
+                );
+            }
             self.send_join_request(t);
         }
         if let Some(cert) = self.certificate.clone() {
-            // Two thirds of its life gone: the join request (signed with the bound key) asks
-            // for the next one.
-            if self.publisher.is_some()
-                && cert.renewal_due(t)
-                && self.join_retry.due(t)
-                && self.registration_state() == Registration::Accepted
-            {
-                tracing::info!(not_after = %cert.not_after, "asking the hub for the next certificate");
-                self.send_join_request(t);
-            }
             // Ended while on the certificate's listener and cut off: back to --broker, where
             // the agent gets in with its key and asks for a new one.
             if self.on_mtls && self.publisher.is_none() && !cert.valid_at(t) {
                 tracing::warn!(not_after = %cert.not_after, "the cluster's certificate ended; connecting to --broker to get a new one");
+                self.switch_session = true;
+            }
+            // Refused a while ago and cut off on --broker too (a broker that lets the cluster in
+            // by its certificate only): try the certificate again.
+            if !self.on_mtls
+                && self.publisher.is_none()
+                && cert.valid_at(t)
+                && self.refused_certificate.as_ref().is_some_and(|(pem, at)| {
+                    *pem == cert.pem
+                        && t - *at
+                            >= chrono::Duration::from_std(self.cfg.join_retry).unwrap_or_default()
+                })
+            {
+                tracing::info!("trying the cluster's certificate again (--broker-mtls)");
+                self.refused_certificate = None;
                 self.switch_session = true;
             }
         }
