@@ -111,10 +111,8 @@ pub fn file(data_dir: &Path) -> PathBuf {
 /// # Errors
 /// The file cannot be written.
 pub fn write(data_dir: &Path, cert: &ClusterCert) -> std::io::Result<()> {
-    let path = file(data_dir);
-    let tmp = path.with_extension("pem.tmp");
-    std::fs::write(&tmp, cert.pem.as_bytes())?;
-    std::fs::rename(&tmp, &path)
+    // Public (a certificate), synced: the agent logs in with it after a crash.
+    crate::trust::write_atomic(&file(data_dir), cert.pem.as_bytes(), 0o644)
 }
 
 #[cfg(test)]

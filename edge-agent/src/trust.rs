@@ -373,12 +373,20 @@ impl AgentKey {
 
 /// Writes a new private file (0600) through a temporary file and a rename.
 fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_atomic(path, bytes, 0o600)
+}
+
+/// Writes `path` through a synced temporary file (created with `mode`) and a rename: a crash
+/// leaves the old file or the new one, never half of one.
+pub(crate) fn write_atomic(path: &std::path::Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
     use std::io::Write as _;
     let tmp = path.with_extension("tmp");
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create(true).truncate(true);
     #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, mode);
+    #[cfg(not(unix))]
+    let _ = mode;
     let mut file = options.open(&tmp)?;
     file.write_all(bytes)?;
     file.sync_all()?;

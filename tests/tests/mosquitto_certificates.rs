@@ -214,19 +214,11 @@ async fn clusters_work_on_the_certificate_the_hub_issued_them_and_a_denied_ones_
     );
 
     // Denied: the certificate goes on the revocation list, which Mosquitto reads when reloaded.
-    let crl = cluster_ca.crl_file();
-    let before = std::fs::read(&crl).unwrap();
-    let denied = fleet.admin().await.deny_cluster("edge-1").await.unwrap();
-    assert_eq!(denied.state, ClusterState::Denied);
+    let denied = deny(&fleet, &cluster_ca).await;
     assert!(
         denied.certificate.is_none(),
         "a denied cluster shows no certificate"
     );
-    wait_for("the revocation list to be rewritten", WAIT, || async {
-        (std::fs::read(&crl).ok()? != before).then_some(())
-    })
-    .await
-    .unwrap();
     // Until Mosquitto reads the list it takes the revoked certificate: the hub's check logs in
     // with it (as cluster 1, so in the place of cluster 1's session, which comes back at once).
     wait_for(
@@ -304,6 +296,20 @@ async fn a_cluster_renews_its_certificate_on_its_own_and_works_on_the_new_one_on
     fleet.write_work(one).await;
     wait_image(&fleet, "edge-1", "nginx:1.28", &broker).await;
     fleet.shutdown().await;
+}
+
+/// Denies edge-1 and waits until the hub rewrote the revocation list; returns the hub's view.
+async fn deny(fleet: &Fleet, cluster_ca: &ClusterCa) -> ocm_edge_hub::admin::messages::ClusterView {
+    let crl = cluster_ca.crl_file();
+    let before = std::fs::read(&crl).unwrap();
+    let denied = fleet.admin().await.deny_cluster("edge-1").await.unwrap();
+    assert_eq!(denied.state, ClusterState::Denied);
+    wait_for("the revocation list to be rewritten", WAIT, || async {
+        (std::fs::read(&crl).ok()? != before).then_some(())
+    })
+    .await
+    .unwrap();
+    denied
 }
 
 /// Waits until the hub shows edge-1 with a certificate (another than the one with serial
@@ -400,14 +406,7 @@ async fn a_cluster_denied_then_accepted_again_gets_back_on_a_new_certificate() {
     let first_pem = std::fs::read(&file).unwrap();
 
     // Denied (by mistake): revoked, read by Mosquitto, the agent's session dropped by the hub.
-    let crl = cluster_ca.crl_file();
-    let before = std::fs::read(&crl).unwrap();
-    fleet.admin().await.deny_cluster("edge-1").await.unwrap();
-    wait_for("the revocation list to be rewritten", WAIT, || async {
-        (std::fs::read(&crl).ok()? != before).then_some(())
-    })
-    .await
-    .unwrap();
+    deny(&fleet, &cluster_ca).await;
     broker.reload().unwrap();
     // Refused there, the agent goes to the password listener (with its key's proof) to ask.
     let on = |certificate: bool| {

@@ -263,7 +263,7 @@ pub async fn start_agent(cfg: AgentConfig) -> Result<AgentHandle, AgentError> {
     };
     let (counters_tx, counters_rx) = watch::channel(AgentCounters::default());
     let stop = CancellationToken::new();
-    let agent = Agent {
+    let mut agent = Agent {
         id: AgentIdentity {
             cluster: cfg.cluster_name.clone(),
             agent_id: cfg.agent_id(),
@@ -291,7 +291,6 @@ pub async fn start_agent(cfg: AgentConfig) -> Result<AgentHandle, AgentError> {
         api_healthy: None,
         last_chunk_at: None,
     };
-    let mut agent = agent;
     // The certificate the hub issued, from its last view (kept in the store).
     if let Some(view) = agent.registration.clone() {
         agent.take_certificate(&view);

@@ -339,15 +339,11 @@ pub fn cluster_view(core: &HubCore, c: &ClusterRecord, now: DateTime<Utc>) -> Cl
         last_lease: c.last_lease,
         lease_duration_seconds: c.lease_duration_seconds,
         agent_key: c.agent_key.as_deref().and_then(agent_key_id),
-        certificate: c
-            .certificate
-            .as_ref()
-            .filter(|_| c.acceptance == ClusterState::Accepted)
-            .map(|cert| ClusterCertificateView {
-                serial: cert.serial.clone(),
-                not_after: ocm_edge_schemas::api::meta::Time::new(cert.not_after),
-                waits_for_operator: core.certificate_waits_for_operator(c, now),
-            }),
+        certificate: c.current_certificate().map(|cert| ClusterCertificateView {
+            serial: cert.serial.clone(),
+            not_after: ocm_edge_schemas::api::meta::Time::new(cert.not_after),
+            waits_for_operator: core.certificate_waits_for_operator(c, now),
+        }),
         kubernetes_version: Some(c.reported.version.kubernetes.clone()).filter(|v| !v.is_empty()),
         conditions: c.conditions.clone(),
         taints: c.taints.clone(),

@@ -86,6 +86,14 @@ pub struct ClusterRecord {
 }
 
 impl ClusterRecord {
+    /// The cluster's TLS client certificate while it is accepted (a denied or pending cluster
+    /// shows and gets none).
+    pub fn current_certificate(&self) -> Option<&certificates::ClusterCertificate> {
+        self.certificate
+            .as_ref()
+            .filter(|_| self.acceptance == ClusterState::Accepted)
+    }
+
     /// The agent key the hub holds this cluster's events to: set and accepted.
     pub fn bound_agent_key(&self) -> Option<&str> {
         self.agent_key

@@ -261,9 +261,7 @@ pub fn hub_view(record: &ClusterRecord) -> ManagedCluster {
     // The cluster's certificate, for its agent to log in to a broker that takes certificates
     // as identities; an accepted cluster's only (the view is signed: the agent trusts it).
     let annotations = record
-        .certificate
-        .as_ref()
-        .filter(|_| record.acceptance == ClusterState::Accepted)
+        .current_certificate()
         .map(|c| {
             [(
                 ocm_edge_schemas::wire::signature::CLUSTER_CERTIFICATE_ANNOTATION.to_owned(),
