@@ -13,6 +13,7 @@ use std::time::Duration;
 use ocm_edge_hub::admin::messages::{ClusterCertificateView, ClusterState, CreateWork};
 use ocm_edge_hub::cluster_ca::ClusterCa;
 use ocm_edge_mqtt::{LinkError, TlsFiles};
+use ocm_edge_schemas::wire::MqttMessage;
 use ocm_edge_tests::fleet::{Fleet, FleetOptions, HUB_USER, OPERATOR_USER, password_of};
 use ocm_edge_tests::manifests::{deployment, deployment_image, namespace};
 use ocm_edge_tests::mosquitto::{Mosquitto, free_port, require_mosquitto};
@@ -204,6 +205,51 @@ async fn clusters_work_on_the_certificate_the_hub_issued_them_and_a_denied_ones_
         "cluster 1's certificate read cluster 2's work: {seen:?}"
     );
     wait_image(&fleet, "edge-2", "nginx:1.29", &broker).await;
+
+    // ... and publishes as cluster 1 only: a status on cluster 2's topic never reaches the
+    // hub's side, the same on its own topic does (after it, in order).
+    let mut hub_side = Probe::connect_with(
+        &broker.url(),
+        ProbeOptions {
+            credentials: Some((HUB_USER.to_owned(), password_of(HUB_USER))),
+            tls: TlsFiles {
+                ca_file: Some(pki.ca_file.clone()),
+                ..TlsFiles::default()
+            },
+            ..ProbeOptions::default()
+        },
+    )
+    .await
+    .expect("the hub's identity logs in on the password listener");
+    hub_side
+        .subscribe(&format!("sources/{SOURCE}/consumers/+/agentevents"))
+        .await
+        .unwrap();
+    let status = |cluster: &str, body: &str| MqttMessage {
+        topic: format!("sources/{SOURCE}/consumers/{cluster}/agentevents"),
+        payload: body.as_bytes().to_vec(),
+        ..MqttMessage::default()
+    };
+    spy.publish(&status("edge-2", "forged by edge-1"))
+        .await
+        .unwrap();
+    spy.publish(&status("edge-1", "own")).await.unwrap();
+    let mut payloads = Vec::new();
+    let own = hub_side
+        .recv_matching(WAIT, |m| {
+            payloads.push(String::from_utf8_lossy(&m.payload).into_owned());
+            m.payload == b"own"
+        })
+        .await;
+    assert!(
+        own.is_some(),
+        "cluster 1's own status reaches the hub's side"
+    );
+    assert!(
+        !payloads.iter().any(|p| p == "forged by edge-1"),
+        "cluster 1's certificate published on cluster 2's topic"
+    );
+    drop(hub_side);
 
     // The first admin's credential (the hub's CA, not the cluster CA) does not open it.
     let admin = fleet.admin_credentials();
