@@ -345,7 +345,7 @@ fn report(
         Verdict::StillAccepted { .. } => {}
         Verdict::Failed { tries } if *tries == 1 || tries % 20 == 0 => tracing::warn!(
             %cluster, %serial, broker = %url, outcome = ?outcome,
-            "cannot check or drop the revoked cluster's session on the broker's certificate listener; trying again"
+            "cannot check or drop the revoked cluster's session on the broker's certificate listener (is --broker-mtls that listener, which trusts the hub's cluster CA: 8884 in broker-config/mosquitto/?); trying again"
         ),
         Verdict::Failed { .. } => {}
     }
