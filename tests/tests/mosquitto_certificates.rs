@@ -490,3 +490,46 @@ async fn a_cluster_denied_then_accepted_again_gets_back_on_a_new_certificate() {
     wait_image(&fleet, "edge-1", "nginx:1.28", &broker).await;
     fleet.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_clusters_password_removed_and_mosquitto_reloaded_drops_its_password_session() {
+    let test = "a_clusters_password_removed_and_mosquitto_reloaded_drops_its_password_session";
+    let Some(program) = require_mosquitto(test) else {
+        return;
+    };
+    // What broker-config/README.md tells an operator to do after `cluster deny` for the
+    // password listener: Mosquitto checks connected clients against the file at a reload.
+    let (_certs, pki, broker, fleet, _ca) = setup(&program, |_| {}).await;
+    let login = |user: &str| ProbeOptions {
+        client_id: format!("{user}-agent"),
+        credentials: Some((user.to_owned(), password_of(user))),
+        tls: TlsFiles {
+            ca_file: Some(pki.ca_file.clone()),
+            ..TlsFiles::default()
+        },
+        ..ProbeOptions::default()
+    };
+    let one = Probe::connect_with(&broker.url(), login("edge-1"))
+        .await
+        .unwrap();
+    let two = Probe::connect_with(&broker.url(), login("edge-2"))
+        .await
+        .unwrap();
+    let mut left = users(true);
+    left.retain(|(u, _)| u != "edge-1");
+    broker.set_users(&left).unwrap();
+    broker.reload().unwrap();
+    let link = wait_for("edge-1's password session to be dropped", WAIT, || {
+        let link = one.link();
+        async move { (!link.connected && link.down_events >= 2).then_some(link) }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}; mosquitto log:\n{}", broker.log()));
+    assert!(
+        matches!(link.last_why, Some(LinkError::LoginRefused { .. })),
+        "{:?}",
+        link.last_why
+    );
+    assert!(two.link().connected, "another cluster's session stays");
+    fleet.shutdown().await;
+}
