@@ -7,11 +7,11 @@
 //! cluster CA, made for this login and kept in memory, and leaves; on a listener that takes the
 //! certificate's CN as the client id (Mosquitto's `use_username_as_clientid`, as shipped) that
 //! closes every connection of the cluster, whatever client id it chose. It must happen after the
-//! broker read the list, or the cluster logs in again at once, so before it the hub logs in with
-//! a certificate carrying the *revoked serial*: while the broker accepts that, it has not read
-//! the list (the hub says so, with how to reload it, and tries again later); once the broker
-//! refuses it as revoked, the hub takes the session's place with a fresh serial, and the
-//! cluster's next login is refused. A certificate that has ended is refused for its dates
+//! broker read the list, or the cluster logs in again at once, so before it the hub shakes hands
+//! (TLS only, no login: no session is touched) with a certificate carrying the *revoked serial*:
+//! while the broker takes that, it has not read the list (the hub says so, with how to reload
+//! it, and tries again later); once the broker refuses it as revoked, the hub takes the
+//! session's place with a fresh serial, and the cluster's next login is refused. A certificate that has ended is refused for its dates
 //! anyway: its session is taken over without waiting.
 //!
 //! [`Plan`] is the bookkeeping, with the time as an argument; [`spawn`] runs it.
@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use ocm_edge_mqtt::takeover::{Outcome, connect_once};
+use ocm_edge_mqtt::takeover::{Outcome, connect_once, probe_certificate};
 use ocm_edge_mqtt::{BrokerUrl, TlsFiles};
 use tokio::sync::mpsc;
 
@@ -219,6 +219,8 @@ pub struct Listener {
 
 /// How long each login may take.
 const LOGIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a probe waits for the broker to refuse the certificate after the handshake.
+const PROBE_WAIT: Duration = Duration::from_secs(2);
 /// How long the certificates made for a login are valid.
 const LOGIN_CERT_VALIDITY: chrono::Duration = chrono::Duration::minutes(10);
 
@@ -287,16 +289,26 @@ async fn attempt(
         Ok(identity) => identity,
         Err(e) => return failed(format!("cannot make a login certificate: {e}")),
     };
-    let ids: Vec<String> = match action {
-        // Any client id: the certificate is what the broker judges.
-        Action::Probe => vec![cluster.to_owned()],
-        // The CN where the listener makes it the client id (every session of the cluster),
-        // and the agent's own where it does not.
-        Action::TakeOver => vec![
-            cluster.to_owned(),
-            ocm_edge_mqtt::acl::agent_client_id(cluster),
-        ],
-    };
+    if matches!(action, Action::Probe) {
+        // A handshake only: no login, so no session of the cluster is touched (one accepted
+        // again with another key works on meanwhile).
+        return probe_certificate(
+            &listener.url,
+            &listener.tls,
+            chain,
+            key,
+            LOGIN_TIMEOUT,
+            PROBE_WAIT,
+        )
+        .await
+        .unwrap_or_else(|e| failed(e.to_string()));
+    }
+    // The CN where the listener makes it the client id (every session of the cluster), and the
+    // agent's own where it does not.
+    let ids = [
+        cluster.to_owned(),
+        ocm_edge_mqtt::acl::agent_client_id(cluster),
+    ];
     let mut outcome = Outcome::Accepted;
     for id in ids {
         let login = connect_once(

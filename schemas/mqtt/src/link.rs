@@ -171,17 +171,25 @@ impl LinkError {
 pub fn certificate_alert(e: &ConnectionError) -> Option<rustls::AlertDescription> {
     use rumqttc::v5::StateError;
     use rumqttc::v5::mqttbytes::Error as MqttError;
-    use rustls::AlertDescription as A;
-    let io = match e {
+    match e {
         ConnectionError::Io(io)
         | ConnectionError::MqttState(
             StateError::Io(io) | StateError::Deserialization(MqttError::Io(io)),
         )
-        | ConnectionError::Tls(rumqttc::TlsError::Io(io)) => io.get_ref()?,
-        ConnectionError::Tls(rumqttc::TlsError::TLS(tls)) => tls,
-        _ => return None,
-    };
-    match io.downcast_ref::<rustls::Error>()? {
+        | ConnectionError::Tls(rumqttc::TlsError::Io(io)) => io_certificate_alert(io),
+        ConnectionError::Tls(rumqttc::TlsError::TLS(tls)) => refusal(tls),
+        _ => None,
+    }
+}
+
+/// [`certificate_alert`] of an I/O error of a TLS stream.
+pub fn io_certificate_alert(io: &std::io::Error) -> Option<rustls::AlertDescription> {
+    refusal(io.get_ref()?.downcast_ref::<rustls::Error>()?)
+}
+
+fn refusal(e: &rustls::Error) -> Option<rustls::AlertDescription> {
+    use rustls::AlertDescription as A;
+    match e {
         rustls::Error::AlertReceived(
             alert @ (A::BadCertificate
             | A::UnsupportedCertificate

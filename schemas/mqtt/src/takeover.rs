@@ -7,8 +7,9 @@
 //! `use_identity_as_username` and `use_username_as_clientid`), whoever logs in with a certificate
 //! for a cluster takes the place of every connection of that cluster, whatever client id it
 //! chose. [`connect_once`] does that with a certificate and key held in memory, then sends a
-//! DISCONNECT; its answer also tells whether the broker still accepts a certificate (the probe
-//! of a revocation list, [`Outcome::CertificateRefused`]).
+//! DISCONNECT. [`probe_certificate`] only asks whether the broker takes a certificate (a TLS
+//! handshake, no MQTT login: nobody's session is touched), which is how the hub learns that the
+//! broker has read a revocation list.
 
 use std::time::Duration;
 
@@ -17,7 +18,7 @@ use rumqttc::v5::mqttbytes::v5::Packet;
 use rumqttc::v5::{AsyncClient, Event, MqttOptions};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
-use crate::link::{LinkError, certificate_alert};
+use crate::link::{LinkError, certificate_alert, io_certificate_alert};
 use crate::session::MIN_KEEPALIVE;
 use crate::tls::{TlsError, TlsFiles};
 use crate::url::BrokerUrl;
@@ -97,4 +98,77 @@ pub async fn connect_once(
             }
         }
     }
+}
+
+/// Whether the broker at `url` takes the client certificate `chain` (with `key`), by a TLS
+/// handshake alone: with TLS 1.3 a broker judges the client's certificate after the client's
+/// side of the handshake is done, and answers a refusal with an alert at once, while one that
+/// took it waits for a CONNECT. So an alert read within `wait` is a refusal
+/// ([`Outcome::CertificateRefused`]) and silence is acceptance (a refusal slower than `wait`
+/// is only seen at the next probe). With TLS 1.2 the refusal ends the handshake itself.
+///
+/// # Errors
+/// [`TlsError`] when the TLS configuration cannot be built.
+pub async fn probe_certificate(
+    url: &BrokerUrl,
+    tls: &TlsFiles,
+    chain: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+    timeout: Duration,
+    wait: Duration,
+) -> Result<Outcome, TlsError> {
+    use rumqttc::tokio_rustls::TlsConnector;
+    use tokio::io::AsyncReadExt as _;
+    let mut trust = tls.clone();
+    trust.client_cert_file = None;
+    trust.client_key_file = None;
+    let config = trust.client_config_with(Some((chain, key)))?;
+    let failed = |reason: String| {
+        Outcome::Failed(LinkError::Unreachable {
+            url: url.to_string(),
+            reason,
+        })
+    };
+    let name = rustls::pki_types::ServerName::try_from(url.host().to_owned())
+        .map_err(|e| TlsError::Refused(format!("host {}: {e}", url.host())))?;
+    let connect = async {
+        let tcp = tokio::net::TcpStream::connect((url.host(), url.port())).await?;
+        TlsConnector::from(config).connect(name, tcp).await
+    };
+    let mut stream = match tokio::time::timeout(timeout, connect).await {
+        Err(_) => {
+            return Ok(Outcome::Failed(LinkError::Timeout {
+                url: url.to_string(),
+                secs: timeout.as_secs(),
+            }));
+        }
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+            return Ok(Outcome::Failed(LinkError::Refused {
+                url: url.to_string(),
+            }));
+        }
+        Ok(Err(e)) => {
+            return Ok(match io_certificate_alert(&e) {
+                Some(alert) => Outcome::CertificateRefused(alert),
+                None => failed(e.to_string()),
+            });
+        }
+        Ok(Ok(stream)) => stream,
+    };
+    let mut byte = [0u8; 1];
+    Ok(
+        match tokio::time::timeout(wait, stream.read(&mut byte)).await {
+            // Waiting for a CONNECT: it took the certificate. Leave with a close_notify.
+            Err(_) => {
+                let _ = tokio::io::AsyncWriteExt::shutdown(&mut stream).await;
+                Outcome::Accepted
+            }
+            Ok(Ok(0)) => failed("the broker closed the connection without a word".to_owned()),
+            Ok(Ok(_)) => Outcome::Accepted,
+            Ok(Err(e)) => match io_certificate_alert(&e) {
+                Some(alert) => Outcome::CertificateRefused(alert),
+                None => failed(e.to_string()),
+            },
+        },
+    )
 }
