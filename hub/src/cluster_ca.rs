@@ -34,9 +34,10 @@ pub const BROKER_FILES: &str = "broker-files";
 const KEY: &str = "cluster-ca-key.pem";
 /// The revocation list's file name in the pki directory.
 pub const CRL: &str = "cluster-crl.pem";
-/// How long a revocation list the hub writes is valid (a broker refuses every certificate once
-/// its list is past: the hub writes it again at every start and change, long before).
-pub const CRL_VALIDITY: Duration = Duration::days(365);
+/// How long a revocation list the hub writes is valid: five years. A broker refuses every
+/// certificate once the list it holds is past its end, and Mosquitto holds the one it read at its
+/// last reload, however old; the hub writes the file again at every start, change and month.
+pub const CRL_VALIDITY: Duration = Duration::days(5 * 365);
 
 /// The Ed25519 SubjectPublicKeyInfo prefix (RFC 8410): the raw 32-byte key follows.
 const ED25519_SPKI_PREFIX: [u8; 12] = [

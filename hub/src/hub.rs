@@ -524,6 +524,7 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
         login_broker: broker.clone().filter(|_| with_logins),
         cluster_ca,
         written_crl,
+        crl_written_at: Utc::now(),
         evictor,
         external_broker: matches!(cfg.broker, BrokerConfig::External { .. }),
         stopped,
@@ -632,6 +633,9 @@ struct HubLoop {
     external_broker: bool,
     /// The revoked certificates as last written to the revocation list.
     written_crl: Vec<RevokedCertificate>,
+    /// When the revocation list was last written (rewritten after [`CRL_REFRESH`] even when
+    /// nothing changed, so the file never nears its end).
+    crl_written_at: chrono::DateTime<Utc>,
     stopped: watch::Receiver<bool>,
 }
 
@@ -833,6 +837,9 @@ impl HubLoop {
             let due =
                 deadline.is_some_and(|d| d <= now) || last_scan.is_none_or(|at| now - at >= rescan);
             if due {
+                if crl_refresh_due(self.crl_written_at, now) {
+                    self.write_crl(now);
+                }
                 let (tick, next) = self.tick(now);
                 deadline = next;
                 last_scan = Some(now);
@@ -941,10 +948,14 @@ impl HubLoop {
     /// key). Written before the change's messages go out; a broker reads it when reloaded.
     fn write_crl_if_changed(&mut self) {
         let now = Utc::now();
-        let revoked = self.core.revoked_certificates(now);
-        if revoked == self.written_crl {
-            return;
+        if self.core.revoked_certificates(now) != self.written_crl {
+            self.write_crl(now);
         }
+    }
+
+    /// Writes the cluster CA's revocation list and tells the evictor what it holds.
+    fn write_crl(&mut self, now: chrono::DateTime<Utc>) {
+        let revoked = self.core.revoked_certificates(now);
         match self.cluster_ca.write_crl(&revoked, now) {
             Ok(()) => {
                 tracing::info!(
@@ -953,6 +964,7 @@ impl HubLoop {
                     "wrote the clusters' certificate revocation list (reload a broker that reads it: Mosquitto's crlfile)"
                 );
                 self.written_crl = revoked;
+                self.crl_written_at = now;
                 match &self.evictor {
                     Some(evictor) => {
                         let _ = evictor.send(crate::evict::Revoked::all_in(&self.core, now));
@@ -1446,10 +1458,33 @@ fn outbound_kind(out: &Outbound) -> &'static str {
     }
 }
 
+/// How often the hub writes the revocation list again when nothing changed.
+const CRL_REFRESH: chrono::Duration = chrono::Duration::days(30);
+
+/// Whether the revocation list written at `written_at` is to be written again at `now`.
+fn crl_refresh_due(written_at: chrono::DateTime<Utc>, now: chrono::DateTime<Utc>) -> bool {
+    now - written_at >= CRL_REFRESH
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use ocm_edge_schemas::api::cluster::ManagedCluster;
+
+    #[test]
+    fn the_revocation_list_is_written_again_every_30_days_long_before_its_end() {
+        let written = Utc::now();
+        assert!(!crl_refresh_due(
+            written,
+            written + chrono::Duration::days(29)
+        ));
+        assert!(crl_refresh_due(
+            written,
+            written + chrono::Duration::days(30)
+        ));
+        // A broker that read it just before the refresh still has years left on it.
+        assert!(CRL_REFRESH * 12 < crate::cluster_ca::CRL_VALIDITY);
+    }
 
     fn view(name: &str, label: &str) -> Outbound {
         let mut c = ManagedCluster::default();
