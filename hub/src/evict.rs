@@ -17,6 +17,7 @@
 //! [`Plan`] is the bookkeeping, with the time as an argument; [`spawn`] runs it.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -104,18 +105,28 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// An empty plan whose retries wait at most `max_delay` (1 s, doubling).
-    pub fn new(max_delay: Duration) -> Self {
+    /// A plan whose retries wait at most `max_delay` (1 s, doubling; at least 1 s), knowing the
+    /// serials whose sessions were dropped already (`done`, e.g. before a restart).
+    pub fn new(max_delay: Duration, done: BTreeSet<String>) -> Self {
         Plan {
             pending: BTreeMap::new(),
-            done: BTreeSet::new(),
-            max_delay: chrono::Duration::from_std(max_delay)
+            done,
+            max_delay: chrono::Duration::from_std(max_delay.max(Duration::from_secs(1)))
                 .unwrap_or(chrono::Duration::seconds(30)),
         }
     }
 
-    /// Takes the hub's current revoked certificates: those neither pending nor done are due now.
+    /// The serials whose sessions were dropped, among those still revoked.
+    pub fn done(&self) -> &BTreeSet<String> {
+        &self.done
+    }
+
+    /// Takes the hub's current revoked certificates (all those not ended): those neither
+    /// pending nor done are due now. A done serial no longer in the list is forgotten; a
+    /// pending one stays until its sessions were dropped (once ended, it leaves the list).
     pub fn add(&mut self, revoked: &[Revoked], now: DateTime<Utc>) {
+        let listed: BTreeSet<&str> = revoked.iter().map(|r| r.serial.as_str()).collect();
+        self.done.retain(|s| listed.contains(s.as_str()));
         for r in revoked {
             if self.done.contains(&r.serial) || self.pending.contains_key(&r.serial) {
                 continue;
@@ -217,6 +228,9 @@ pub struct Listener {
     pub tls: TlsFiles,
 }
 
+/// The file in the hub's data directory of the serials whose sessions were dropped.
+pub const DONE_FILE: &str = "dropped-sessions";
+
 /// How long each login may take.
 const LOGIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a probe waits for the broker to refuse the certificate after the handshake.
@@ -227,15 +241,45 @@ const LOGIN_CERT_VALIDITY: chrono::Duration = chrono::Duration::minutes(10);
 /// Starts the task that drops revoked clusters' sessions on `listener`; it takes the hub's
 /// revoked certificates (all of them, each time they change) from the returned sender and
 /// stops when the sender is dropped.
+///
+/// The serials whose sessions were dropped are kept in `done_file` (one per line, rewritten at
+/// each drop), so a restarted hub does not take a cluster's place again: a cluster accepted
+/// again since (or with another key) would lose its session at every restart.
 pub fn spawn(
     listener: Listener,
     ca: Arc<ClusterCa>,
     max_delay: Duration,
     crl_file: String,
+    done_file: PathBuf,
 ) -> mpsc::UnboundedSender<Vec<Revoked>> {
     let (tx, rx) = mpsc::unbounded_channel();
-    tokio::spawn(run(listener, ca, Plan::new(max_delay), rx, crl_file));
+    let done = read_done(&done_file);
+    let plan = Plan::new(max_delay, done);
+    tokio::spawn(run(listener, ca, plan, rx, crl_file, done_file));
     tx
+}
+
+/// The file of dropped serials; empty when missing or unreadable (the sessions are then
+/// dropped again, which is safe).
+fn read_done(path: &Path) -> BTreeSet<String> {
+    std::fs::read_to_string(path)
+        .map(|text| {
+            text.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_hexdigit()))
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn write_done(path: &Path, done: &BTreeSet<String>) {
+    let text: String = done.iter().map(|s| format!("{s}\n")).collect();
+    let tmp = path.with_extension("tmp");
+    let written = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path));
+    if let Err(e) = written {
+        tracing::warn!(file = %path.display(), error = %e, "cannot record the dropped sessions (a restarted hub drops them again)");
+    }
 }
 
 async fn run(
@@ -244,6 +288,7 @@ async fn run(
     mut plan: Plan,
     mut rx: mpsc::UnboundedReceiver<Vec<Revoked>>,
     crl_file: String,
+    done_file: PathBuf,
 ) {
     loop {
         let wait = plan
@@ -264,6 +309,9 @@ async fn run(
                     let outcome = attempt(&listener, &ca, &cluster, &serial, &action).await;
                     let verdict = plan.record(&serial, &action, &outcome, Utc::now());
                     report(&listener.url, &cluster, &serial, &outcome, &verdict, &crl_file);
+                    if verdict == Verdict::Dropped {
+                        write_done(&done_file, plan.done());
+                    }
                 }
             }
         }
@@ -303,13 +351,15 @@ async fn attempt(
         .await
         .unwrap_or_else(|e| failed(e.to_string()));
     }
-    // The CN where the listener makes it the client id (every session of the cluster), and the
-    // agent's own where it does not.
+    // The CN where the listener makes it the client id (every session of the cluster, whatever
+    // id it chose), and the agent's and a maestro-style client's own where it does not. Done
+    // when one was let in (a broker may refuse ids it ties to identities).
     let ids = [
         cluster.to_owned(),
         ocm_edge_mqtt::acl::agent_client_id(cluster),
+        format!("{cluster}-client"),
     ];
-    let mut outcome = Outcome::Accepted;
+    let mut outcome = None;
     for id in ids {
         let login = connect_once(
             &listener.url,
@@ -321,15 +371,13 @@ async fn attempt(
         )
         .await;
         match login {
-            Ok(Outcome::Accepted) => {}
-            Ok(other) => {
-                outcome = other;
-                break;
-            }
+            Ok(Outcome::Accepted) => outcome = Some(Outcome::Accepted),
+            Ok(other) if outcome != Some(Outcome::Accepted) => outcome = Some(other),
+            Ok(_) => {}
             Err(e) => return failed(e.to_string()),
         }
     }
-    outcome
+    outcome.unwrap_or(Outcome::Accepted)
 }
 
 fn report(
@@ -343,7 +391,7 @@ fn report(
     match verdict {
         Verdict::Dropped => tracing::info!(
             %cluster, %serial, broker = %url,
-            "dropped the revoked cluster's live sessions on the broker's certificate listener (it can no longer log in)"
+            "took the place of the revoked cluster's sessions on the broker's certificate listener (all of them where the listener makes the certificate's CN the client id, as broker-config/mosquitto/ does); the broker refuses its next login"
         ),
         Verdict::ListRead => tracing::debug!(
             %cluster, %serial, broker = %url,
@@ -382,7 +430,7 @@ mod tests {
     fn a_revoked_certificate_is_probed_until_the_broker_refuses_it_then_its_sessions_are_taken_over()
      {
         let now = Utc::now();
-        let mut plan = Plan::new(Duration::from_secs(30));
+        let mut plan = Plan::new(Duration::from_secs(30), BTreeSet::new());
         plan.add(&[revoked("edge-1", "aa", now)], now);
         assert_eq!(
             plan.next(now),
@@ -420,9 +468,45 @@ mod tests {
     }
 
     #[test]
+    fn sessions_dropped_before_a_restart_are_not_dropped_again_and_a_serial_no_longer_listed_is_forgotten()
+     {
+        let now = Utc::now();
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(DONE_FILE);
+        let mut plan = Plan::new(Duration::from_secs(30), read_done(&file));
+        plan.add(
+            &[revoked("edge-1", "aa", now), revoked("edge-2", "bb", now)],
+            now,
+        );
+        plan.record("aa", &Action::Probe, &REVOKED, now);
+        plan.record("aa", &Action::TakeOver, &Outcome::Accepted, now);
+        write_done(&file, plan.done());
+        // Restarted: the hub sends its whole list; only what was not dropped is due.
+        let mut again = Plan::new(Duration::from_secs(30), read_done(&file));
+        again.add(
+            &[revoked("edge-1", "aa", now), revoked("edge-2", "bb", now)],
+            now,
+        );
+        assert_eq!(
+            again.next(now),
+            Some(("bb".into(), "edge-2".into(), Action::Probe))
+        );
+        again.record("bb", &Action::TakeOver, &Outcome::Accepted, now);
+        assert!(again.is_idle());
+        // "aa" ended (it left the hub's list): forgotten.
+        again.add(&[revoked("edge-2", "bb", now)], now);
+        assert_eq!(again.done().iter().collect::<Vec<_>>(), ["bb"]);
+        // A zero maximum still waits a second between tries.
+        let mut quick = Plan::new(Duration::ZERO, BTreeSet::new());
+        quick.add(&[revoked("edge-3", "cc", now)], now);
+        quick.record("cc", &Action::Probe, &Outcome::Accepted, now);
+        assert_eq!(quick.next_due(), Some(now + chrono::Duration::seconds(1)));
+    }
+
+    #[test]
     fn a_failed_takeover_is_tried_again_and_another_refusal_is_no_proof_the_list_was_read() {
         let now = Utc::now();
-        let mut plan = Plan::new(Duration::from_secs(30));
+        let mut plan = Plan::new(Duration::from_secs(30), BTreeSet::new());
         plan.add(&[revoked("edge-1", "aa", now)], now);
         let unknown_ca = Outcome::CertificateRefused(rustls::AlertDescription::UnknownCA);
         assert_eq!(
@@ -450,7 +534,7 @@ mod tests {
     #[test]
     fn an_ended_certificates_sessions_are_taken_over_without_a_probe_and_each_serial_on_its_own() {
         let now = Utc::now();
-        let mut plan = Plan::new(Duration::from_secs(30));
+        let mut plan = Plan::new(Duration::from_secs(30), BTreeSet::new());
         let mut ended = revoked("edge-1", "aa", now);
         ended.not_after = now - chrono::Duration::seconds(1);
         plan.add(&[ended, revoked("edge-2", "bb", now)], now);

@@ -431,6 +431,7 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
                 cluster_ca.clone(),
                 cfg.broker_mtls_recheck,
                 cluster_ca.crl_file().display().to_string(),
+                cfg.data_dir.join(crate::evict::DONE_FILE),
             );
             let _ = tx.send(crate::evict::Revoked::all_in(&core, Utc::now()));
             Some(tx)
@@ -963,13 +964,16 @@ impl HubLoop {
                     revoked = revoked.len(),
                     "wrote the clusters' certificate revocation list (reload a broker that reads it: Mosquitto's crlfile)"
                 );
+                let gained = revoked
+                    .iter()
+                    .any(|r| !self.written_crl.iter().any(|w| w.serial == r.serial));
                 self.written_crl = revoked;
                 self.crl_written_at = now;
                 match &self.evictor {
                     Some(evictor) => {
                         let _ = evictor.send(crate::evict::Revoked::all_in(&self.core, now));
                     }
-                    None if self.external_broker => tracing::warn!(
+                    None if self.external_broker && gained => tracing::warn!(
                         "a broker that takes certificates as identities (Mosquitto's certificate \
                          listener) keeps a revoked cluster's live session until it disconnects: \
                          give the hub --broker-mtls URL of that listener to have it dropped"

@@ -300,6 +300,10 @@ async fn clusters_work_on_the_certificate_the_hub_issued_them_and_a_denied_ones_
         "{:?}",
         link.last_why
     );
+    assert_eq!(
+        link.reconnects, 0,
+        "cluster 1's session was taken over before the list was read"
+    );
     drop(spy);
     let refused = with_certificate(&cert_url, &cert_1, &key_1, &ca).await;
     assert!(
@@ -359,6 +363,17 @@ async fn deny(fleet: &Fleet, cluster_ca: &ClusterCa) -> ocm_edge_hub::admin::mes
     .await
     .unwrap();
     denied
+}
+
+/// Waits until edge-1's agent is connected on its certificate (`certificate`) or through
+/// --broker.
+async fn wait_on(fleet: &Fleet, broker: &Mosquitto, certificate: bool, what: &str) {
+    wait_for(what, WAIT, || async {
+        let c = fleet.counters("edge-1");
+        (c.connected && c.on_certificate == certificate).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}; mosquitto log:\n{}", broker.log()));
 }
 
 /// Waits until the hub shows edge-1 with a certificate (another than the one with serial
@@ -454,20 +469,25 @@ async fn a_cluster_denied_then_accepted_again_gets_back_on_a_new_certificate() {
     wait_image(&fleet, "edge-1", "nginx:1.27", &broker).await;
     let first_pem = std::fs::read(&file).unwrap();
 
+    wait_on(
+        &fleet,
+        &broker,
+        true,
+        "the agent to log in with its certificate",
+    )
+    .await;
+
     // Denied (by mistake): revoked, read by Mosquitto, the agent's session dropped by the hub.
     deny(&fleet, &cluster_ca).await;
     broker.reload().unwrap();
     // Refused there, the agent goes to the password listener (with its key's proof) to ask.
-    let on = |certificate: bool| {
-        let fleet = &fleet;
-        move || async move {
-            let c = fleet.counters("edge-1");
-            (c.connected && c.on_certificate == certificate).then_some(())
-        }
-    };
-    wait_for("the agent to come back on its password", WAIT, on(false))
-        .await
-        .unwrap_or_else(|e| panic!("{e}; mosquitto log:\n{}", broker.log()));
+    wait_on(
+        &fleet,
+        &broker,
+        false,
+        "the agent to come back on its password",
+    )
+    .await;
     // Accepted again: the new certificate reaches the agent there, and it works on the new one
     // alone.
     let accepted = fleet.admin().await.accept_cluster("edge-1").await.unwrap();
@@ -479,13 +499,13 @@ async fn a_cluster_denied_then_accepted_again_gets_back_on_a_new_certificate() {
     .await
     .unwrap_or_else(|e| panic!("{e}; mosquitto log:\n{}", broker.log()));
     assert_ne!(second.serial, first.serial);
-    wait_for(
+    wait_on(
+        &fleet,
+        &broker,
+        true,
         "the agent to log in with the new certificate",
-        WAIT,
-        on(true),
     )
-    .await
-    .unwrap_or_else(|e| panic!("{e}; mosquitto log:\n{}", broker.log()));
+    .await;
     broker.set_users(&users(false)).unwrap();
     broker.kill9_and_restart().unwrap();
     one.manifests = vec![namespace("web"), deployment("web", "web", 1, "nginx:1.28")];
@@ -534,5 +554,57 @@ async fn a_clusters_password_removed_and_mosquitto_reloaded_drops_its_password_s
         link.last_why
     );
     assert!(two.link().connected, "another cluster's session stays");
+    fleet.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_agent_refused_for_a_passing_fault_of_the_broker_goes_back_to_its_certificate() {
+    let test = "an_agent_refused_for_a_passing_fault_of_the_broker_goes_back_to_its_certificate";
+    let Some(program) = require_mosquitto(test) else {
+        return;
+    };
+    let (_certs, pki, mut broker, mut fleet, _ca) = setup(&program, |_| {}).await;
+    let url = broker.secured_url();
+    fleet
+        .agent("edge-1")
+        .configure(|cfg| {
+            cfg.broker_mtls_url = Some(url);
+            cfg.health_interval = Duration::from_millis(250);
+            // Tries a refused certificate again after 10 x 1 s while it works on --broker.
+            cfg.join_retry = Duration::from_secs(1);
+        })
+        .start()
+        .await;
+    fleet.accept("edge-1").await;
+    wait_on(
+        &fleet,
+        &broker,
+        true,
+        "the agent to log in with its certificate",
+    )
+    .await;
+    // The broker trusts another CA for a while (a wrong file deployed): the certificate is
+    // refused, the agent works on through --broker.
+    let ca_file = fleet.hub_dir().join("broker-files").join("cluster-ca.pem");
+    let cluster_ca = std::fs::read(&ca_file).unwrap();
+    std::fs::copy(&pki.ca_file, &ca_file).unwrap();
+    broker.kill9_and_restart().unwrap();
+    wait_on(
+        &fleet,
+        &broker,
+        false,
+        "the agent to work on through --broker",
+    )
+    .await;
+    // Mended (a reload keeps the agent's session on --broker): back on the certificate.
+    std::fs::write(&ca_file, cluster_ca).unwrap();
+    broker.reload().unwrap();
+    wait_on(
+        &fleet,
+        &broker,
+        true,
+        "the agent to go back to its certificate",
+    )
+    .await;
     fleet.shutdown().await;
 }

@@ -886,15 +886,22 @@ impl Agent {
                 tracing::warn!(not_after = %cert.not_after, "the cluster's certificate ended; connecting to --broker to get a new one");
                 self.switch_session = true;
             }
-            // Refused a while ago and cut off on --broker too (a broker that lets the cluster in
-            // by its certificate only): try the certificate again.
+            // Refused a while ago: try the certificate again after `join_retry` when cut off on
+            // --broker too (a broker that lets the cluster in by its certificate only), after ten
+            // times that while the hub still has the cluster accepted (a refusal that was the
+            // broker's passing fault, such as a revocation list it let lapse).
+            let retry = chrono::Duration::from_std(self.cfg.join_retry).unwrap_or_default();
+            let accepted = self.registration_state() == Registration::Accepted;
+            let connected = self.publisher.is_some();
             if !self.on_mtls
-                && self.publisher.is_none()
                 && cert.valid_at(t)
                 && self.refused_certificate.as_ref().is_some_and(|(pem, at)| {
                     *pem == cert.pem
-                        && t - *at
-                            >= chrono::Duration::from_std(self.cfg.join_retry).unwrap_or_default()
+                        && if connected {
+                            accepted && t - *at >= retry * 10
+                        } else {
+                            t - *at >= retry
+                        }
                 })
             {
                 tracing::info!("trying the cluster's certificate again (--broker-mtls)");
