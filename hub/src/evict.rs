@@ -11,8 +11,10 @@
 //! (TLS only, no login: no session is touched) with a certificate carrying the *revoked serial*:
 //! while the broker takes that, it has not read the list (the hub says so, with how to reload
 //! it, and tries again later); once the broker refuses it as revoked, the hub takes the
-//! session's place with a fresh serial, and the cluster's next login is refused. A certificate that has ended is refused for its dates
-//! anyway: its session is taken over without waiting.
+//! session's place with a fresh serial, and the cluster's next login is refused. A certificate
+//! that has ended is refused for its dates anyway: its session is taken over without waiting.
+//! The serials whose sessions were dropped are kept in [`DONE_FILE`], so a restart does not
+//! take a cluster's place again.
 //!
 //! [`Plan`] is the bookkeeping, with the time as an argument; [`spawn`] runs it.
 
@@ -56,7 +58,7 @@ impl Revoked {
 /// What to do next for a revoked certificate.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
-    /// Log in with the revoked serial: refused as revoked means the broker read the list.
+    /// Shake hands with the revoked serial: refused as revoked means the broker read the list.
     Probe,
     /// Take the cluster's sessions' place.
     TakeOver,
