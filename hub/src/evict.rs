@@ -42,9 +42,12 @@ pub struct Revoked {
 }
 
 impl Revoked {
-    /// The revoked certificates of `core` not yet ended, with their clusters.
-    pub fn all_in(core: &crate::core::HubCore, now: DateTime<Utc>) -> Vec<Revoked> {
-        core.revoked_certificates_of_clusters(now)
+    /// The core's revoked certificates with their clusters
+    /// ([`crate::core::HubCore::revoked_certificates`]).
+    pub fn from_listed(
+        listed: Vec<(String, crate::core::certificates::RevokedCertificate)>,
+    ) -> Vec<Revoked> {
+        listed
             .into_iter()
             .map(|(cluster, r)| Revoked {
                 cluster,
@@ -226,7 +229,8 @@ impl Plan {
 pub struct Listener {
     /// `mqtts://HOST:PORT` of the certificate listener.
     pub url: BrokerUrl,
-    /// The broker's CA file or pin (a client certificate in it is ignored).
+    /// The broker's CA file or pin (its client certificate files are not used: each login
+    /// presents a certificate made for it).
     pub tls: TlsFiles,
 }
 
@@ -277,9 +281,7 @@ fn read_done(path: &Path) -> BTreeSet<String> {
 
 fn write_done(path: &Path, done: &BTreeSet<String>) {
     let text: String = done.iter().map(|s| format!("{s}\n")).collect();
-    let tmp = path.with_extension("tmp");
-    let written = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path));
-    if let Err(e) = written {
+    if let Err(e) = crate::pki::write_file(path, &text, false) {
         tracing::warn!(file = %path.display(), error = %e, "cannot record the dropped sessions (a restarted hub drops them again)");
     }
 }

@@ -400,7 +400,8 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
         validity: cfg.cluster_cert_validity,
         grace: cfg.cluster_cert_grace,
     });
-    let written_crl = core.revoked_certificates(Utc::now());
+    let listed = core.revoked_certificates(Utc::now());
+    let written_crl: Vec<RevokedCertificate> = listed.iter().map(|(_, r)| r.clone()).collect();
     cluster_ca.write_crl(&written_crl, Utc::now())?;
     let evictor = match (&cfg.broker_mtls, &cfg.broker) {
         (None, _) => None,
@@ -420,11 +421,7 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
         (Some(url), BrokerConfig::External { .. }) => {
             let listener = crate::evict::Listener {
                 url: url.clone(),
-                tls: TlsFiles {
-                    client_cert_file: None,
-                    client_key_file: None,
-                    ..cfg.broker_tls.clone()
-                },
+                tls: cfg.broker_tls.clone(),
             };
             let tx = crate::evict::spawn(
                 listener,
@@ -433,7 +430,7 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
                 cluster_ca.crl_file().display().to_string(),
                 cfg.data_dir.join(crate::evict::DONE_FILE),
             );
-            let _ = tx.send(crate::evict::Revoked::all_in(&core, Utc::now()));
+            let _ = tx.send(crate::evict::Revoked::from_listed(listed));
             Some(tx)
         }
     };
@@ -839,7 +836,8 @@ impl HubLoop {
                 deadline.is_some_and(|d| d <= now) || last_scan.is_none_or(|at| now - at >= rescan);
             if due {
                 if crl_refresh_due(self.crl_written_at, now) {
-                    self.write_crl(now);
+                    let listed = self.core.revoked_certificates(now);
+                    self.write_crl(listed, now);
                 }
                 let (tick, next) = self.tick(now);
                 deadline = next;
@@ -949,14 +947,16 @@ impl HubLoop {
     /// key). Written before the change's messages go out; a broker reads it when reloaded.
     fn write_crl_if_changed(&mut self) {
         let now = Utc::now();
-        if self.core.revoked_certificates(now) != self.written_crl {
-            self.write_crl(now);
+        let listed = self.core.revoked_certificates(now);
+        if !listed.iter().map(|(_, r)| r).eq(self.written_crl.iter()) {
+            self.write_crl(listed, now);
         }
     }
 
-    /// Writes the cluster CA's revocation list and tells the evictor what it holds.
-    fn write_crl(&mut self, now: chrono::DateTime<Utc>) {
-        let revoked = self.core.revoked_certificates(now);
+    /// Writes the cluster CA's revocation list of `listed` (the core's revoked certificates
+    /// with their clusters) and tells the evictor what it holds.
+    fn write_crl(&mut self, listed: Vec<(String, RevokedCertificate)>, now: chrono::DateTime<Utc>) {
+        let revoked: Vec<RevokedCertificate> = listed.iter().map(|(_, r)| r.clone()).collect();
         match self.cluster_ca.write_crl(&revoked, now) {
             Ok(()) => {
                 tracing::info!(
@@ -971,7 +971,7 @@ impl HubLoop {
                 self.crl_written_at = now;
                 match &self.evictor {
                     Some(evictor) => {
-                        let _ = evictor.send(crate::evict::Revoked::all_in(&self.core, now));
+                        let _ = evictor.send(crate::evict::Revoked::from_listed(listed));
                     }
                     None if self.external_broker && gained => tracing::warn!(
                         "a broker that takes certificates as identities (Mosquitto's certificate \

@@ -50,6 +50,23 @@ fn web(image: &str) -> CreateWork {
     }
 }
 
+/// [`web`] for `cluster` alone.
+fn web_on(cluster: &str, image: &str) -> CreateWork {
+    CreateWork {
+        clusters: vec![cluster.to_owned()],
+        ..web(image)
+    }
+}
+
+/// The clusters' passwords removed and the broker restarted, an update with `image` still
+/// reaches edge-1: it works on its certificate alone.
+async fn works_on_its_certificate_alone(fleet: &Fleet, broker: &mut Mosquitto, image: &str) {
+    broker.set_users(&users(false)).unwrap();
+    broker.kill9_and_restart().unwrap();
+    fleet.write_work(web_on("edge-1", image)).await;
+    wait_image(fleet, "edge-1", image, broker).await;
+}
+
 /// A client logging in to the certificate listener with `cert` and `key` files.
 async fn with_certificate(url: &str, cert: &Path, key: &Path, ca: &Path) -> Result<Probe, String> {
     Probe::connect_with(
@@ -181,13 +198,8 @@ async fn clusters_work_on_the_certificate_the_hub_issued_them_and_a_denied_ones_
     spy.subscribe(&format!("sources/{SOURCE}/consumers/+/sourceevents"))
         .await
         .unwrap();
-    let only = |c: &str, image: &str| {
-        let mut w = web(image);
-        w.clusters = vec![c.to_owned()];
-        w
-    };
-    fleet.write_work(only("edge-2", "nginx:1.29")).await;
-    fleet.write_work(only("edge-1", "nginx:1.29")).await;
+    fleet.write_work(web_on("edge-2", "nginx:1.29")).await;
+    fleet.write_work(web_on("edge-1", "nginx:1.29")).await;
     let mut seen = Vec::new();
     let own = spy
         .recv_matching(WAIT, |m| {
@@ -312,7 +324,7 @@ async fn clusters_work_on_the_certificate_the_hub_issued_them_and_a_denied_ones_
         broker.log()
     );
     // Cluster 2 goes on.
-    fleet.write_work(only("edge-2", "nginx:1.30")).await;
+    fleet.write_work(web_on("edge-2", "nginx:1.30")).await;
     wait_image(&fleet, "edge-2", "nginx:1.30", &broker).await;
     fleet.shutdown().await;
 }
@@ -331,9 +343,7 @@ async fn a_cluster_renews_its_certificate_on_its_own_and_works_on_the_new_one_on
     start_agent(&mut fleet, &broker.secured_url()).await;
     fleet.accept("edge-1").await;
     let first = certificate(&fleet, "the first certificate", None).await;
-    let mut one = web("nginx:1.27");
-    one.clusters = vec!["edge-1".into()];
-    fleet.write_work(one.clone()).await;
+    fleet.write_work(web_on("edge-1", "nginx:1.27")).await;
     wait_image(&fleet, "edge-1", "nginx:1.27", &broker).await;
 
     // Nobody touches anything: the agent asks, the hub issues the next one.
@@ -343,11 +353,7 @@ async fn a_cluster_renews_its_certificate_on_its_own_and_works_on_the_new_one_on
     // Once the first one ended, only the new one opens the listener: no password either.
     until_ended(&first).await;
     assert!(std::fs::read_to_string(&file).unwrap().len() > 100);
-    broker.set_users(&users(false)).unwrap();
-    broker.kill9_and_restart().unwrap();
-    one.manifests = vec![namespace("web"), deployment("web", "web", 1, "nginx:1.28")];
-    fleet.write_work(one).await;
-    wait_image(&fleet, "edge-1", "nginx:1.28", &broker).await;
+    works_on_its_certificate_alone(&fleet, &mut broker, "nginx:1.28").await;
     fleet.shutdown().await;
 }
 
@@ -443,12 +449,7 @@ async fn a_cluster_offline_past_its_certificates_end_gets_a_new_one_on_its_own()
         "the new certificate was issued after the first ended (not before the agent stopped)"
     );
     // And it works on it alone.
-    broker.set_users(&users(false)).unwrap();
-    broker.kill9_and_restart().unwrap();
-    let mut one = web("nginx:1.27");
-    one.clusters = vec!["edge-1".into()];
-    fleet.write_work(one).await;
-    wait_image(&fleet, "edge-1", "nginx:1.27", &broker).await;
+    works_on_its_certificate_alone(&fleet, &mut broker, "nginx:1.27").await;
     fleet.shutdown().await;
 }
 
@@ -463,9 +464,7 @@ async fn a_cluster_denied_then_accepted_again_gets_back_on_a_new_certificate() {
     fleet.accept("edge-1").await;
     let first = certificate(&fleet, "the first certificate", None).await;
     let file = fleet.agent_dir("edge-1").join("cluster-cert.pem");
-    let mut one = web("nginx:1.27");
-    one.clusters = vec!["edge-1".into()];
-    fleet.write_work(one.clone()).await;
+    fleet.write_work(web_on("edge-1", "nginx:1.27")).await;
     wait_image(&fleet, "edge-1", "nginx:1.27", &broker).await;
     let first_pem = std::fs::read(&file).unwrap();
 
@@ -506,11 +505,7 @@ async fn a_cluster_denied_then_accepted_again_gets_back_on_a_new_certificate() {
         "the agent to log in with the new certificate",
     )
     .await;
-    broker.set_users(&users(false)).unwrap();
-    broker.kill9_and_restart().unwrap();
-    one.manifests = vec![namespace("web"), deployment("web", "web", 1, "nginx:1.28")];
-    fleet.write_work(one).await;
-    wait_image(&fleet, "edge-1", "nginx:1.28", &broker).await;
+    works_on_its_certificate_alone(&fleet, &mut broker, "nginx:1.28").await;
     fleet.shutdown().await;
 }
 

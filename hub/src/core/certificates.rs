@@ -153,19 +153,9 @@ impl HubCore {
         }
     }
 
-    /// Every certificate revoked and not yet ended, for the cluster CA's revocation list.
-    pub fn revoked_certificates(&self, now: DateTime<Utc>) -> Vec<RevokedCertificate> {
-        self.revoked_certificates_of_clusters(now)
-            .into_iter()
-            .map(|(_, r)| r)
-            .collect()
-    }
-
-    /// [`HubCore::revoked_certificates`] with the cluster of each (sorted by serial).
-    pub fn revoked_certificates_of_clusters(
-        &self,
-        now: DateTime<Utc>,
-    ) -> Vec<(String, RevokedCertificate)> {
+    /// Every certificate revoked and not yet ended, with its cluster, sorted by serial: the
+    /// cluster CA's revocation list, and whose sessions the hub drops on an external broker.
+    pub fn revoked_certificates(&self, now: DateTime<Utc>) -> Vec<(String, RevokedCertificate)> {
         let mut all: Vec<(String, RevokedCertificate)> = self
             .clusters()
             .flat_map(|c| c.revoked_certificates.iter().map(|r| (c.name.clone(), r)))
@@ -388,7 +378,8 @@ mod tests {
         core.apply(&change.records);
         let revoked = core.revoked_certificates(t(5));
         assert_eq!(revoked.len(), 1);
-        assert_eq!(revoked[0].serial, "01");
+        assert_eq!(revoked[0].0, "edge-1");
+        assert_eq!(revoked[0].1.serial, "01");
         // Reinstalled with a new key: accepted again, a certificate for the new key.
         let c = core.handle_agent(join_with_key("edge-1", "KEY2"), t(6));
         core.apply(&c.records);

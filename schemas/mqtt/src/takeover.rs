@@ -48,10 +48,7 @@ pub async fn connect_once(
     client_id: &str,
     timeout: Duration,
 ) -> Result<Outcome, TlsError> {
-    let mut trust = tls.clone();
-    trust.client_cert_file = None;
-    trust.client_key_file = None;
-    let config = trust.client_config_with(Some((chain, key)))?;
+    let config = tls.client_config_with(Some((chain, key)))?;
     let mut options = MqttOptions::new(client_id.to_owned(), url.host(), url.port());
     options
         .set_keep_alive(MIN_KEEPALIVE)
@@ -119,10 +116,7 @@ pub async fn probe_certificate(
 ) -> Result<Outcome, TlsError> {
     use rumqttc::tokio_rustls::TlsConnector;
     use tokio::io::AsyncReadExt as _;
-    let mut trust = tls.clone();
-    trust.client_cert_file = None;
-    trust.client_key_file = None;
-    let config = trust.client_config_with(Some((chain, key)))?;
+    let config = tls.client_config_with(Some((chain, key)))?;
     let failed = |reason: String| {
         Outcome::Failed(LinkError::Unreachable {
             url: url.to_string(),
