@@ -26,7 +26,7 @@ pub const DEFAULT_KEEPALIVE: Duration = Duration::from_secs(60);
 /// Default time an MQTT connection attempt may take (TCP, TLS, CONNACK). A broker letting a whole
 /// fleet back in after a restart answers the last of 10,000 TLS logins many seconds late; an
 /// agent that gave up after 10 s came back into the queue behind its own abandoned handshake, and
-/// the fleet never got in (10,000 clusters on 2 cores, README "Performance"). A 2G link needs
+/// the fleet never got in (10,000 clusters on 2 cores, docs/performance.md). A 2G link needs
 /// several seconds too.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default largest chunk of a large spec (offered to the hub in every spec resync request).
@@ -89,7 +89,7 @@ pub struct AgentConfig {
     pub source_id: String,
     /// Pin of the CA that issues the hub's signing key; `None` uses the broker's CA pin
     /// (`tls.ca_pin`, the hub's own CA with the embedded broker), and without that either the
-    /// agent trusts the first hub CA it sees and keeps it ([`crate::trust`]).
+    /// agent trusts the first hub CA it sees and keeps it ([`crate::registration::trust`]).
     pub hub_ca_pin: Option<CaPin>,
     /// The join token (`ocm-edge token create`) the hub's embedded broker wants from a cluster it
     /// has not accepted yet; once accepted, the agent's own key is enough (an expired token then

@@ -19,7 +19,7 @@ use ocm_edge_schemas::wire::works::{
 };
 use ocm_edge_schemas::wire::{MqttMessage, decode};
 
-use crate::core::outbox::StatusRecord;
+use crate::work::outbox::StatusRecord;
 
 /// Why an inbound message was dropped.
 #[derive(Debug, thiserror::Error)]
@@ -221,7 +221,7 @@ pub fn admissible(spec: &SpecEvent) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::outbox::Envelope;
+    use crate::work::outbox::Envelope;
     use ocm_edge_schemas::api::work::ManifestWorkStatus;
     use ocm_edge_schemas::wire::extensions as ext;
     use ocm_edge_schemas::wire::topic;

@@ -3,16 +3,20 @@
 //! bundles, the applied inventory and a status outbox live in a redb file, so the agent reconciles
 //! (and corrects drift) with no broker, survives restarts while offline, and resyncs on reconnect.
 //!
-//! Map:
-//! - [`config`]: [`AgentConfig`], [`ApplierConfig`].
-//! - [`core`]: pure logic (`now` is an argument): plan, status, outbox, spec acceptance, lease.
+//! Map: one folder per concern, mirroring the hub's (`registration/`, `work/`, `lease/`).
+//! - [`session`]: [`start_agent`] / [`run_agent`]: the one task that owns all state, its MQTT
+//!   session (a will and a persisted connection sequence number per connection, from
+//!   `ocm_edge_mqtt`), and the dispatch of what arrives; [`AgentCounters`] to observe it.
+//! - [`registration`]: the agent's key, the join request and the hub's view, which hub it trusts
+//!   (signatures), the cluster's certificate.
+//! - [`work`]: bundles in, the apply plan, statuses, the outbox (pure parts and their shell).
+//! - [`lease`]: lease renewals, the cluster status and API-server health, the periodic tick.
+//! - [`transfer`]: chunked transfers of large works, resumed after a cut.
+//! - [`applier`]: the [`applier::Applier`] trait, the simulated cluster ([`SimControl`], with its
+//!   control socket) and kube-rs.
 //! - [`store`]: the redb file.
-//! - [`applier`]: the [`applier::Applier`] trait, the simulated cluster ([`SimControl`]) and kube-rs.
-//! - [`trust`]: the hub's signature on everything it sends, and which hub the agent trusts.
 //! - [`events`]: parse hub events, build agent events (on `ocm_edge_schemas::wire`).
-//! - [`agent`]: [`run_agent`] / [`start_agent`] wiring it all (the MQTT session, with a will and a
-//!   persisted connection sequence number per connection, comes from `ocm_edge_mqtt`);
-//!   [`AgentCounters`] to observe it.
+//! - [`config`]: [`AgentConfig`], [`ApplierConfig`]; [`flags`]: the `ocm-edge-agent` command line.
 //!
 //! # On the wire (source id S, cluster C)
 //! - Subscribes (QoS 1, clean start) to `sources/S/consumers/C/sourceevents` and `sources/S/sourcebroadcast`.
@@ -31,16 +35,18 @@
 //! (drift correction and readiness re-check), `health_interval`, `reconnect_min`/`reconnect_max`
 //! (capped, jittered exponential backoff), and the sim applier's `ready_delay`.
 
-pub mod agent;
 pub mod applier;
-pub mod certificate;
 pub mod config;
-pub mod core;
 pub mod events;
-pub mod sim_control;
+pub mod flags;
+pub mod lease;
+pub mod registration;
+pub mod session;
 pub mod store;
-pub mod trust;
+pub mod transfer;
+pub mod work;
 
-pub use agent::{AgentCounters, AgentError, AgentHandle, Registration, run_agent, start_agent};
 pub use applier::sim::SimControl;
 pub use config::{AgentConfig, ApplierConfig, TlsFiles};
+pub use registration::Registration;
+pub use session::{AgentCounters, AgentError, AgentHandle, run_agent, start_agent};

@@ -25,9 +25,9 @@ use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, Tab
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::core::outbox::StatusRecord;
-use crate::core::resource::ResourceRef;
-use crate::trust::HubSigner;
+use crate::registration::trust::HubSigner;
+use crate::work::outbox::StatusRecord;
+use crate::work::resource::ResourceRef;
 
 /// redb's page cache: its default (1 GiB) is more than a small edge box should give an agent;
 /// bundles are read one at a time, so a few MiB keep the reconcile loop off the disk.
@@ -99,7 +99,7 @@ pub struct DesiredBundle {
     /// The `metadata` extension as received, echoed on status events.
     #[serde(
         rename = "metadata_json",
-        with = "crate::core::outbox::metadata_as_json_text"
+        with = "crate::work::outbox::metadata_as_json_text"
     )]
     pub metadata: Option<ObjectMeta>,
     /// metadata.generation, or the resource version when the hub sends none.
@@ -108,7 +108,7 @@ pub struct DesiredBundle {
     /// A delete was received; removal is in progress.
     pub deleting: bool,
     /// `ce-time` of the last spec event acted on for this bundle (signed by the hub): anything
-    /// older is a replay ([`crate::core::acceptance::is_replay`]).
+    /// older is a replay ([`crate::work::acceptance::is_replay`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decided_at: Option<DateTime<Utc>>,
 }

@@ -1,5 +1,5 @@
 //! A CONNECT's username, client id and password as the hub's embedded broker checks them
-//! (`ocm_edge_hub::logins`): agents' key proofs with join tokens, the CLI's credential proofs,
+//! (`ocm_edge_hub::registration::logins`): agents' key proofs with join tokens, the CLI's credential proofs,
 //! the hub's and the dashboard's passwords. Nothing may panic, and nothing gets in as anyone it
 //! cannot prove to be: not as the accepted cluster (its key's private half is in no input), not
 //! as the hub or the dashboard without their passwords, not as the operator without a credential
@@ -21,8 +21,8 @@ fuzz_target!(|data: &[u8]| {
     // Built once: the check keeps no state an input could change but the live key of a
     // cluster that got in, which decides nothing about the next login.
     static LOGINS: std::sync::OnceLock<(
-        ocm_edge_hub::logins::HubLogins,
-        std::sync::Arc<ocm_edge_hub::join_token::JoinTokens>,
+        ocm_edge_hub::registration::logins::HubLogins,
+        std::sync::Arc<ocm_edge_hub::registration::join_token::JoinTokens>,
     )> = std::sync::OnceLock::new();
     let (logins, tokens) = LOGINS.get_or_init(broker_logins);
     if logins.check(&user, &client_id, password).is_err() {

@@ -6,7 +6,7 @@
 
 use base64::Engine as _;
 use libfuzzer_sys::fuzz_target;
-use ocm_edge_agent::certificate::from_view;
+use ocm_edge_agent::registration::certificate::from_view;
 use ocm_edge_fuzz::{BOUND_KEY_BASE64, CLUSTER, now};
 use ocm_edge_schemas::api::cluster::ManagedCluster;
 use ocm_edge_schemas::wire::signature::CLUSTER_CERTIFICATE_ANNOTATION;

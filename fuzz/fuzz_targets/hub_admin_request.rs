@@ -5,7 +5,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use ocm_edge_fuzz::{hub_core, now};
-use ocm_edge_hub::admin::messages::AdminResponse;
+use ocm_edge_schemas::admin::AdminResponse;
 use ocm_edge_hub::admin::server::{handle_request, parse_request};
 
 fuzz_target!(|data: &[u8]| {

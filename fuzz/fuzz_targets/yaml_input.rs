@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use ocm_edge_hub::cli::manifests::{Loaded, Origin, manifest_work};
+use ocm_edge_cli::manifests::{Loaded, Origin, manifest_work};
 use ocm_edge_schemas::api::object::OcmObject;
 use ocm_edge_schemas::api::yaml::from_yaml_documents;
 

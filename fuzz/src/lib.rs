@@ -6,7 +6,7 @@
 //! events (`seeds/`), prefixed with that byte.
 
 use chrono::{DateTime, TimeZone, Utc};
-use ocm_edge_hub::admin::messages::{AdminRequest, CreateWork};
+use ocm_edge_schemas::admin::{AdminRequest, CreateWork};
 use ocm_edge_hub::admin::server::handle_request;
 use ocm_edge_hub::availability::AvailabilityConfig;
 use ocm_edge_hub::core::{AgentInput, CoreConfig, HubCore};
@@ -30,16 +30,16 @@ pub const HUB_CA: &[u8] = include_bytes!("../fixtures/hub-ca.der");
 pub const HUB_SIGNER: &[u8] = include_bytes!("../fixtures/hub-signer.der");
 
 /// The fixture hub's signer, as an agent keeps it.
-pub fn hub_signer() -> ocm_edge_agent::trust::HubSigner {
-    ocm_edge_agent::trust::HubSigner {
+pub fn hub_signer() -> ocm_edge_agent::registration::trust::HubSigner {
+    ocm_edge_agent::registration::trust::HubSigner {
         ca: HUB_CA.to_vec(),
         cert: HUB_SIGNER.to_vec(),
     }
 }
 
 /// The hub's admin authenticator with the fixture CA.
-pub fn admin_authenticator() -> ocm_edge_hub::admin::credential::Authenticator {
-    ocm_edge_hub::admin::credential::Authenticator::new(HUB_CA.to_vec())
+pub fn admin_authenticator() -> ocm_edge_hub::admin::auth::Authenticator {
+    ocm_edge_hub::admin::auth::Authenticator::new(HUB_CA.to_vec())
 }
 
 /// The hub's own password in the `broker_login` target.
@@ -55,8 +55,8 @@ pub const BOUND_KEY_BASE64: &str = "iojj3XQJ8ZX9UtstPLpdcspnCb8dlBIb83SIAbQPb1w=
 /// The embedded broker's login check as the hub builds it, with fixed secrets: [`CLUSTER`]
 /// accepted with [`BOUND_KEY_BASE64`], operators by the fixture CA, tokens by [`TOKEN_SECRET`].
 pub fn broker_logins() -> (
-    ocm_edge_hub::logins::HubLogins,
-    std::sync::Arc<ocm_edge_hub::join_token::JoinTokens>,
+    ocm_edge_hub::registration::logins::HubLogins,
+    std::sync::Arc<ocm_edge_hub::registration::join_token::JoinTokens>,
 ) {
     broker_logins_with(HUB_CA.to_vec())
 }
@@ -65,8 +65,8 @@ pub fn broker_logins() -> (
 pub fn broker_logins_with(
     ca_der: Vec<u8>,
 ) -> (
-    ocm_edge_hub::logins::HubLogins,
-    std::sync::Arc<ocm_edge_hub::join_token::JoinTokens>,
+    ocm_edge_hub::registration::logins::HubLogins,
+    std::sync::Arc<ocm_edge_hub::registration::join_token::JoinTokens>,
 ) {
     let core = hub_core();
     let mut record = core
@@ -74,15 +74,15 @@ pub fn broker_logins_with(
         .cloned()
         .expect("the fixture cluster joined");
     record.agent_key = Some(BOUND_KEY_BASE64.to_owned());
-    let tokens = std::sync::Arc::new(ocm_edge_hub::join_token::JoinTokens::from_secret(
+    let tokens = std::sync::Arc::new(ocm_edge_hub::registration::join_token::JoinTokens::from_secret(
         &TOKEN_SECRET,
         std::path::PathBuf::from("/nonexistent/ocm-edge-fuzz/revoked-join-tokens"),
     ));
-    let logins = ocm_edge_hub::logins::HubLogins::new(
+    let logins = ocm_edge_hub::registration::logins::HubLogins::new(
         HUB_SECRET.to_owned(),
         Some(DASHBOARD_SECRET.to_owned()),
-        Some(ocm_edge_hub::admin::credential::Authenticator::new(ca_der)),
-        ocm_edge_hub::logins::Standings::of(&[record]),
+        Some(ocm_edge_hub::admin::auth::Authenticator::new(ca_der)),
+        ocm_edge_hub::registration::logins::Standings::of(&[record]),
         tokens.clone(),
     );
     (logins, tokens)
@@ -190,8 +190,8 @@ mod seeds {
     use std::path::{Path, PathBuf};
 
     use ocm_edge_agent::events::AgentIdentity;
-    use ocm_edge_hub::admin::messages::AdminRequest;
-    use ocm_edge_hub::events::encode_outbound;
+    use ocm_edge_schemas::admin::AdminRequest;
+    use ocm_edge_hub::process::events::encode_outbound;
     use ocm_edge_schemas::api::cluster::ManagedCluster;
     use ocm_edge_schemas::wire::{MqttMessage, encode};
 
@@ -221,7 +221,7 @@ mod seeds {
     #[ignore = "writes the seed files"]
     fn write_cluster_certificate_seeds() {
         let data = tempfile::tempdir().unwrap();
-        let ca = ocm_edge_hub::cluster_ca::ClusterCa::load_or_create(data.path(), now()).unwrap();
+        let ca = ocm_edge_hub::registration::cluster_ca::ClusterCa::load_or_create(data.path(), now()).unwrap();
         for cluster in [CLUSTER, "edge-2"] {
             let cert = ca
                 .issue_for_key(cluster, BOUND_KEY_BASE64, chrono::Duration::days(30), now())
@@ -282,15 +282,15 @@ mod seeds {
         // certificate (the targets compile both in at their next build).
         let pki_dir = tempfile::tempdir().unwrap();
         let pki = ocm_edge_hub::pki::HubPki::load_or_create(pki_dir.path(), now()).unwrap();
-        let signer = ocm_edge_hub::signing::EventSigner::load_or_create(&pki, now()).unwrap();
+        let signer = ocm_edge_hub::pki::signing::EventSigner::load_or_create(&pki, now()).unwrap();
         let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
         std::fs::write(fixtures.join("hub-ca.der"), pki.ca_der().unwrap()).unwrap();
         std::fs::write(fixtures.join("hub-signer.der"), signer.certificate()).unwrap();
-        let fresh = ocm_edge_agent::trust::HubSigner {
+        let fresh = ocm_edge_agent::registration::trust::HubSigner {
             ca: pki.ca_der().unwrap(),
             cert: signer.certificate().to_vec(),
         };
-        let trust = ocm_edge_agent::trust::HubTrust::new(Some(fresh.ca_pin()), Some(fresh));
+        let trust = ocm_edge_agent::registration::trust::HubTrust::new(Some(fresh.ca_pin()), Some(fresh));
 
         // What the hub sends, signed: the accepted cluster's view and the work's spec event.
         let core = hub_core();
@@ -316,7 +316,7 @@ mod seeds {
             // Checked against the fixture just written.
             assert_eq!(
                 trust.check(&msg, now()),
-                Ok(ocm_edge_agent::trust::Checked::Trusted)
+                Ok(ocm_edge_agent::registration::trust::Checked::Trusted)
             );
             write_message("agent_inbound", &format!("hub-{i}"), &msg);
         }
@@ -358,16 +358,15 @@ mod seeds {
         }
 
         // Signed admin requests, by a credential of the same CA.
-        let (pem, _) = pki
-            .issue_user(
+        let (pem, _) = ocm_edge_hub::admin::users::issue(&pki, 
                 ADMIN_USER,
-                ocm_edge_hub::admin::messages::Role::Admin,
+                ocm_edge_schemas::admin::Role::Admin,
                 chrono::Duration::days(3650),
                 now(),
             )
             .unwrap();
         let credential =
-            ocm_edge_hub::admin::credential::Credential::from_pem(pem.as_bytes()).unwrap();
+            ocm_edge_cli::client::credential::Credential::from_pem(pem.as_bytes()).unwrap();
         let topic = ocm_edge_schemas::wire::topic::admin_requests(SOURCE).unwrap();
         for (name, payload) in [
             ("stats", br#"{"command":"stats"}"#.to_vec()),
@@ -390,7 +389,7 @@ mod seeds {
                 user_properties,
             };
             // Checked against the CA just written (the targets compile it in at their next build).
-            let fresh = ocm_edge_hub::admin::credential::Authenticator::new(pki.ca_der().unwrap());
+            let fresh = ocm_edge_hub::admin::auth::Authenticator::new(pki.ca_der().unwrap());
             assert!(
                 fresh
                     .authenticate(&msg, ADMIN_REPLY, ADMIN_CORRELATION, now())
@@ -421,8 +420,8 @@ mod seeds {
             ),
         ];
         let key_dir = tempfile::tempdir().unwrap();
-        let key = ocm_edge_agent::trust::AgentKey::load_or_create(key_dir.path()).unwrap();
-        let token = ocm_edge_hub::join_token::JoinTokens::from_secret(
+        let key = ocm_edge_agent::registration::key::AgentKey::load_or_create(key_dir.path()).unwrap();
+        let token = ocm_edge_hub::registration::join_token::JoinTokens::from_secret(
             &TOKEN_SECRET,
             PathBuf::from("/nonexistent"),
         )
@@ -467,7 +466,7 @@ mod seeds {
                 write_message(target, &format!("maestro-{file}"), &msg);
             }
         }
-        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../hub/tests/fixtures/cli");
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../hub/cli/tests/fixtures/cli");
         for entry in walk(&fixtures) {
             if entry.extension().is_some_and(|e| e == "yaml" || e == "yml") {
                 let name = entry

@@ -119,7 +119,7 @@ pub struct HubConfig {
     pub broker_password: Option<String>,
     /// CA file (system roots when unset) and client certificate for an `mqtts://` external broker.
     pub broker_tls: TlsFiles,
-    /// MQTT sessions receiving agent events (1 to [`crate::hub::MAX_INTAKES`]), each with a task
+    /// MQTT sessions receiving agent events (1 to [`crate::process::MAX_INTAKES`]), each with a task
     /// that decodes what it receives. More than one share the subscription
     /// (`$share/<source>-hub/...`, MQTT 5): the broker spreads the fleet over them. On the
     /// embedded broker a cluster's events always reach the same session (hash of the topic); a
@@ -143,7 +143,7 @@ pub struct HubConfig {
     pub cluster_cert_grace: chrono::Duration,
     /// The [`BrokerConfig::External`] broker's certificate listener (`mqtts://HOST:8884` in
     /// broker-config/mosquitto/), where the hub drops the live sessions of clusters whose
-    /// certificate it revoked ([`crate::evict`]); trusted like the broker ([`HubConfig::broker_tls`]'s
+    /// certificate it revoked ([`crate::registration::evict`]); trusted like the broker ([`HubConfig::broker_tls`]'s
     /// CA file or pin). Without it such a session stays until it disconnects.
     pub broker_mtls: Option<BrokerUrl>,
     /// Longest wait between two checks whether the broker read the revocation list (1 s,
@@ -175,8 +175,8 @@ impl HubConfig {
             intakes: DEFAULT_INTAKES,
             report_flush_every: DEFAULT_REPORT_FLUSH_EVERY,
             login_recheck: DEFAULT_LOGIN_RECHECK,
-            cluster_cert_validity: crate::core::certificates::DEFAULT_VALIDITY,
-            cluster_cert_grace: crate::core::certificates::DEFAULT_GRACE,
+            cluster_cert_validity: crate::registration::certificates::DEFAULT_VALIDITY,
+            cluster_cert_grace: crate::registration::certificates::DEFAULT_GRACE,
             broker_mtls: None,
             broker_mtls_recheck: Duration::from_secs(30),
         }

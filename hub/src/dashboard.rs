@@ -12,7 +12,7 @@
 //!
 //! Dashboards are a convenience: they must not rely on every retained message arriving (a broker
 //! may cap what it replays to a new wildcard subscriber, or keep retained messages only in
-//! memory; DESIGN.md 4). No IO here: the hub publishes what [`Dashboards::take_due`] returns.
+//! memory). No IO here: the hub publishes what [`Dashboards::take_due`] returns.
 
 use std::collections::{BTreeSet, HashMap};
 use std::hash::{Hash as _, Hasher as _};

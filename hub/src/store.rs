@@ -69,7 +69,7 @@ pub struct Loaded {
     pub works: Vec<WorkRecord>,
     pub counters: Counters,
     pub objects: Vec<StoredObject>,
-    /// The last time stamped into a spec event ([`crate::core::spec_clock`]).
+    /// The last time stamped into a spec event ([`crate::work::spec_clock`]).
     pub spec_clock: Option<DateTime<Utc>>,
 }
 

@@ -4,7 +4,7 @@
 //! # Names
 //! - Cluster names must be Kubernetes DNS-1123 labels (`[a-z0-9]([-a-z0-9]*[a-z0-9])?`, at most
 //!   63 characters): a cluster name is a namespace on an OCM hub, and it is a level of every
-//!   MQTT topic, where PROTOCOL.md (and sdk-go's topic regex) allow only `[a-z0-9-]+`. A label
+//!   MQTT topic, where the protocol (docs/reference/protocol.md section 1, and sdk-go's topic regex) allow only `[a-z0-9-]+`. A label
 //!   satisfies both.
 //! - Work names must be Kubernetes DNS-1123 subdomains (labels joined by `.`, at most 253
 //!   characters), exactly what OCM accepts for a ManifestWork. Work names never appear in the

@@ -3,7 +3,7 @@
 # or frozen (SIGSTOP), with real processes: `ocm-edge hub` (embedded broker) and `ocm-edge-agent
 # --applier sim`. It polls `ocm-edge cluster get -o json` every 0.1 s, so figures carry ~0.1 s.
 #
-#   cargo build -p ocm-edge-hub -p ocm-edge-agent
+#   cargo build -p ocm-edge-cli -p ocm-edge-agent
 #   KA=10 LEASE=60 tests/bench/detect-unreachable.sh kill    # or: stop
 #
 # KA is the agent's MQTT keepalive (s), LEASE its lease duration (s). Needs python3 and bc.

@@ -4,7 +4,7 @@
 # holding one applied work. After the work is Available it reads the veth's byte counters (every
 # Ethernet frame both ways: MQTT, TCP/IP headers, ACKs) over SECONDS and scales them to 86,400 s.
 #
-#   cargo build -p ocm-edge-hub -p ocm-edge-agent
+#   cargo build -p ocm-edge-cli -p ocm-edge-agent
 #   sudo SECONDS_IDLE=600 tests/bench/idle-bytes.sh [extra ocm-edge-agent flags...]
 #
 # Needs root (ip netns, veth). Prints one RESULT line. CAPTURE=FILE also records the idle window

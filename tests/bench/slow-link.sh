@@ -13,8 +13,8 @@ set -eu
 cd "$(dirname "$0")/../.."
 OUT=$(mktemp)
 trap 'rm -f "$OUT"' EXIT
-OCM_EDGE_REQUIRE_NETNS=1 cargo test -q -p ocm-edge-tests --test link_faults \
-  a_300_kib_work_crosses_a_2g_link -- --nocapture >"$OUT" 2>&1 || { cat "$OUT"; exit 1; }
+OCM_EDGE_REQUIRE_NETNS=1 cargo test -q -p ocm-edge-tests --test it \
+  link_faults::a_300_kib_work_crosses_a_2g_link -- --nocapture >"$OUT" 2>&1 || { cat "$OUT"; exit 1; }
 grep '^2G link:' "$OUT"
 applied=$(sed -n 's/^2G link: .* applied in \([0-9.]*\)s, \([0-9]*\) bytes.*/\1 \2/p' "$OUT")
 resumed=$(sed -n 's/^2G link: update cut.*(\([0-9.]*\) x the uncut.*/\1/p' "$OUT")

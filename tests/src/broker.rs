@@ -45,9 +45,25 @@ pub fn wait_listening(addr: SocketAddr, timeout: Duration) -> Result<(), BrokerE
 /// The hub's embedded broker (`ocm_edge_mqtt::broker::start_embedded`) on a free port of
 /// 127.0.0.1, started on its own so hubs can be stopped and restarted while it stays up. Each
 /// test starts its own broker, so tests never share topics; dropping it stops the broker.
+/// It derefs to (and prints as) its URL.
 #[derive(Debug)]
 pub struct TestBroker {
     inner: ocm_edge_mqtt::broker::EmbeddedBroker,
+    url: String,
+}
+
+impl std::ops::Deref for TestBroker {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.url
+    }
+}
+
+impl std::fmt::Display for TestBroker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.url)
+    }
 }
 
 impl TestBroker {
@@ -68,7 +84,27 @@ impl TestBroker {
     pub fn start_on(ip: std::net::Ipv4Addr) -> Result<Self, BrokerError> {
         let inner = ocm_edge_mqtt::broker::start_embedded(SocketAddr::from((ip, 0)))
             .map_err(|e| BrokerError::Start(e.to_string()))?;
-        Ok(Self { inner })
+        Ok(Self::of(inner))
+    }
+
+    /// [`TestBroker::start`] letting in only the given username / password pairs.
+    ///
+    /// # Errors
+    /// As [`TestBroker::start`].
+    pub fn with_users(
+        users: std::collections::HashMap<String, String>,
+    ) -> Result<Self, BrokerError> {
+        let inner = ocm_edge_mqtt::broker::start_embedded_with_users(
+            SocketAddr::from(([127, 0, 0, 1], 0)),
+            Some(users),
+        )
+        .map_err(|e| BrokerError::Start(e.to_string()))?;
+        Ok(Self::of(inner))
+    }
+
+    fn of(inner: ocm_edge_mqtt::broker::EmbeddedBroker) -> Self {
+        let url = inner.url().to_string();
+        Self { inner, url }
     }
 
     /// rumqttd 0.20, the previous embedded broker (benchmarks only).
@@ -84,7 +120,7 @@ impl TestBroker {
             tuning,
         )
         .map_err(|e| BrokerError::Start(e.to_string()))?;
-        Ok(Self { inner })
+        Ok(Self::of(inner))
     }
 
     /// Deliveries the broker dropped so far (0 for rumqttd, which does not report them).
@@ -105,7 +141,7 @@ impl TestBroker {
 
     /// `mqtt://127.0.0.1:PORT`.
     pub fn url(&self) -> String {
-        self.inner.url().to_string()
+        self.url.clone()
     }
 
     /// The listening address.

@@ -19,11 +19,12 @@ use std::time::Duration;
 use ocm_edge_agent::{
     AgentConfig, AgentCounters, AgentHandle, ApplierConfig, SimControl, start_agent,
 };
-use ocm_edge_hub::admin::client::{AdminClient, ConnectOptions};
-use ocm_edge_hub::admin::credential::ADMIN_CREDENTIALS;
-use ocm_edge_hub::admin::messages::CreateWork;
-use ocm_edge_hub::admin::messages::{ClusterState, ClusterView, HubStats, WorkView, WorkWritten};
+use ocm_edge_cli::client::{AdminClient, ConnectOptions};
+use ocm_edge_hub::admin::users::ADMIN_CREDENTIALS;
 use ocm_edge_hub::{BrokerConfig, HubConfig, HubHandle, start_hub};
+use ocm_edge_schemas::admin::{
+    ClusterState, ClusterView, CreateWork, HubStats, WorkView, WorkWritten,
+};
 use serde_json::Value;
 
 use crate::broker::TestBroker;
@@ -274,8 +275,11 @@ impl Fleet {
     ///
     /// # Panics
     /// When the hub's token key cannot be read or made.
-    pub fn new_join_token(&self, ttl: chrono::Duration) -> ocm_edge_hub::join_token::JoinToken {
-        ocm_edge_hub::join_token::JoinTokens::load_or_create(&self.hub_dir())
+    pub fn new_join_token(
+        &self,
+        ttl: chrono::Duration,
+    ) -> ocm_edge_hub::registration::join_token::JoinToken {
+        ocm_edge_hub::registration::join_token::JoinTokens::load_or_create(&self.hub_dir())
             .and_then(|t| t.create(ttl, chrono::Utc::now()))
             .expect("a join token")
     }
@@ -284,6 +288,12 @@ impl Fleet {
     /// once the hub has started).
     pub fn join_token(&self) -> Option<&str> {
         self.join_token.as_deref()
+    }
+
+    /// The fleet's directory: the hub's data directory (`hub/`) and the agents' (`agents/`)
+    /// are in it, and tests may keep other files there.
+    pub fn dir(&self) -> &std::path::Path {
+        self.dir.path()
     }
 
     /// The hub's data directory.
@@ -340,6 +350,22 @@ impl Fleet {
     pub fn agent(&mut self, cluster: &str) -> AgentBuilder<'_> {
         let cfg = self.agent_config(cluster);
         AgentBuilder { fleet: self, cfg }
+    }
+
+    /// Starts `cluster`'s agent with `labels`, accepts its cluster and waits until the hub sees
+    /// it available.
+    ///
+    /// # Panics
+    /// When any step does not happen within [`WAIT`].
+    pub async fn start_accepted(&mut self, cluster: &str, labels: &[(&str, &str)]) {
+        let mut agent = self.agent(cluster);
+        for (k, v) in labels {
+            agent = agent.label(k, v);
+        }
+        agent.start().await;
+        self.accept(cluster).await;
+        self.wait_cluster(cluster, WAIT, "available", is_available)
+            .await;
     }
 
     /// Starts agents for every name, with the fleet's defaults.
@@ -465,6 +491,33 @@ impl Fleet {
             },
         )
         .await
+    }
+
+    /// Waits until the hub's view of `cluster` satisfies `pred` (polling the admin API), within
+    /// `bound`; returns that view.
+    ///
+    /// # Panics
+    /// Naming `what` and the last view seen when it never holds.
+    pub async fn wait_cluster(
+        &self,
+        cluster: &str,
+        bound: Duration,
+        what: &str,
+        pred: impl Fn(&ClusterView) -> bool,
+    ) -> ClusterView {
+        let admin = self.admin().await;
+        let last = std::sync::Mutex::new(None);
+        let pred = &pred;
+        let last_ref = &last;
+        let found = wait_for(&format!("cluster {cluster} {what}"), bound, || async move {
+            let c = admin.get_cluster(cluster).await.ok()?;
+            let ok = pred(&c);
+            *last_ref.lock().expect("not poisoned") = Some(c.clone());
+            ok.then_some(c)
+        })
+        .await;
+        found
+            .unwrap_or_else(|e| panic!("{e}; last seen: {:#?}", last.lock().expect("not poisoned")))
     }
 
     /// Waits until `cluster` asked to join, then accepts it and waits for the agent to see it.
@@ -637,4 +690,22 @@ pub fn has_true_condition(
     type_: &str,
 ) -> bool {
     ocm_edge_schemas::api::meta::is_condition_true(conditions, type_)
+}
+
+/// Whether the hub sees `c` available: ManagedClusterConditionAvailable True and no taint.
+pub fn is_available(c: &ClusterView) -> bool {
+    c.available
+        .as_ref()
+        .is_some_and(|a| a.status == ocm_edge_schemas::api::meta::ConditionStatus::True)
+        && c.taints.is_empty()
+}
+
+/// Whether the hub sees `c` unreachable: Available Unknown and tainted unreachable.
+pub fn is_unreachable(c: &ClusterView) -> bool {
+    c.available
+        .as_ref()
+        .is_some_and(|a| a.status == ocm_edge_schemas::api::meta::ConditionStatus::Unknown)
+        && c.taints
+            .iter()
+            .any(|t| t.key == ocm_edge_schemas::api::cluster::TAINT_UNREACHABLE)
 }

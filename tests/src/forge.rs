@@ -86,3 +86,17 @@ pub fn applied_status() -> ManifestBundleStatus {
     }))
     .expect("OCM's ManifestBundleStatus shape")
 }
+
+/// The maestro spec vector (`tests/fixtures/cloudevents.spec.maestro.json`, a real maestro
+/// event) as a CloudEvent.
+///
+/// # Panics
+/// When the fixture is missing or does not parse.
+pub fn maestro_spec() -> cloudevents::Event {
+    let bytes = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/cloudevents.spec.maestro.json"
+    ))
+    .expect("maestro vector");
+    ocm_edge_schemas::wire::structured::parse(&bytes).expect("vector parses")
+}

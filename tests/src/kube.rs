@@ -2,6 +2,10 @@
 //! server-side apply (as `e2e-admin`, forced) and read an object back, through the agent's own
 //! [`KubeApplier`] with the admin kubeconfig; the agent's RBAC-limited kubeconfig and binary; and
 //! the control plane's kube-apiserver, to kill and start again ([`ApiServer`]).
+//!
+//! The real cluster itself: `tests/kube/e2e.sh` and `.ci/run` start one from the Go modules
+//! (tests/kube/README.md) and name its admin kubeconfig in [`KUBECONFIG_ENV`]; any cluster you
+//! may write to works too (k3s, KinD). [`kubeconfig`] finds it or says why a test is skipped.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -10,10 +14,32 @@ use base64::Engine as _;
 use chrono::Utc;
 use ocm_edge_agent::applier::Applier;
 use ocm_edge_agent::applier::kube::KubeApplier;
-use ocm_edge_agent::core::plan::{ApplyAction, ApplyStrategy, DeletePropagation};
-use ocm_edge_agent::core::resource::ResourceRef;
+use ocm_edge_agent::work::plan::{ApplyAction, ApplyStrategy, DeletePropagation};
+use ocm_edge_agent::work::resource::ResourceRef;
 use ocm_edge_schemas::api::work::Manifest;
 use serde_json::{Value, json};
+
+/// Environment variable naming the admin kubeconfig of the real cluster.
+pub const KUBECONFIG_ENV: &str = "OCM_EDGE_E2E_KUBECONFIG";
+
+/// The real cluster's admin kubeconfig. `None` (the test is skipped, with a line saying so) when
+/// [`KUBECONFIG_ENV`] is not set, unless `CI` is set: then it panics, since CI starts a cluster.
+pub fn kubeconfig(test: &str) -> Option<PathBuf> {
+    match std::env::var_os(KUBECONFIG_ENV) {
+        Some(path) => Some(PathBuf::from(path)),
+        None if std::env::var_os("CI").is_some() => panic!(
+            "{test}: CI is set but {KUBECONFIG_ENV} is not; .ci/run starts a real control plane \
+             (tests/kube/up.sh) and sets it, or run tests/kube/e2e.sh"
+        ),
+        None => {
+            eprintln!(
+                "SKIPPED {test}: no real cluster; run tests/kube/e2e.sh (builds and starts one) or \
+                 set {KUBECONFIG_ENV} to an admin kubeconfig; set CI=1 to make this a failure"
+            );
+            None
+        }
+    }
+}
 
 /// Applies `manifest` as the admin; returns the object the API server holds.
 ///

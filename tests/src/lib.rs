@@ -1,26 +1,40 @@
-//! ocm-edge integration test harness and the fleet benchmark.
+//! ocm-edge's one test harness, its integration tests (`tests/it/`) and the fleet benchmark.
+//! Every crate's tests use it (the crates dev-depend on it): one fleet builder ([`fleet::Fleet`]),
+//! one fake peer ([`probe::Probe`], with its agent and hub roles), one wait helper ([`wait`]).
 //!
 //! Map:
 //! - [`bench`]: the fleet benchmark behind `fleet-bench` (real hub vs transport alone).
 //! - [`broker`]: the embedded broker (`ocm_edge_mqtt::broker`) on a free port that outlives hub restarts.
+//! - [`contracts`]: JSON Schema validation against the published contracts.
 //! - [`fleet`]: a broker, a hub that can be restarted, N agents on the simulated cluster, an admin
 //!   client, and waits on what the hub and the simulated clusters show.
 //! - [`forge`]: wire messages a test sends as a peer (OCM work agent, maestro, rogue client).
+//! - [`kube`]: the real Kubernetes cluster of the end-to-end (`e2e_`) tests and the admin's hand
+//!   on it.
 //! - [`manifests`]: Kubernetes objects and work options for tests.
 //! - [`mosquitto`]: a real Mosquitto 2 with a generated config (and optional password file + ACL).
 //! - [`netns`]: an edge network namespace on a veth link that can be cut silently, or on a shaped
 //!   2G link through `link-shaper` (root only).
 //! - [`pki`]: a CA and a broker certificate made with rcgen, for TLS tests.
 //! - [`shaper`]: a 2G link in user space (rate, delay, jitter, loss) between two TUN devices.
-//! - [`probe`]: a raw MQTT 5 client to speak the wire directly (maestro's role, spies, bad input).
+//! - [`probe`]: the fake peer: a raw MQTT 5 client to speak the wire directly (maestro's role,
+//!   spies, bad input), and as a cluster's agent ([`probe::AgentPeer`]) or as the hub
+//!   ([`probe::HubPeer`]).
+//! - [`proxy`]: a TCP proxy whose link can be cut, blocked or frozen (no root needed).
+//! - [`reference`]: the command-line references of the docs, generated from clap and checked.
 //! - [`process`]: a hub or agent in its own process (`test-hub`, `test-agent`) to kill with SIGKILL.
-//! - [`wait`]: `wait_until` / `wait_for`: poll an observable condition with a bounded timeout.
+//! - [`wait`]: the one wait helper: `wait_for` / `wait_until` poll an observable condition,
+//!   `wait_watch` waits on a watched value, each with a bounded timeout.
+//! - [`rmqtt_cluster`]: a two-node rmqtt broker cluster (`tests/rmqtt-node`).
 //!
-//! Integration tests live in `tests/` (one user-visible behaviour per test, sentence names);
-//! `src/bin/fleet-bench.rs` is the fleet benchmark.
+//! The integration tests that need more than one crate (hub, agents, brokers, processes, links,
+//! a real API server) live in `tests/it/`, one binary with a module per subject (one
+//! user-visible behaviour per test, sentence names); `src/bin/fleet-bench.rs` is the fleet
+//! benchmark.
 
 pub mod bench;
 pub mod broker;
+pub mod contracts;
 pub mod fleet;
 pub mod forge;
 pub mod kube;
@@ -30,6 +44,8 @@ pub mod netns;
 pub mod pki;
 pub mod probe;
 pub mod process;
+pub mod proxy;
+pub mod reference;
 pub mod rmqtt_cluster;
 pub mod shaper;
 pub mod wait;

@@ -82,8 +82,8 @@ pub fn web_with_feedback(
     clusters: &[&str],
     replicas: i64,
     overwrite: bool,
-) -> ocm_edge_hub::admin::messages::CreateWork {
-    ocm_edge_hub::admin::messages::CreateWork {
+) -> ocm_edge_schemas::admin::CreateWork {
+    ocm_edge_schemas::admin::CreateWork {
         name: "web".into(),
         clusters: clusters.iter().map(|c| c.to_string()).collect(),
         manifests: vec![
@@ -108,11 +108,11 @@ pub fn large_work(
     kib: usize,
     tag: &str,
     overwrite: bool,
-) -> ocm_edge_hub::admin::messages::CreateWork {
+) -> ocm_edge_schemas::admin::CreateWork {
     let lines: String = (0..kib * 16)
         .map(|i| format!("{tag}-{i:08}-{:048x}\n", i * 7919))
         .collect();
-    ocm_edge_hub::admin::messages::CreateWork {
+    ocm_edge_schemas::admin::CreateWork {
         name: "big".into(),
         clusters: clusters.iter().map(|c| c.to_string()).collect(),
         manifests: vec![

@@ -1,15 +1,25 @@
-//! A raw MQTT 5 client (on `ocm_edge_mqtt`'s session) for tests that speak the wire directly: a peer playing maestro,
-//! a spy on a cluster's topics, a sender of malformed payloads, a cluster with broker credentials.
+//! The one fake peer: a raw MQTT 5 client ([`Probe`], on `ocm_edge_mqtt`'s session) for tests that
+//! speak the wire directly: a peer playing maestro, a spy on a cluster's topics, a sender of
+//! malformed payloads, a cluster with broker credentials. Two roles are built on it:
+//! [`AgentPeer`] plays a cluster's agent (for the hub's tests) and [`HubPeer`] plays the hub (for
+//! the agent's tests).
 
 use std::time::Duration;
 
+use chrono::Utc;
+use cloudevents::{AttributesReader, AttributesWriter, Event};
+use ocm_edge_agent::registration::key::AgentKey;
 use ocm_edge_mqtt::session::WillFn;
 use ocm_edge_mqtt::{
     Ack, BrokerUrl, Credentials, LinkError, Publisher, Session, SessionConfig, SessionEvent,
     TlsFiles,
 };
-use ocm_edge_schemas::wire::MqttMessage;
-use tokio::sync::{mpsc, watch};
+use ocm_edge_schemas::wire::event_type::EventType;
+use ocm_edge_schemas::wire::extensions as ext;
+use ocm_edge_schemas::wire::mqtt::APPLICATION_JSON;
+use ocm_edge_schemas::wire::works::WorkEvent;
+use ocm_edge_schemas::wire::{MqttMessage, decode, encode, topic};
+use tokio::sync::{Mutex, mpsc, watch};
 
 use crate::broker::MAX_PACKET_BYTES;
 
@@ -52,6 +62,9 @@ pub struct ProbeOptions {
     pub tls: TlsFiles,
     /// A will the broker publishes if the connection dies.
     pub will: Option<MqttMessage>,
+    /// Filters subscribed (QoS 1) before [`Probe::connect_with`] returns, and again after every
+    /// reconnect.
+    pub subscriptions: Vec<String>,
 }
 
 /// A connected raw MQTT 5 client (an [`ocm_edge_mqtt::Session`] that reports every SUBACK and
@@ -63,7 +76,8 @@ pub struct Probe {
     _session: Session,
     publisher: Publisher,
     messages: mpsc::UnboundedReceiver<MqttMessage>,
-    acks: mpsc::UnboundedReceiver<Ack>,
+    // Behind a lock so that publishing takes `&self` (one acknowledgement awaited at a time).
+    acks: Mutex<mpsc::UnboundedReceiver<Ack>>,
     link: watch::Receiver<ProbeLink>,
 }
 
@@ -108,6 +122,7 @@ impl Probe {
         cfg.max_packet_bytes = MAX_PACKET_BYTES as u32;
         cfg.report_acks = true;
         cfg.tls = opts.tls;
+        cfg.subscriptions = opts.subscriptions;
         cfg.credentials = opts
             .credentials
             .map(|(username, password)| Credentials { username, password });
@@ -149,7 +164,7 @@ impl Probe {
             publisher: session.publisher(),
             _session: session,
             messages,
-            acks,
+            acks: Mutex::new(acks),
             link,
         })
     }
@@ -164,7 +179,7 @@ impl Probe {
     ///
     /// # Errors
     /// [`ProbeError`] when the request fails or no SUBACK arrives.
-    pub async fn subscribe(&mut self, filter: &str) -> Result<Vec<Result<u8, String>>, ProbeError> {
+    pub async fn subscribe(&self, filter: &str) -> Result<Vec<Result<u8, String>>, ProbeError> {
         self.publisher.subscribe(filter).await?;
         match self.next_ack("SUBACK").await? {
             Ack::Subscribe(codes) => Ok(codes),
@@ -177,7 +192,7 @@ impl Probe {
     ///
     /// # Errors
     /// [`ProbeError`] when the request fails or no PUBACK arrives.
-    pub async fn publish(&mut self, msg: &MqttMessage) -> Result<PubAck, ProbeError> {
+    pub async fn publish(&self, msg: &MqttMessage) -> Result<PubAck, ProbeError> {
         self.publisher.publish(msg.clone()).await?;
         match self.next_ack("PUBACK").await? {
             Ack::Publish(r) => Ok(PubAck { refused: r.err() }),
@@ -185,8 +200,9 @@ impl Probe {
         }
     }
 
-    async fn next_ack(&mut self, what: &'static str) -> Result<Ack, ProbeError> {
-        match tokio::time::timeout(ACK_TIMEOUT, self.acks.recv()).await {
+    async fn next_ack(&self, what: &'static str) -> Result<Ack, ProbeError> {
+        let mut acks = self.acks.lock().await;
+        match tokio::time::timeout(ACK_TIMEOUT, acks.recv()).await {
             Ok(Some(a)) => Ok(a),
             Ok(None) => Err(ProbeError::Closed(what)),
             Err(_) => Err(ProbeError::Timeout {
@@ -229,5 +245,258 @@ impl Probe {
             out.push(m);
         }
         out
+    }
+}
+
+/// How long the peers below wait for what a test asks of them.
+pub const PEER_WAIT: Duration = Duration::from_secs(20);
+
+/// A [`Probe`] playing cluster `cluster`'s agent (for the hub's tests): subscribed to its
+/// sourceevents (or another filter), publishing CloudEvents on its agentevents, signed with the
+/// agent's key when given one.
+#[derive(Debug)]
+pub struct AgentPeer {
+    /// The cluster it speaks for.
+    pub cluster: String,
+    /// The hub's source id.
+    pub source: String,
+    probe: Probe,
+    key: Option<AgentKey>,
+}
+
+impl AgentPeer {
+    /// Cluster `cluster`'s agent on `url`, subscribed to its sourceevents.
+    ///
+    /// # Panics
+    /// When it cannot connect and subscribe: a harness failure.
+    pub async fn connect(url: &str, source: &str, cluster: &str) -> AgentPeer {
+        let sub = topic::source_events(source, cluster).expect("a valid cluster and source");
+        Self::connect_to(url, source, cluster, sub).await
+    }
+
+    /// A client speaking for `cluster`, subscribed to `filter` (e.g. the dashboard topics)
+    /// instead of its sourceevents.
+    ///
+    /// # Panics
+    /// When it cannot connect and subscribe: a harness failure.
+    pub async fn connect_to(url: &str, source: &str, cluster: &str, filter: String) -> AgentPeer {
+        let opts = ProbeOptions {
+            client_id: format!("{cluster}-{}", uuid::Uuid::new_v4().simple()),
+            subscriptions: vec![filter],
+            ..ProbeOptions::default()
+        };
+        let probe = Probe::connect_with(url, opts)
+            .await
+            .unwrap_or_else(|e| panic!("{cluster}'s peer cannot connect to {url}: {e}"));
+        AgentPeer {
+            cluster: cluster.to_owned(),
+            source: source.to_owned(),
+            probe,
+            key: None,
+        }
+    }
+
+    /// Signs everything it sends with the key of the agent whose data dir is `dir` (a process
+    /// beside the agent speaking for its cluster once its key is bound).
+    ///
+    /// # Panics
+    /// When the key cannot be read or made.
+    pub fn signing_with(mut self, dir: &std::path::Path) -> AgentPeer {
+        self.key = Some(AgentKey::load_or_create(dir).expect("the agent's key"));
+        self
+    }
+
+    /// An event of type `ty` from this cluster with JSON `data`.
+    ///
+    /// # Panics
+    /// When `ty` is not an event type.
+    pub fn event(&self, ty: &str, data: serde_json::Value) -> Event {
+        let mut e = Event::default();
+        e.set_id(uuid::Uuid::new_v4().to_string());
+        e.set_source(format!("{}-agent", self.cluster));
+        e.set_type(EventType::parse(ty).expect("an event type").to_string());
+        e.set_time(Some(Utc::now()));
+        ext::set_cluster_name(&mut e, &self.cluster);
+        ext::set_original_source(&mut e, "");
+        e.set_data(APPLICATION_JSON, data);
+        e
+    }
+
+    /// Publishes `event` on the cluster's agentevents (signed when it has a key).
+    ///
+    /// # Panics
+    /// When the broker does not acknowledge it.
+    pub async fn send(&self, event: &Event) {
+        let topic = topic::agent_events(&self.source, &self.cluster).expect("a valid topic");
+        let mut msg = encode(event, topic).expect("the event encodes");
+        if let Some(key) = &self.key {
+            key.sign(&mut msg);
+        }
+        self.send_raw(msg).await;
+    }
+
+    /// Publishes `msg` as it is.
+    ///
+    /// # Panics
+    /// When the broker does not acknowledge it.
+    pub async fn send_raw(&self, msg: MqttMessage) {
+        self.probe
+            .publish(&msg)
+            .await
+            .unwrap_or_else(|e| panic!("{}'s peer cannot publish: {e}", self.cluster));
+    }
+
+    /// Sends a join request (label `env=test`, a 60 s lease).
+    pub async fn join(&self) {
+        let e = self.event(
+            "cluster.open-cluster-management.io.v1.managedclusters.spec.create_request",
+            serde_json::json!({"metadata": {"name": self.cluster, "labels": {"env": "test"}},
+                               "spec": {"leaseDurationSeconds": 60}}),
+        );
+        self.send(&e).await;
+    }
+
+    /// Sends a lease renewal.
+    pub async fn renew_lease(&self) {
+        let e = self.event(
+            "coordination.k8s.io.v1.leases.spec.update_request",
+            serde_json::json!({"metadata": {"name": "managed-cluster-lease", "namespace": self.cluster},
+                               "spec": {"leaseDurationSeconds": 60}}),
+        );
+        self.send(&e).await;
+    }
+
+    /// The next received message matching `pred` (others are skipped), within [`PEER_WAIT`].
+    ///
+    /// # Panics
+    /// Naming `what` when none arrives.
+    pub async fn next_message(
+        &mut self,
+        what: &str,
+        pred: impl Fn(&MqttMessage) -> bool,
+    ) -> MqttMessage {
+        self.probe
+            .recv_matching(PEER_WAIT, pred)
+            .await
+            .unwrap_or_else(|| panic!("no {what} within {PEER_WAIT:?}"))
+    }
+
+    /// The next received event matching `pred` (others are skipped), within [`PEER_WAIT`].
+    ///
+    /// # Panics
+    /// Naming `what` when none arrives.
+    pub async fn next_event(&mut self, what: &str, pred: impl Fn(&Event) -> bool) -> Event {
+        let msg = self
+            .next_message(what, |m| decode(m).is_ok_and(|e| pred(&e)))
+            .await;
+        decode(&msg).expect("decoded before")
+    }
+
+    /// The next hub view (`managedclusters.spec.update_request`) whose data matches `pred`.
+    pub async fn next_hub_view(
+        &mut self,
+        pred: impl Fn(&serde_json::Value) -> bool,
+    ) -> serde_json::Value {
+        let e = self
+            .next_event("hub view", |e| {
+                e.ty()
+                    .starts_with("cluster.open-cluster-management.io.v1.managedclusters.spec")
+                    && ocm_edge_schemas::wire::data_json(e)
+                        .ok()
+                        .flatten()
+                        .is_some_and(|v| pred(&v))
+            })
+            .await;
+        ocm_edge_schemas::wire::data_json(&e)
+            .expect("JSON data")
+            .expect("data")
+    }
+
+    /// The next work event matching `pred`.
+    pub async fn next_work_event(
+        &mut self,
+        what: &str,
+        pred: impl Fn(&WorkEvent) -> bool,
+    ) -> WorkEvent {
+        let e = self
+            .next_event(what, |e| WorkEvent::from_event(e).is_ok_and(|w| pred(&w)))
+            .await;
+        WorkEvent::from_event(&e).expect("a work event")
+    }
+}
+
+/// A [`Probe`] playing the hub (for the agent's tests): subscribed to a filter, publishing
+/// CloudEvents, and handing out received events by type, keeping the others for later.
+#[derive(Debug)]
+pub struct HubPeer {
+    probe: Probe,
+    /// Events received but not yet asked for, in arrival order.
+    backlog: Vec<Event>,
+}
+
+impl HubPeer {
+    /// Connects to `url` and subscribes to `filter`; returns once the SUBACK arrived.
+    ///
+    /// # Panics
+    /// When it cannot connect and subscribe: a harness failure.
+    pub async fn connect(url: &str, filter: &str) -> HubPeer {
+        let opts = ProbeOptions {
+            client_id: format!("hub-{}", uuid::Uuid::new_v4().simple()),
+            subscriptions: vec![filter.to_owned()],
+            ..ProbeOptions::default()
+        };
+        let probe = Probe::connect_with(url, opts)
+            .await
+            .unwrap_or_else(|e| panic!("the hub's peer cannot connect to {url}: {e}"));
+        HubPeer {
+            probe,
+            backlog: Vec::new(),
+        }
+    }
+
+    /// Publishes a CloudEvent in binary mode on `topic`.
+    ///
+    /// # Panics
+    /// When it does not encode or the broker does not acknowledge it.
+    pub async fn publish_event(&self, event: &Event, topic: &str) {
+        let msg = encode(event, topic).expect("the event encodes");
+        self.publish_raw(msg).await;
+    }
+
+    /// Publishes a raw MQTT message.
+    ///
+    /// # Panics
+    /// When the broker does not acknowledge it.
+    pub async fn publish_raw(&self, msg: MqttMessage) {
+        self.probe
+            .publish(&msg)
+            .await
+            .unwrap_or_else(|e| panic!("the hub's peer cannot publish: {e}"));
+    }
+
+    /// The first event received (earlier ones not yet taken included) whose type ends with
+    /// `suffix` and that passes `pred`, within [`PEER_WAIT`]; other events stay for later calls.
+    ///
+    /// # Panics
+    /// When none arrives.
+    pub async fn next_event(&mut self, suffix: &str, pred: impl Fn(&Event) -> bool) -> Event {
+        let matches = |ev: &Event| ev.ty().ends_with(suffix) && pred(ev);
+        if let Some(i) = self.backlog.iter().position(&matches) {
+            return self.backlog.remove(i);
+        }
+        let deadline = tokio::time::Instant::now() + PEER_WAIT;
+        loop {
+            let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let msg = self
+                .probe
+                .recv(remaining)
+                .await
+                .unwrap_or_else(|| panic!("no {suffix} event within {PEER_WAIT:?}"));
+            let Ok(ev) = decode(&msg) else { continue };
+            if matches(&ev) {
+                return ev;
+            }
+            self.backlog.push(ev);
+        }
     }
 }

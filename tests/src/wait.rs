@@ -69,3 +69,25 @@ where
     })
     .await
 }
+
+/// Waits until the value in `rx` (an agent's counters, a hub's subscription count) satisfies
+/// `pred`, or fails with [`WaitTimeout`] after `timeout`. Woken by each change, not polled.
+///
+/// # Errors
+/// [`WaitTimeout`] naming `what` (and the last value seen) when it never held, or the sender
+/// went away.
+pub async fn wait_watch<T: Clone + std::fmt::Debug>(
+    rx: &mut tokio::sync::watch::Receiver<T>,
+    what: &str,
+    timeout: Duration,
+    pred: impl FnMut(&T) -> bool,
+) -> Result<T, WaitTimeout> {
+    let held = match tokio::time::timeout(timeout, rx.wait_for(pred)).await {
+        Ok(Ok(value)) => Some(value.clone()),
+        _ => None,
+    };
+    held.ok_or_else(|| WaitTimeout {
+        what: format!("{what} (last seen: {:?})", *rx.borrow()),
+        timeout,
+    })
+}

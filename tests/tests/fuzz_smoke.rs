@@ -2,7 +2,12 @@
 //! thousand mutations of them: the decoders that read the network or a file (an agent's message to
 //! the hub, the hub's to an agent, an admin request and its credential, a broker login, YAML input) must not
 //! panic on any of them.
-//! The long runs (10 million executions per target) are done by hand and noted in the README.
+//! The long runs (10 million executions per target) are done by hand and noted in the docs
+//! (performance and security pages).
+//!
+//! This test is a binary of its own, not a module of `it`: it keeps one core busy with
+//! instrumented code for its whole run, which would slow the tests beside it that wait on
+//! deadlines (leases, keepalives) on a 2-core machine.
 //!
 //! The targets need a compiler with libFuzzer instrumentation (cargo-fuzz, `RUSTC_BOOTSTRAP=1`),
 //! so `.ci/run` builds them and names their directory in `OCM_EDGE_FUZZ_BIN_DIR`; without it the

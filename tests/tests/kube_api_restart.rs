@@ -19,9 +19,6 @@ use ocm_edge_tests::kube::{ControlPlane, agent_binary, agent_kubeconfig, get};
 use ocm_edge_tests::wait::wait_until;
 use serde_json::json;
 
-#[path = "../../edge-agent/tests/common/real_cluster.rs"]
-mod real_cluster;
-
 const WAIT: Duration = Duration::from_secs(60);
 const CLUSTER: &str = "kube-restart";
 const TEST: &str =
@@ -74,7 +71,7 @@ async fn applied_at_hub(fleet: &Fleet, version: i64, status: ConditionStatus) ->
 
 #[tokio::test]
 async fn e2e_the_api_server_goes_away_and_comes_back_while_the_agent_keeps_its_redb_state() {
-    let Some(admin_kubeconfig) = real_cluster::kubeconfig(TEST) else {
+    let Some(admin_kubeconfig) = ocm_edge_tests::kube::kubeconfig(TEST) else {
         return;
     };
     let Some(mut control_plane) = ControlPlane::of(&admin_kubeconfig) else {

@@ -16,8 +16,8 @@ use kube::{Client, Config};
 use serde_json::Value;
 
 use super::{Applier, ApplyError};
-use crate::core::plan::{ApplyAction, ApplyStrategy, DeletePropagation};
-use crate::core::resource::{ResourceRef, is_subset};
+use crate::work::plan::{ApplyAction, ApplyStrategy, DeletePropagation};
+use crate::work::resource::{ResourceRef, is_subset};
 
 type Discovered = (ApiResource, ApiCapabilities);
 /// Discovery results by (group, version, kind).

@@ -1,6 +1,8 @@
 //! Appliers: how the agent writes objects to a cluster and reads them back.
 //!
 //! - [`sim`]: a simulated cluster kept in the agent's redb file (demos, tests, scale runs).
+//! - [`sim_control`]: the simulated cluster's control socket, so drift can be put in from outside
+//!   (`ocm-edge-agent sim ...`).
 //! - [`kube`]: a real cluster through kube-rs (discovery, server-side apply, deletes with propagation).
 //!
 //! Appliers are the IO edge: they carry objects in and out and decide nothing about bundles.
@@ -10,12 +12,13 @@ use std::future::Future;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use crate::core::plan::{ApplyAction, DeletePropagation};
-use crate::core::resource::ResourceRef;
+use crate::work::plan::{ApplyAction, DeletePropagation};
+use crate::work::resource::ResourceRef;
 
 #[cfg(feature = "kube")]
 pub mod kube;
 pub mod sim;
+pub mod sim_control;
 
 /// Why an object could not be applied, read or deleted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{Applier, ApplyError};
-use crate::core::plan::{ApplyAction, ApplyStrategy, DeletePropagation};
-use crate::core::resource::{ResourceRef, is_subset};
+use crate::work::plan::{ApplyAction, ApplyStrategy, DeletePropagation};
+use crate::work::resource::{ResourceRef, is_subset};
 
 const OBJECTS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("sim_objects");
 

@@ -15,16 +15,16 @@ use ocm_edge_schemas::api::cluster::SelectorType;
 use ocm_edge_schemas::api::object::OcmObject;
 use serde_json::Value;
 
-use super::messages::{
-    AdminErrorKind, AdminPayload, AdminResponse, ClusterSetView, DecisionView, ObjectApplied,
-    ObjectDeleted, PlacementView, ReplicaSetView,
-};
 use crate::core::objects::{
     DEFAULT_NAMESPACE, ObjectError, ObjectKey, ObjectKind, PlacementRecord, ReplicaSetRecord,
     StoredObject,
 };
 use crate::core::{Change, HubCore};
 use crate::placement::{clusterset, decision};
+use ocm_edge_schemas::admin::{
+    AdminErrorKind, AdminPayload, AdminResponse, ClusterSetView, DecisionView, ObjectApplied,
+    ObjectDeleted, PlacementView, ReplicaSetView,
+};
 
 type Planned = Result<(Change, AdminPayload), AdminResponse>;
 

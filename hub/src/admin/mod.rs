@@ -1,10 +1,14 @@
-//! The admin API: the CLI talks to the hub through the broker with MQTT 5 request/response.
+//! The admin API's server side: the CLI talks to the hub through the broker with MQTT 5
+//! request/response (the messages are a contract: `ocm_edge_schemas::admin`).
+//!
+//! - [`server`]: one request into a core change and its answer, without IO.
+//! - [`fleet`]: the requests for cluster sets, bindings, placements, add-on scores and replica sets.
+//! - [`auth`]: who sent a request (its signed credential) and whether its role allows it.
+//! - [`users`]: the credentials the hub's CA issues to users, and which are revoked.
+//!
+//! The client half (the admin client, signing requests) is the CLI's (`ocm_edge_cli::client`).
 
-pub mod client;
-pub mod client_error;
-mod client_fleet;
-pub mod credential;
+pub mod auth;
 pub mod fleet;
-pub mod messages;
-pub mod registry;
 pub mod server;
+pub mod users;

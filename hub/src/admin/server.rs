@@ -13,13 +13,12 @@ use ocm_edge_schemas::api::meta::find_condition;
 use ocm_edge_schemas::api::work::{Manifest, ManifestWorkSpec, ManifestsTemplate};
 
 use super::fleet;
-use super::messages::{
+use crate::core::{Change, ClusterRecord, HubCore, Record, WorkKey, WorkRecord};
+use crate::registration::RegistrationError;
+use crate::work::{WorkError, WorkInput};
+use ocm_edge_schemas::admin::{
     AdminErrorKind, AdminPayload, AdminRequest, AdminResponse, ClusterCertificateView,
     ClusterState, ClusterView, CreateWork, HubStats, ManifestSummary, WorkView, WorkWritten,
-};
-use crate::core::{
-    Change, ClusterRecord, HubCore, Record, RegistrationError, WorkError, WorkInput, WorkKey,
-    WorkRecord,
 };
 
 /// Parses a request payload. A command this hub does not know parses as
@@ -405,9 +404,9 @@ pub fn stats(core: &HubCore) -> HubStats {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::admin::messages::WorkRef;
-    use crate::admin::messages::WriteOutcome;
     use crate::core::testkit::*;
+    use ocm_edge_schemas::admin::WorkRef;
+    use ocm_edge_schemas::admin::WriteOutcome;
     use serde_json::json;
 
     fn create(name: &str, clusters: &[&str], overwrite: bool) -> AdminRequest {

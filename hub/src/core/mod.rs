@@ -1,36 +1,27 @@
-//! The hub's pure core: registration, leases, works and resync as plain data in, data out.
+//! The hub's state and its one owner, [`HubCore`]: pure, data in, data out.
 //!
 //! No IO here (no MQTT client, no redb, no clock): every entry point takes `now` and returns a
 //! [`Change`]: the [`Record`]s to store and the [`Outbound`] messages to publish. Computing a change
-//! (`&self`) and applying it ([`HubCore::apply`]) are separate steps, so the shell can persist the
-//! records first and only then update the index and publish (linkerd's index pattern).
+//! (`&self`) and applying it ([`HubCore::apply`]) are separate steps, so the shell
+//! ([`crate::process`]) can persist the records first and only then update the index and publish
+//! (linkerd's index pattern). Only [`HubCore::apply`] changes the state.
 //!
-//! - [`registration`]: join requests, accept / deny, the hub's view of a cluster.
-//! - [`lease`]: feeds [`crate::availability`] (birth / will, lease renewals, API-server health,
-//!   deadlines) and writes `ManagedClusterConditionAvailable` and the availability taints.
-//! - [`objects`]: cluster sets, bindings, placements, decisions, add-on scores, replica sets.
-//! - [`scheduling`]: runs [`crate::placement::schedule`] for every Placement and writes its
-//!   PlacementDecisions, status and explanation.
-//! - [`replicasets`]: fans ManifestWorkReplicaSets out as works following
-//!   [`crate::rollout::plan_replica_set`].
-//! - [`works`]: create / update / delete of works and the statuses agents report.
-//! - [`resync`]: both resync directions (PROTOCOL.md section 7).
+//! Each concern adds its handlers to [`HubCore`] in its own folder, as OCM runs one controller per
+//! concern over one cache:
+//! - [`crate::registration::join`]: join requests, accept / deny, the hub's view of a cluster;
+//!   [`crate::registration::certificates`]: each accepted cluster's TLS client certificate.
+//! - [`crate::availability::lease`]: birth / will, lease renewals, API-server health, deadlines.
+//! - [`crate::work`]: create / update / delete of works, the statuses agents report, resync.
+//! - [`objects`] (here): cluster sets, bindings, placements, decisions, add-on scores, replica
+//!   sets, as the store keeps them.
+//! - [`crate::placement::scheduling`]: PlacementDecisions for every Placement.
+//! - [`crate::rollout::deploy`]: ManifestWorkReplicaSets fanned out as works.
 
-pub mod certificates;
-pub mod lease;
 pub mod objects;
-pub mod registration;
-pub mod replicasets;
-pub mod resync;
-pub mod scheduling;
-pub mod spec_clock;
-pub mod works;
 
 /// A cluster's registration state is kept as the admin API shows it (same names on the wire and
 /// in the store).
 pub use ocm_edge_schemas::admin::ClusterState;
-pub use registration::{RegistrationError, hub_view};
-pub use works::{WorkError, WorkInput, resource_id};
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -47,6 +38,8 @@ use ocm_edge_schemas::wire::works::{SpecEvent, StatusEvent};
 use serde::{Deserialize, Serialize};
 
 use crate::availability::{AvailabilityConfig, ClusterAvailability};
+use crate::registration::certificates;
+use crate::work::spec_clock;
 use objects::{ObjectKey, Objects, StoredObject};
 
 /// Everything the hub keeps about one cluster.
@@ -74,7 +67,7 @@ pub struct ClusterRecord {
     pub availability: Option<ClusterAvailability>,
     /// The agent's Ed25519 public key (32 bytes, base64) from its join request. Replaced by each
     /// join request until the cluster is accepted; from acceptance on, the hub takes the
-    /// cluster's events only when this key signed them (`crate::hub` checks, per intake).
+    /// cluster's events only when this key signed them (`crate::process` checks, per intake).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_key: Option<String>,
     /// The TLS client certificate the hub issued for the bound key ([`certificates`]).
@@ -323,19 +316,22 @@ pub struct CoreConfig {
 
 /// The hub's state: one owner (the hub task), changed only through [`HubCore::apply`].
 #[derive(Debug)]
+//
+// The fields are the crate's so each concern's handlers (in their own folders) read them; they
+// are changed only in [`HubCore::apply`] and the restore functions here.
 pub struct HubCore {
-    cfg: CoreConfig,
-    clusters: BTreeMap<String, ClusterRecord>,
-    works: BTreeMap<WorkKey, WorkRecord>,
-    by_resource_id: HashMap<String, WorkKey>,
-    counters: Counters,
+    pub(crate) cfg: CoreConfig,
+    pub(crate) clusters: BTreeMap<String, ClusterRecord>,
+    pub(crate) works: BTreeMap<WorkKey, WorkRecord>,
+    pub(crate) by_resource_id: HashMap<String, WorkKey>,
+    pub(crate) counters: Counters,
     /// Latest presence of clusters not known yet (see [`Record::UnknownPresence`]).
-    unknown_presence: HashMap<String, Presence>,
-    objects: Objects,
+    pub(crate) unknown_presence: HashMap<String, Presence>,
+    pub(crate) objects: Objects,
     /// Stamps spec events, never going back ([`spec_clock::SpecClock`]).
-    spec_clock: spec_clock::SpecClock,
+    pub(crate) spec_clock: spec_clock::SpecClock,
     /// Issues accepted clusters' certificates (none: the hub issues none).
-    certificates: Option<certificates::CertificatePolicy>,
+    pub(crate) certificates: Option<certificates::CertificatePolicy>,
 }
 
 /// Most presences of unknown clusters kept in memory.
@@ -550,10 +546,45 @@ impl HubCore {
         }
     }
 
-    fn is_accepted(&self, cluster: &str) -> bool {
+    pub(crate) fn is_accepted(&self, cluster: &str) -> bool {
         self.clusters
             .get(cluster)
             .is_some_and(|c| c.acceptance == ClusterState::Accepted)
+    }
+
+    /// Schedules placements, applies their decisions to `self`, then plans replica sets: the
+    /// shell calls this after every batch and at [`HubCore::fleet_requeue_at`]. Each step's records are
+    /// applied before the next step reads them.
+    pub fn reconcile_fleet(&mut self, now: DateTime<Utc>) -> Change {
+        // A pass that writes decisions changes what the next one reads (Steady scores, Balance
+        // counts): run until nothing changes, bounded.
+        let mut change = Change::default();
+        for _ in 0..3 {
+            let pass = self.reconcile_placements(now);
+            if pass.is_empty() {
+                break;
+            }
+            self.apply(&pass.records);
+            change.extend(pass);
+        }
+        // Works written by a pass are read back by the next one (their rollout status).
+        for _ in 0..3 {
+            let pass = self.reconcile_replica_sets(now);
+            if pass.is_empty() {
+                break;
+            }
+            self.apply(&pass.records);
+            change.extend(pass);
+        }
+        change
+    }
+
+    /// When the hub must wake up for placements or replica sets (None: nothing scheduled).
+    pub fn fleet_requeue_at(&self) -> Option<DateTime<Utc>> {
+        match (self.placements_requeue_at(), self.replica_sets_requeue_at()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Handles one agent event. Events from clusters that are not accepted are ignored and
@@ -572,9 +603,9 @@ impl HubCore {
             AgentInput::SpecResyncRequest { cluster, .. } if !self.is_accepted(&cluster) => {
                 let mut change = self.count(counter::IGNORED_NOT_ACCEPTED);
                 if let Some(c) = self.clusters.get(&cluster) {
-                    change
-                        .outbound
-                        .push(Outbound::HubView(Box::new(registration::hub_view(c))));
+                    change.outbound.push(Outbound::HubView(Box::new(
+                        crate::registration::hub_view(c),
+                    )));
                 }
                 change
             }

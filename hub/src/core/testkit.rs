@@ -9,7 +9,8 @@ use ocm_edge_schemas::wire::event_type::Action;
 use ocm_edge_schemas::wire::works::{Header, SpecEvent, StatusEvent};
 use serde_json::json;
 
-use super::{AgentInput, Change, CoreConfig, HubCore, Outbound, Presence, WorkInput};
+use super::{AgentInput, Change, CoreConfig, HubCore, Outbound, Presence};
+use crate::work::WorkInput;
 
 pub fn cfg() -> CoreConfig {
     CoreConfig {

@@ -16,6 +16,8 @@
 //! - [`explain`]: the per-cluster explanation `ocm-edge placement get NAME` prints (the admin
 //!   API carries it, so its types live in `ocm_edge_schemas::admin::explanation`).
 //! - [`testkit`]: builders for placement objects (tests, demos).
+//! - [`scheduling`]: the hub core's side: runs [`schedule`] for every Placement the hub holds and
+//!   writes the outcome as records.
 //!
 //! # Shell contract
 //! Call [`schedule`] when anything it reads changes and again at
@@ -26,6 +28,7 @@
 pub mod clusterset;
 pub mod decision;
 pub mod plugins;
+pub mod scheduling;
 pub mod testkit;
 
 use std::collections::{BTreeMap, BTreeSet};

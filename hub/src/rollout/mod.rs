@@ -23,8 +23,11 @@
 //! - [`cluster_status`]: one work's [`RolloutStatus`] ([`work_rollout_status`]).
 //! - [`strategy`]: All / Progressive / ProgressivePerGroup ([`rollout_clusters`]).
 //! - [`replicaset`]: the whole set: plan, summary and conditions ([`plan_replica_set`]).
+//! - [`deploy`]: the hub core's side (OCM's deploy reconciler): plans every set the hub holds and
+//!   turns the plan into works and the set's status.
 
 pub mod cluster_status;
+pub mod deploy;
 pub mod replicaset;
 pub mod strategy;
 

@@ -9,8 +9,8 @@ use crate::tls::{CaPin, TlsFiles};
 /// Where the broker is, how to log in, and which certificates to use.
 #[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
 pub struct BrokerArgs {
-    /// MQTT broker: mqtt://HOST[:PORT] (1883) or mqtts://HOST[:PORT] (TLS, 8883)
-    /// [default: mqtt://127.0.0.1:1883; for `ocm-edge hub`: its embedded broker].
+    /// MQTT broker: mqtt://HOST[:PORT] (1883) or mqtts://HOST[:PORT] (TLS, 8883) [default:
+    /// mqtts://127.0.0.1:8883, a hub's embedded broker on this machine].
     #[arg(long, global = true, env = "OCM_EDGE_BROKER", value_name = "URL")]
     pub broker: Option<String>,
     /// MQTT username for a broker with authentication.

@@ -12,7 +12,7 @@
 //!   publishes (and waits for queue space) cannot deadlock against the loop that drains the queue.
 //! - `publish` returns when the message is queued, not when the broker acknowledged it; QoS 1
 //!   messages in flight when a link dies are dropped when the broker forgot the session. Delivery
-//!   is the application's business (outbox and resync, DESIGN.md decision 5).
+//!   is the application's business (outbox and resync; ARCHITECTURE.md, "the broker is a pipe").
 //! - One INFO line when a link is lost and one when it is back (with how long it was down); failed
 //!   attempts in between log at DEBUG, except a refused login or an untrusted certificate, which
 //!   log a WARN once per change of cause.
@@ -41,8 +41,8 @@ use crate::url::{BrokerUrl, Credentials};
 pub const MIN_KEEPALIVE: Duration = Duration::from_secs(5);
 /// Default largest packet sent or accepted: works carry up to 500 KiB of manifests.
 pub const DEFAULT_MAX_PACKET_BYTES: u32 = 1024 * 1024;
-/// Default outgoing QoS 1 messages in flight (rumqttc's v5 default preallocates ~14 MB per client;
-/// DESIGN.md decision 11).
+/// Default outgoing QoS 1 messages in flight: rumqttc's v5 default preallocates a 65,536-entry
+/// in-flight table (~14 MB per client); 100 costs ~84 KB.
 pub const DEFAULT_INFLIGHT: u16 = 100;
 
 /// Jittered exponential reconnect delays: `min x 2^attempt`, capped at `max`, then scaled by a
@@ -116,8 +116,10 @@ pub struct SessionConfig {
     pub connect_timeout: Duration,
     /// Publications queued before `publish` waits (and `try_publish` fails).
     pub queue_capacity: usize,
-    /// Report every SUBACK and PUBACK as [`SessionEvent::Acked`] (wire-level test clients that
-    /// check what a broker's ACL granted).
+    /// Report every PUBACK, and the SUBACK of every subscription made through the publisher, as
+    /// [`SessionEvent::Acked`] (wire-level test clients that check what a broker's ACL granted).
+    /// The SUBACK of [`SessionConfig::subscriptions`] is [`SessionEvent::Subscribed`] alone, so
+    /// that one renewed after a reconnect is never taken for the answer to a request.
     pub report_acks: bool,
 }
 
@@ -204,7 +206,8 @@ pub enum SessionEvent {
         /// Why.
         why: LinkError,
     },
-    /// A SUBACK or PUBACK, when [`SessionConfig::report_acks`] is set.
+    /// A SUBACK (of a subscription made through the publisher) or PUBACK, when
+    /// [`SessionConfig::report_acks`] is set.
     Acked(Ack),
 }
 
@@ -592,7 +595,7 @@ impl Driver {
                     continue;
                 }
                 Ok(Event::Incoming(Packet::SubAck(ack))) => {
-                    if self.cfg.report_acks {
+                    if self.cfg.report_acks && link.own_subscribe != Some(ack.pkid) {
                         let codes = ack
                             .return_codes
                             .iter()

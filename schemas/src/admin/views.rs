@@ -183,7 +183,7 @@ impl std::fmt::Display for WriteOutcome {
     }
 }
 
-/// Hub counters for `ocm-edge stats` and tests.
+/// Hub counters (the admin request `stats`; the CLI has no command for it yet).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HubStats {

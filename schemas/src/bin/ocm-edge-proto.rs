@@ -107,7 +107,7 @@ fn data_failure(file: &str, e: &DataError) -> Failure {
     Failure {
         code: 1,
         what: format!("{file}: {e}"),
-        fix: "the data must be the JSON payload for the event type (PROTOCOL.md section 6)",
+        fix: "the data must be the JSON payload for the event type (docs/reference/protocol.md section 5)",
     }
 }
 
@@ -133,7 +133,7 @@ fn decode(file: &str, event: &Event) -> Result<(), Failure> {
     let bad = |e: ocm_edge_schemas::wire::works::WorkEventError| Failure {
         code: 1,
         what: format!("{file}: {e}"),
-        fix: "compare with PROTOCOL.md sections 4 to 6 (types, extensions, payloads)",
+        fix: "compare with docs/reference/protocol.md sections 3 to 5 (types, extensions, payloads)",
     };
     if ClusterEvent::is_cluster_event_type(event.ty()) {
         return match ClusterEvent::from_event(event).map_err(bad)? {

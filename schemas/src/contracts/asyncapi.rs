@@ -43,7 +43,7 @@ fn extension_schema(name: &str) -> Value {
         ext::SEQUENCE_ID => json!({"type": "string", "pattern": "^[0-9]+$",
             "description": "Snowflake id (node 1, epoch 1288834974657 ms) as a decimal string; orders statuses."}),
         ext::STATUS_HASH => json!({"type": "string", "pattern": "^[0-9a-f]{64}$",
-            "description": "hex(sha256) of the status encoded as Go's encoding/json does (PROTOCOL.md section 8)."}),
+            "description": "hex(sha256) of the status encoded as Go's encoding/json does (docs/reference/protocol.md section 7)."}),
         signature::SIGNER_EXTENSION => json!({"type": "string", "pattern": "^[0-9a-f]{32}$",
             "description": "Which hub key signed: the first 16 bytes of the SHA-256 of its certificate, hex. \
                 Sent by an ocm-edge hub on everything it sends to agents."}),

@@ -128,7 +128,7 @@ pub fn guide(catalog: &Catalog) -> String {
     let _ = write!(
         out,
         "\n## Keeping these files in sync\n\n\
-         `cargo test -p ocm-edge-schemas --test contracts_in_sync` fails when a checked-in file differs\n\
+         `cargo test -p ocm-edge-schemas --test it contracts_in_sync` fails when a checked-in file differs\n\
          from what the code generates. After changing a type, a topic or an event type, regenerate:\n\n\
          ```sh\n{REGENERATE_SCHEMAS}\n```\n\n\
          and review the diff of `{ASYNCAPI_FILE}` and `{JSON_DIR}/` like any other API change.\n"

@@ -1,4 +1,4 @@
-//! Typed access to the CloudEvent extensions of OCM's work protocol (PROTOCOL.md section 5).
+//! Typed access to the CloudEvent extensions of OCM's work protocol (docs/reference/protocol.md section 4).
 //!
 //! Getters say clearly when an extension is missing or has the wrong type; setters write the type
 //! Go peers expect (integer `resourceversion`, strings for everything else).

@@ -1,4 +1,4 @@
-//! The wire protocol: OCM's CloudEvents binding over MQTT 5 (`shared/PROTOCOL.md`), independent of any
+//! The wire protocol: OCM's CloudEvents binding over MQTT 5 (docs/reference/protocol.md), independent of any
 //! MQTT client library. `cloudevents::Event` (CloudEvents SDK 0.9) is the event type everywhere.
 //!
 //! - [`event_type`]: `<group>.<version>.<resource>.<spec|status>.<action>` and the data types we use.

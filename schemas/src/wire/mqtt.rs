@@ -1,4 +1,4 @@
-//! A CloudEvent on an MQTT 5 PUBLISH, binary content mode (PROTOCOL.md section 3).
+//! A CloudEvent on an MQTT 5 PUBLISH, binary content mode (docs/reference/protocol.md section 2).
 //!
 //! Built on the CloudEvents SDK's binding traits: [`encode`] drives the SDK's `BinaryDeserializer` for
 //! `Event` into our [`BinarySerializer`] that writes `ce-` user properties; [`decode`] implements

@@ -1,4 +1,4 @@
-//! Resync payloads (PROTOCOL.md section 7).
+//! Resync payloads (docs/reference/protocol.md section 6).
 //!
 //! `spec.resync_request` carries a [`ResourceVersionList`]; `status.resync_request` carries a
 //! [`StatusHashList`], batched at most [`MAX_STATUS_HASHES_PER_MESSAGE`] per message as maestro does.

@@ -1,4 +1,4 @@
-//! Snowflake sequence ids for status events (PROTOCOL.md section 5): node 1, epoch 1288834974657 ms,
+//! Snowflake sequence ids for status events (docs/reference/protocol.md section 4): node 1, epoch 1288834974657 ms,
 //! 41 bits of time, 10 of node, 12 of step. The hub drops a status whose id is not newer than the last.
 
 /// Twitter's snowflake epoch, which sdk-go's generator uses.

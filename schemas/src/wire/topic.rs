@@ -1,4 +1,4 @@
-//! MQTT topics: OCM's per-cluster work topics (PROTOCOL.md section 2) and ocm-edge's admin and
+//! MQTT topics: OCM's per-cluster work topics (docs/reference/protocol.md section 1) and ocm-edge's admin and
 //! dashboard topics (CONTRACTS: `ocm-edge/<source>/...`).
 //!
 //! Builders validate every name so a bad cluster or source id never reaches the broker; [`Topic::parse`]

@@ -1,4 +1,4 @@
-//! Build and parse every ManifestWork event of OCM's protocol (PROTOCOL.md sections 4, 5 and 7).
+//! Build and parse every ManifestWork event of OCM's protocol (docs/reference/protocol.md sections 3, 4 and 6).
 //!
 //! [`WorkEvent::from_event`] turns a received `cloudevents::Event` into one of:
 //! - [`SpecEvent`]: `spec.create_request` / `update_request` / `delete_request` / `resync_response`

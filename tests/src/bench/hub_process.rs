@@ -52,7 +52,7 @@ pub async fn serve(
             url: broker.to_owned(),
         }
     };
-    // Plaintext unless asked (`fleet-bench --secure`): the figures in the README before that flag
+    // Plaintext unless asked (`fleet-bench --secure`): the plaintext figures in docs/performance.md
     // are for the plaintext listener, and the spy and the ideal run need anonymous access.
     if !secure {
         cfg.embedded_security = EmbeddedSecurity::InsecurePlaintext;

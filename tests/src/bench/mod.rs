@@ -4,11 +4,18 @@
 //! - [`worker`]: the worker processes that run the agents (real or ideal).
 //! - [`hub_process`]: the hub in a process of its own (its figures are the hub's, not the bench's).
 //! - [`procfs`]: memory and CPU figures from `/proc`.
-//! - this file: the two runs and the [`Report`].
+//! - `report`: the [`Report`] of a run and how it prints.
+//! - `transport`: the ideal hub, the transport alone on the same broker.
+//! - this file: the two runs.
 
 pub mod hub_process;
 pub mod procfs;
+mod report;
+mod transport;
 pub mod worker;
+
+pub use report::Report;
+use transport::ideal_transport;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -18,19 +25,17 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use futures::StreamExt;
-use ocm_edge_hub::admin::client::AdminClient;
-use ocm_edge_hub::admin::messages::CreateWork;
-use ocm_edge_mqtt::{BrokerUrl, Session, SessionConfig, SessionEvent};
+use ocm_edge_cli::client::AdminClient;
+use ocm_edge_schemas::admin::CreateWork;
 use ocm_edge_schemas::api::meta::{ConditionStatus, find_condition};
 use ocm_edge_schemas::wire::MqttMessage;
 use tokio::process::{Child, ChildStdin, Command};
 
-use crate::broker::MAX_PACKET_BYTES;
 #[cfg(feature = "rumqttd")]
 use crate::broker::TestBroker;
 use crate::probe::Probe;
 use hub_process::HubProcess;
-use worker::{IDEAL_READY, IDEAL_SOURCE, cluster_name};
+use worker::cluster_name;
 
 /// Options of one benchmark run.
 #[derive(Debug, Clone)]
@@ -171,204 +176,6 @@ impl RunningBroker {
             RunningBroker::Rumqttd(b) => b.url(),
             RunningBroker::Mosquitto(m) => m.url(),
             RunningBroker::External(u) => u.clone(),
-        }
-    }
-}
-
-/// Figures of one run.
-#[derive(Debug, Clone, Default)]
-pub struct Report {
-    /// The broker (`embedded`, `mosquitto` or its URL).
-    pub broker: String,
-    /// TLS and logins on the embedded broker (no transport run, no wire bytes).
-    pub secure: bool,
-    pub agents: usize,
-    pub worker_processes: usize,
-    /// The hub's agent-event intake sessions.
-    pub intakes: usize,
-    /// Where the agents' stores were.
-    pub agents_dir: PathBuf,
-    /// All join requests pending at the hub, from the start of the workers.
-    pub join: Duration,
-    /// Accepting every cluster through the admin API.
-    pub accept: Duration,
-    /// Round 1: from the createWork request to every status Applied at the hub.
-    pub first_rollout: Duration,
-    /// Median of rounds 2..R (one update of the work on every cluster until every status of the
-    /// new version is back at the hub); round 1 when there is only one.
-    pub converge: Duration,
-    /// Every round's time, round 1 first.
-    pub rounds: Vec<Duration>,
-    /// From the createWork request to the hub having accepted N statuses (its counter).
-    pub statuses_counted: Duration,
-    /// Transport alone: one spec-sized message per cluster, one status-sized reply each.
-    pub transport: Duration,
-    /// Hub process (hub + its embedded broker when it has one) CPU per converging round
-    /// (rounds 2..R; round 1 when there is only one).
-    pub hub_cpu_converge: Duration,
-    /// Worker processes' (the agents') CPU per converging round, summed: on one box the agents
-    /// share its cores with the hub, so this bounds how fast any hub can converge here.
-    pub agents_cpu_converge: Duration,
-    /// Hub process memory after the first round.
-    pub hub_memory_first: procfs::Memory,
-    /// Hub process memory after the last round.
-    pub hub_memory: procfs::Memory,
-    /// Hub process RSS after each round, round 1 first (where it levels off).
-    pub hub_rss_by_round_kib: Vec<u64>,
-    /// Worker processes' resident memory after convergence, summed.
-    pub agents_rss_kib: u64,
-    /// Open files of the hub process after convergence.
-    pub hub_open_files: usize,
-    /// Deliveries the embedded broker dropped during the run (None: the broker does not say).
-    pub broker_dropped: Option<u64>,
-    /// Bytes of the work's spec event and of one status event (payload + topic + properties).
-    pub spec_bytes: usize,
-    pub status_bytes: usize,
-    /// Every byte on the cluster topics during the real run, per cluster.
-    pub bytes_per_cluster: f64,
-    /// Messages on the cluster topics during the real run, per cluster, by CloudEvent type.
-    pub messages_per_cluster_by_type: BTreeMap<String, f64>,
-}
-
-impl std::fmt::Display for Report {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-        let n = self.agents.max(1) as f64;
-        writeln!(
-            f,
-            "fleet-bench: {} simulated agents in {} worker process(es), broker {}, {} hub intake(s)",
-            self.agents, self.worker_processes, self.broker, self.intakes
-        )?;
-        writeln!(f, "  agents' stores in {}", self.agents_dir.display())?;
-        writeln!(
-            f,
-            "  join (all pending at hub) : {:>10.1} ms",
-            ms(self.join)
-        )?;
-        writeln!(
-            f,
-            "  accept all (admin API)    : {:>10.1} ms",
-            ms(self.accept)
-        )?;
-        writeln!(
-            f,
-            "  first rollout: work -> all Applied at hub : {:>10.1} ms  (hub counted N statuses at {:.1} ms)",
-            ms(self.first_rollout),
-            ms(self.statuses_counted)
-        )?;
-        let rounds: Vec<String> = self
-            .rounds
-            .iter()
-            .map(|d| format!("{:.1}", ms(*d)))
-            .collect();
-        writeln!(
-            f,
-            "  real hub: update -> all Applied at hub (median of rounds 2..R): {:>10.1} ms  (rounds: {} ms)",
-            ms(self.converge),
-            rounds.join(", ")
-        )?;
-        writeln!(
-            f,
-            "  transport alone (1 msg out + 1 reply per cluster): {:>10.1} ms",
-            ms(self.transport)
-        )?;
-        writeln!(
-            f,
-            "  ratio transport / real    : {:>10.2}  (1.0 = the hub adds nothing)",
-            self.ratio()
-        )?;
-        writeln!(
-            f,
-            "  hub process CPU during convergence: {:.1} ms ({:.2} ms per cluster)",
-            ms(self.hub_cpu_converge),
-            ms(self.hub_cpu_converge) / n
-        )?;
-        writeln!(
-            f,
-            "  agent processes CPU during convergence: {:.1} ms ({:.2} ms per cluster)",
-            ms(self.agents_cpu_converge),
-            ms(self.agents_cpu_converge) / n
-        )?;
-        writeln!(
-            f,
-            "  hub process memory: RSS {} KiB after round 1, {} KiB after round {} (peak {} KiB); open files {}",
-            self.hub_memory_first.rss_kib,
-            self.hub_memory.rss_kib,
-            self.rounds.len(),
-            self.hub_memory.peak_kib,
-            self.hub_open_files
-        )?;
-        let by_round: Vec<String> = self
-            .hub_rss_by_round_kib
-            .iter()
-            .map(|kib| format!("{:.0}", *kib as f64 / 1024.0))
-            .collect();
-        writeln!(
-            f,
-            "  hub process RSS by round (MB): {}",
-            by_round.join(", ")
-        )?;
-        writeln!(
-            f,
-            "  broker dropped deliveries : {}",
-            self.broker_dropped.map_or_else(
-                || "not reported by this broker".to_owned(),
-                |d| d.to_string()
-            )
-        )?;
-        writeln!(
-            f,
-            "  agent processes RSS: {} KiB total, {:.0} KiB per agent",
-            self.agents_rss_kib,
-            self.agents_rss_kib as f64 / n
-        )?;
-        writeln!(
-            f,
-            "  spec event {} B, status event {} B (payload + topic + properties)",
-            self.spec_bytes, self.status_bytes
-        )?;
-        writeln!(
-            f,
-            "  bytes on cluster topics per cluster (whole real run): {:.0} B",
-            self.bytes_per_cluster
-        )?;
-        for (ty, per) in &self.messages_per_cluster_by_type {
-            writeln!(f, "    {per:>6.2} x {ty}")?;
-        }
-        let s = |d: Duration| d.as_secs_f64();
-        let mb = |kib: u64| kib as f64 / 1024.0;
-        writeln!(
-            f,
-            "RESULT broker={} agents={} join_s={:.3} accept_s={:.3} first_rollout_s={:.3} converge_s={:.3} \
-             transport_s={:.3} ratio={:.3} hub_cpu_ms_per_cluster={:.3} hub_rss_first_mb={:.1} \
-             hub_rss_end_mb={:.1} wire_bytes_per_cluster={:.0} agents_cpu_ms_per_cluster={:.3} intakes={} \
-             secure={}",
-            self.broker,
-            self.agents,
-            s(self.join),
-            s(self.accept),
-            s(self.first_rollout),
-            s(self.converge),
-            s(self.transport),
-            self.ratio(),
-            ms(self.hub_cpu_converge) / n,
-            mb(self.hub_memory_first.rss_kib),
-            mb(self.hub_memory.rss_kib),
-            self.bytes_per_cluster,
-            ms(self.agents_cpu_converge) / n,
-            self.intakes,
-            self.secure
-        )
-    }
-}
-
-impl Report {
-    /// Transport alone / real hub (1.0 = the hub adds nothing to the transport).
-    pub fn ratio(&self) -> f64 {
-        if self.converge.is_zero() || self.secure {
-            f64::NAN
-        } else {
-            self.transport.as_secs_f64() / self.converge.as_secs_f64()
         }
     }
 }
@@ -531,14 +338,14 @@ pub async fn run(opts: &BenchOptions, dir: &Path) -> anyhow::Result<Report> {
         .then(|| dir.join("hub").join("pki").join("ca.pem"));
     let token = if opts.secure {
         Some(
-            ocm_edge_hub::join_token::JoinTokens::load_or_create(&dir.join("hub"))?
+            ocm_edge_hub::registration::join_token::JoinTokens::load_or_create(&dir.join("hub"))?
                 .create(chrono::Duration::hours(24), chrono::Utc::now())?
                 .token,
         )
     } else {
         None
     };
-    let admin_options = ocm_edge_hub::admin::client::ConnectOptions {
+    let admin_options = ocm_edge_cli::client::ConnectOptions {
         timeout: opts.timeout,
         tls: ocm_edge_mqtt::TlsFiles {
             ca_file: ca_file.clone(),
@@ -547,7 +354,7 @@ pub async fn run(opts: &BenchOptions, dir: &Path) -> anyhow::Result<Report> {
         // The first admin credential, written by the hub process at its first start.
         credentials: Some(
             dir.join("hub")
-                .join(ocm_edge_hub::admin::credential::ADMIN_CREDENTIALS),
+                .join(ocm_edge_hub::admin::users::ADMIN_CREDENTIALS),
         ),
         ..Default::default()
     };
@@ -769,7 +576,7 @@ async fn hold_for_a_profiler() {
 pub const HOLD_ENV: &str = "FLEET_BENCH_HOLD_SECS";
 
 /// Whether the hub holds an Applied status for the version it has (not an older one's).
-fn applied(w: &ocm_edge_hub::admin::messages::WorkView) -> bool {
+fn applied(w: &ocm_edge_schemas::admin::WorkView) -> bool {
     find_condition(&w.conditions, "Applied")
         .is_some_and(|c| c.status == ConditionStatus::True && c.observed_generation == w.version)
 }
@@ -778,115 +585,4 @@ fn median(times: &[Duration]) -> Duration {
     let mut sorted = times.to_vec();
     sorted.sort();
     sorted.get(sorted.len() / 2).copied().unwrap_or_default()
-}
-
-/// An ideal hub: once every ideal agent is subscribed, publish one `spec_bytes` message per
-/// cluster and count one reply each.
-async fn ideal_transport(
-    url: &str,
-    opts: &BenchOptions,
-    spec_bytes: usize,
-    status_bytes: usize,
-) -> anyhow::Result<Duration> {
-    let n = opts.agents;
-    let mut cfg = SessionConfig::new(BrokerUrl::parse(url)?, "bench-ideal-hub");
-    cfg.max_packet_bytes = MAX_PACKET_BYTES as u32;
-    cfg.subscriptions = vec![format!("sources/{IDEAL_SOURCE}/consumers/+/agentevents")];
-    let (session, mut events) = Session::connect(cfg, opts.timeout).await?;
-    let client = session.publisher();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<bool>();
-    let loop_task = tokio::spawn(async move {
-        while let Some(event) = events.recv().await {
-            if let SessionEvent::Message(p) = event {
-                let _ = tx.send(p.message.payload == IDEAL_READY);
-            }
-        }
-    });
-    // rumqttd is slow on the first publish to a new topic; the real run's sourceevents topics
-    // already exist (the hub published its views there), so create these before the clock too.
-    for i in 0..n {
-        let topic = format!(
-            "sources/{IDEAL_SOURCE}/consumers/{}/sourceevents",
-            cluster_name(i)
-        );
-        client
-            .publish(ideal_message(topic, b"warm-up".to_vec()))
-            .await?;
-    }
-    let workers = Workers::spawn(
-        url,
-        opts,
-        "ideal",
-        &["--reply-bytes".into(), status_bytes.to_string()],
-    )
-    .await?;
-    let ready = tokio::time::timeout(opts.timeout, count(n, true, &mut rx))
-        .await
-        .map_err(|_| {
-            anyhow::anyhow!(
-                "transport run: timed out after {:?} waiting for {n} ideal agents to subscribe",
-                opts.timeout
-            )
-        })?;
-    if ready < n {
-        bail!("only {ready} of {n} ideal agents subscribed");
-    }
-    let payload = vec![b'x'; spec_bytes.max(1)];
-    let t = Instant::now();
-    let publish_all = async {
-        for i in 0..n {
-            let topic = format!(
-                "sources/{IDEAL_SOURCE}/consumers/{}/sourceevents",
-                cluster_name(i)
-            );
-            client
-                .publish(ideal_message(topic, payload.clone()))
-                .await?;
-        }
-        anyhow::Ok(())
-    };
-    let (published, replies) = tokio::join!(
-        publish_all,
-        tokio::time::timeout(opts.timeout, count(n, false, &mut rx))
-    );
-    published?;
-    let replies = replies.map_err(|_| {
-        anyhow::anyhow!(
-            "transport run: timed out after {:?} waiting for {n} ideal replies",
-            opts.timeout
-        )
-    })?;
-    let elapsed = t.elapsed();
-    if replies < n {
-        bail!("only {replies} of {n} ideal agents replied");
-    }
-    workers.stop().await;
-    loop_task.abort();
-    session.shutdown().await;
-    Ok(elapsed)
-}
-
-fn ideal_message(topic: String, payload: Vec<u8>) -> MqttMessage {
-    MqttMessage {
-        topic,
-        payload,
-        ..MqttMessage::default()
-    }
-}
-
-/// Counts messages from ideal agents (ready ones or replies) until `n` of the wanted kind arrived.
-async fn count(
-    n: usize,
-    want_ready: bool,
-    rx: &mut tokio::sync::mpsc::UnboundedReceiver<bool>,
-) -> usize {
-    let mut seen = 0;
-    while seen < n {
-        match rx.recv().await {
-            Some(r) if r == want_ready => seen += 1,
-            Some(_) => {}
-            None => break,
-        }
-    }
-    seen
 }

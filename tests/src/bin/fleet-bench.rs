@@ -12,7 +12,7 @@
 
 use std::path::PathBuf;
 
-/// The allocator the `ocm-edge` and `ocm-edge-agent` binaries use (see hub/src/main.rs).
+/// The allocator the `ocm-edge` and `ocm-edge-agent` binaries use (see hub/cli/src/main.rs).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::time::Duration;
@@ -61,7 +61,7 @@ struct Args {
     /// The embedded broker as `ocm-edge hub` runs it by default: TLS with the hub's CA and logins
     /// (agents prove their keys, joining with a token; the CLI its credential). Without it the
     /// bench measures the plaintext, anonymous listener (`--insecure-plaintext`), as the figures
-    /// in the README before this flag did. With it there is no spy (nobody may read every
+    /// in docs/performance.md for that listener are. With it there is no spy (nobody may read every
     /// cluster's topics) and no ideal transport run: no wire bytes, no ratio.
     #[arg(long)]
     secure: bool,

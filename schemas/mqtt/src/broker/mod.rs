@@ -2,8 +2,8 @@
 //! on port 0.
 //!
 //! Behind the `embedded-broker` feature. The engine is [rmqtt](https://github.com/rmqtt/rmqtt)
-//! 0.24 as a library, chosen by measurement against rumqttd 0.20 and Mosquitto (README,
-//! "Architecture"): it held 10,000 clients where rumqttd 0.20 never finished joining 5,000.
+//! 0.24 as a library, chosen by measurement against rumqttd 0.20 and Mosquitto (docs/changelog.md,
+//! "The embedded broker"): it held 10,000 clients where rumqttd 0.20 never finished joining 5,000.
 //! rumqttd stays behind the non-default `rumqttd` feature, only so `fleet-bench --broker rumqttd`
 //! can repeat that comparison.
 //!

@@ -1,0 +1,414 @@
+//! Bundles: spec events into the store, reconcile against the cluster, statuses into the outbox and
+//! out to the hub.
+
+use chrono::{DateTime, Utc};
+use ocm_edge_schemas::api::meta::Time;
+use ocm_edge_schemas::wire::resync::ResourceVersion;
+use ocm_edge_schemas::wire::works::SpecEvent;
+
+use crate::applier::{Applier, ApplyError};
+use crate::events::admissible;
+use crate::session::Agent;
+use crate::store::{DesiredBundle, Tombstone};
+use crate::work::acceptance::{SpecDecision, decide_spec, is_replay};
+use crate::work::outbox::Envelope;
+use crate::work::plan::{ApplyStrategy, RemoveAction, plan_apply, plan_delete, same_object};
+use crate::work::resource::ResourceRef;
+use crate::work::status::{ManifestOutcome, StatusContext, deleted_status, work_status};
+
+impl Agent {
+    pub(crate) async fn on_spec(&mut self, spec: SpecEvent, t: DateTime<Utc>) {
+        if let Err(why) = admissible(&spec) {
+            tracing::warn!(
+                resource_id = %spec.resource_id,
+                source = %spec.header.source,
+                %why,
+                "spec refused; nothing stored or applied"
+            );
+            self.bump(|c| c.specs_refused += 1);
+            return;
+        }
+        let held = match self.store.desired(&spec.resource_id) {
+            Ok(h) => h,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot read the store");
+                return;
+            }
+        };
+        // The last event acted on for this work, held or deleted: anything sent before it is a
+        // replay (a work created again starts again at version 1, so versions alone cannot tell).
+        let last = match &held {
+            Some(h) => h.decided_at,
+            // Deleted (its tombstone), or neither held nor remembered: the replay floor, below
+            // which the oldest tombstones were dropped.
+            None => match self
+                .store
+                .tombstone(&spec.resource_id)
+                .and_then(|t| match t {
+                    Some(t) => Ok(t.decided_at),
+                    None => self.store.replay_floor(),
+                }) {
+                Ok(last) => last,
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot read the store");
+                    return;
+                }
+            },
+        };
+        if is_replay(last, spec.header.time) {
+            tracing::warn!(
+                resource_id = %spec.resource_id,
+                version = spec.resource_version,
+                sent = ?spec.header.time,
+                last = ?last,
+                "spec dropped: sent before the last one acted on for this work (a replay, or the hub's clock went back)"
+            );
+            self.bump(|c| c.specs_dropped_stale += 1);
+            return;
+        }
+        let decision = decide_spec(
+            held.as_ref().map(|h| h.resource_version),
+            spec.resource_version,
+            spec.is_delete(),
+        );
+        tracing::debug!(resource_id = %spec.resource_id, version = spec.resource_version, ?decision, "spec event");
+        match decision {
+            SpecDecision::Apply | SpecDecision::Reapply => {
+                if decision == SpecDecision::Apply {
+                    tracing::info!(
+                        work = spec.metadata.as_ref().map_or("", |m| m.name.as_str()),
+                        resource_id = %spec.resource_id,
+                        version = spec.resource_version,
+                        manifests = spec.bundle.as_ref().map_or(0, |b| b.manifests.len()),
+                        "applying a new work version"
+                    );
+                }
+                let generation = spec.generation();
+                let Some(bundle) = spec.bundle else {
+                    return;
+                };
+                let desired = DesiredBundle {
+                    resource_id: spec.resource_id,
+                    resource_version: spec.resource_version,
+                    source: spec.header.source,
+                    metadata: spec.metadata,
+                    generation,
+                    bundle,
+                    deleting: false,
+                    decided_at: spec.header.time,
+                };
+                if let Err(e) = self.store.put_desired(&desired) {
+                    tracing::error!(error = %e, "cannot store a bundle");
+                    return;
+                }
+                self.bump(|c| c.specs_applied += 1);
+                self.reconcile_one(desired, t).await;
+            }
+            SpecDecision::DropStale { held, received } => {
+                tracing::info!(resource_id = %spec.resource_id, held, received, "stale spec dropped");
+                self.bump(|c| c.specs_dropped_stale += 1);
+            }
+            SpecDecision::Delete => {
+                let Some(mut desired) = held else { return };
+                desired.deleting = true;
+                desired.decided_at = spec.header.time.or(desired.decided_at);
+                if let Err(e) = self.store.put_desired(&desired) {
+                    tracing::error!(error = %e, "cannot store a bundle");
+                    return;
+                }
+                self.reconcile_one(desired, t).await;
+            }
+            SpecDecision::DeleteUnknown => {
+                // Deleted earlier (or never held): say so again, the hub may have missed it.
+                let status = deleted_status(None, spec.generation(), Time::new(t));
+                let envelope = Envelope {
+                    resource_version: spec.resource_version,
+                    source: spec.header.source,
+                    metadata: spec.metadata,
+                };
+                self.outbox
+                    .record(&spec.resource_id, envelope, status, true);
+                self.flush_outbox(t);
+            }
+        }
+        self.update_held_count();
+    }
+
+    fn update_held_count(&self) {
+        let n = self.store.desired_count().unwrap_or(0);
+        self.bump(|c| c.bundles_held = n);
+    }
+
+    /// Reconciles every held bundle (drift correction), whether connected or not.
+    pub(crate) async fn reconcile_all(&mut self, t: DateTime<Utc>) {
+        match self.store.all_desired() {
+            Ok(all) => {
+                let total = all.len() as u64;
+                let deleted_before = self.counters.borrow().bundles_deleted;
+                for desired in all {
+                    self.reconcile_one(desired, t).await;
+                }
+                // Bundles whose removal finished in this pass are forgotten.
+                let forgotten = self.counters.borrow().bundles_deleted - deleted_before;
+                self.bump(|c| c.bundles_held = total.saturating_sub(forgotten));
+            }
+            Err(e) => tracing::error!(error = %e, "cannot read the store"),
+        }
+        self.bump(|c| c.reconciles += 1);
+    }
+
+    async fn reconcile_one(&mut self, desired: DesiredBundle, t: DateTime<Utc>) {
+        let inventory = match self.store.inventory(&desired.resource_id) {
+            Ok(i) => i,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot read the inventory");
+                return;
+            }
+        };
+        if desired.deleting {
+            self.remove_bundle(desired, inventory, t).await;
+        } else {
+            self.apply_bundle(desired, inventory, t).await;
+        }
+        self.flush_outbox(t);
+    }
+
+    async fn apply_bundle(
+        &mut self,
+        desired: DesiredBundle,
+        inventory: Vec<ResourceRef>,
+        t: DateTime<Utc>,
+    ) {
+        let plan = plan_apply(&desired.bundle, &inventory, &self.cfg.field_manager);
+        let mut outcomes: Vec<ManifestOutcome> = plan
+            .invalid
+            .iter()
+            .map(|(ordinal, e)| ManifestOutcome {
+                ordinal: *ordinal,
+                resource: None,
+                result: Err(e.to_string()),
+            })
+            .collect();
+        let mut new_inventory: Vec<ResourceRef> = Vec::new();
+        let (mut applied, mut errors) = (0u64, 0u64);
+        for action in &plan.applies {
+            let result = self.applier.apply(action, t).await;
+            let owned = action.strategy != ApplyStrategy::ReadOnly;
+            match &result {
+                Ok(_) => {
+                    applied += 1;
+                    if owned {
+                        new_inventory.push(action.resource.clone());
+                    }
+                }
+                Err(e) => {
+                    errors += 1;
+                    tracing::warn!(resource = %action.resource.key(), error = %e, "apply failed");
+                    // It may exist from an earlier apply: keep tracking it.
+                    if owned
+                        && let Some(old) =
+                            inventory.iter().find(|o| same_object(o, &action.resource))
+                    {
+                        new_inventory.push(old.clone());
+                    }
+                }
+            }
+            outcomes.push(ManifestOutcome {
+                ordinal: action.ordinal,
+                resource: Some(action.resource.clone()),
+                result: result.map_err(|e| e.to_string()),
+            });
+        }
+        let mut deleted = 0u64;
+        for removal in &plan.removals {
+            match self.remove_object(removal).await {
+                Ok(()) => {
+                    if matches!(removal, RemoveAction::Delete { .. }) {
+                        deleted += 1;
+                    }
+                }
+                Err(e) => {
+                    errors += 1;
+                    tracing::warn!(resource = %removal.resource().key(), error = %e, "removal failed; retried next reconcile");
+                    new_inventory.push(removal.resource().clone());
+                }
+            }
+        }
+        if new_inventory != inventory
+            && let Err(e) = self
+                .store
+                .put_inventory(&desired.resource_id, &new_inventory)
+        {
+            tracing::error!(error = %e, "cannot store the inventory");
+        }
+        self.bump(|c| {
+            c.objects_applied += applied;
+            c.objects_deleted += deleted;
+            c.apply_errors += errors;
+        });
+        let previous = self
+            .outbox
+            .get(&desired.resource_id)
+            .map(|r| r.status.clone());
+        let status = work_status(
+            &desired.bundle,
+            &outcomes,
+            StatusContext {
+                generation: desired.generation,
+                previous: previous.as_ref(),
+                simulated: self.applier.simulated(),
+                now: Time::new(t),
+            },
+        );
+        let was = previous.as_ref().map(|p| conditions_text(&p.conditions));
+        let now = conditions_text(&status.conditions);
+        if was.as_deref() != Some(now.as_str()) {
+            // Drift correction runs every few seconds: only a change is worth a line.
+            tracing::info!(
+                work = desired.metadata.as_ref().map_or("", |m| m.name.as_str()),
+                version = desired.resource_version,
+                conditions = %now,
+                was = was.as_deref().unwrap_or("none"),
+                "work status changed"
+            );
+        }
+        let envelope = Envelope {
+            resource_version: desired.resource_version,
+            source: desired.source.clone(),
+            metadata: desired.metadata.clone(),
+        };
+        self.outbox
+            .record(&desired.resource_id, envelope, status, false);
+    }
+
+    async fn remove_object(&self, removal: &RemoveAction) -> Result<(), ApplyError> {
+        match removal {
+            RemoveAction::Orphan { .. } => Ok(()),
+            RemoveAction::Delete {
+                resource,
+                propagation,
+            } => {
+                self.applier.delete(resource, *propagation).await?;
+                // Foreground deletion finishes when the object is gone (finalizers ran).
+                match self.applier.get(resource, Utc::now()).await? {
+                    None => Ok(()),
+                    Some(_) => Err(ApplyError::Api(format!(
+                        "{} is still being deleted",
+                        resource.key()
+                    ))),
+                }
+            }
+        }
+    }
+
+    async fn remove_bundle(
+        &mut self,
+        desired: DesiredBundle,
+        inventory: Vec<ResourceRef>,
+        t: DateTime<Utc>,
+    ) {
+        let removals = plan_delete(&desired.bundle, &inventory);
+        let mut remaining = Vec::new();
+        let mut deleted = 0u64;
+        for removal in &removals {
+            match self.remove_object(removal).await {
+                Ok(()) => {
+                    if matches!(removal, RemoveAction::Delete { .. }) {
+                        deleted += 1;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(resource = %removal.resource().key(), error = %e, "delete failed; retried next reconcile");
+                    remaining.push(removal.resource().clone());
+                }
+            }
+        }
+        self.bump(|c| c.objects_deleted += deleted);
+        if !remaining.is_empty() {
+            if let Err(e) = self.store.put_inventory(&desired.resource_id, &remaining) {
+                tracing::error!(error = %e, "cannot store the inventory");
+            }
+            return;
+        }
+        let previous = self
+            .outbox
+            .get(&desired.resource_id)
+            .map(|r| r.status.clone());
+        let status = deleted_status(previous.as_ref(), desired.generation, Time::new(t));
+        let envelope = Envelope {
+            resource_version: desired.resource_version,
+            source: desired.source.clone(),
+            metadata: desired.metadata.clone(),
+        };
+        self.outbox
+            .record(&desired.resource_id, envelope, status, true);
+        let tombstone = Tombstone {
+            resource_version: desired.resource_version,
+            decided_at: desired.decided_at,
+        };
+        if let Err(e) = self.store.forget(&desired.resource_id, &tombstone) {
+            tracing::error!(error = %e, "cannot forget a deleted bundle");
+        }
+        tracing::info!(resource_id = %desired.resource_id, "bundle deleted");
+        self.bump(|c| c.bundles_deleted += 1);
+    }
+
+    /// Publishes pending statuses (when connected) and saves the outbox.
+    pub(crate) fn flush_outbox(&mut self, t: DateTime<Utc>) {
+        if self.publisher.is_some() {
+            for (rid, record) in self.outbox.pending() {
+                let seq = self.sequence.next_string(t.timestamp_millis());
+                let event = self.id.status_event(&rid, &record, seq, t);
+                match event {
+                    Ok(ev) => {
+                        if !self.send(&ev) {
+                            break;
+                        }
+                        self.outbox.mark_sent(&rid);
+                        self.bump(|c| c.statuses_published += 1);
+                    }
+                    Err(e) => {
+                        tracing::error!(error = %e, resource_id = %rid, "cannot build a status event");
+                        self.outbox.mark_sent(&rid);
+                    }
+                }
+            }
+        }
+        for (rid, record) in self.outbox.take_dirty() {
+            if let Err(e) = self.store.put_status(&rid, record.as_ref()) {
+                tracing::error!(error = %e, "cannot store the outbox");
+            }
+        }
+    }
+
+    pub(crate) fn send_spec_resync(&mut self, t: DateTime<Utc>) {
+        let versions = match self.store.all_desired() {
+            Ok(all) => all
+                .into_iter()
+                .map(|d| ResourceVersion {
+                    resource_id: d.resource_id,
+                    resource_version: d.resource_version,
+                })
+                .collect(),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot read the store");
+                return;
+            }
+        };
+        let offer = self.transfer_offer();
+        if let Ok(ev) = self.id.spec_resync_request(versions, offer, t)
+            && self.send(&ev)
+        {
+            self.bump(|c| c.spec_resyncs_sent += 1);
+        }
+    }
+}
+
+/// `Applied=True Available=False ...`: a work's conditions in one short line for the log.
+fn conditions_text(conditions: &[ocm_edge_schemas::api::meta::Condition]) -> String {
+    conditions
+        .iter()
+        .map(|c| format!("{}={}", c.type_, c.status))
+        .collect::<Vec<_>>()
+        .join(" ")
+}

@@ -1,0 +1,160 @@
+//! `ocm-edge apply -f FILE`: OCM YAML as written for OCM, created or updated like `kubectl apply`:
+//! ManifestWork, ManagedClusterSet, ManagedClusterSetBinding, Placement, AddOnPlacementScore and
+//! ManifestWorkReplicaSet (the type is picked from `apiVersion` and `kind`).
+
+use std::path::PathBuf;
+
+use clap::Args;
+use ocm_edge_schemas::api::object::OcmObject;
+use ocm_edge_schemas::api::work::ManifestWork;
+use serde_json::Value;
+
+use crate::manifests::{InputError, Origin, manifest_work, read_objects};
+use crate::output::print;
+use crate::{CliError, GlobalArgs};
+use ocm_edge_schemas::admin::ClusterState;
+
+/// `apply` options.
+#[derive(Debug, Clone, Args)]
+pub struct ApplyArgs {
+    /// A file of OCM objects (YAML or JSON, multi-document), a directory of them, or - for
+    /// standard input.
+    #[arg(short = 'f', long = "filename", value_name = "FILE|DIR")]
+    pub file: PathBuf,
+}
+
+/// One document to apply.
+enum Doc {
+    Work(Box<ManifestWork>),
+    Object { kind: String, value: Value },
+}
+
+/// Sorts documents by kind: a placement is applied before the replica set that uses it, a set
+/// before its binding, so one file can hold a whole rollout.
+fn apply_order(kind: &str) -> u8 {
+    match kind {
+        "ManagedClusterSet" => 0,
+        "ManagedClusterSetBinding" => 1,
+        "Placement" => 2,
+        "AddOnPlacementScore" => 3,
+        "ManifestWorkReplicaSet" => 5,
+        _ => 4,
+    }
+}
+
+fn read_docs(file: &std::path::Path) -> Result<Vec<(Doc, Origin)>, CliError> {
+    let mut docs = Vec::new();
+    for loaded in read_objects(file)? {
+        let kind = loaded
+            .value
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        if kind == ManifestWork::KIND {
+            let (work, origin) = manifest_work(loaded)?;
+            docs.push((Doc::Work(Box::new(work)), origin));
+            continue;
+        }
+        match OcmObject::from_value(loaded.value.clone()) {
+            Ok(
+                OcmObject::ManagedClusterSet(_)
+                | OcmObject::ManagedClusterSetBinding(_)
+                | OcmObject::Placement(_)
+                | OcmObject::AddOnPlacementScore(_)
+                | OcmObject::ManifestWorkReplicaSet(_),
+            ) => docs.push((
+                Doc::Object {
+                    kind,
+                    value: loaded.value,
+                },
+                loaded.origin,
+            )),
+            Ok(_) => {
+                // Anything else gets ManifestWork's explanation of what `apply` takes.
+                let (_, origin) = manifest_work(loaded).map_err(|e| match e {
+                    InputError::NotAManifestWork { origin, problem } => {
+                        InputError::NotAManifestWork {
+                            origin,
+                            problem: format!(
+                                "{problem}; `apply` also takes ManagedClusterSet, \
+                                 ManagedClusterSetBinding, Placement, AddOnPlacementScore and \
+                                 ManifestWorkReplicaSet"
+                            ),
+                        }
+                    }
+                    other => other,
+                })?;
+                return Err(CliError::Usage(format!(
+                    "{origin}: unsupported kind {kind:?}"
+                )));
+            }
+            Err(e) => {
+                return Err(CliError::Usage(format!("{}: {e}", loaded.origin)));
+            }
+        }
+    }
+    docs.sort_by_key(|(d, _)| match d {
+        Doc::Work(_) => apply_order(ManifestWork::KIND),
+        Doc::Object { kind, .. } => apply_order(kind),
+    });
+    Ok(docs)
+}
+
+/// Runs `apply`.
+///
+/// # Errors
+/// See [`CliError`]. Every document is checked (locally, then a work's cluster at the hub)
+/// before the first one is applied.
+pub async fn run(global: &GlobalArgs, args: ApplyArgs) -> Result<(), CliError> {
+    let docs = read_docs(&args.file)?;
+    let client = global.connect().await?;
+    // The hub checks each object on its own; checking every work's cluster first keeps a bad
+    // second document from leaving the first one applied.
+    if docs.iter().any(|(d, _)| matches!(d, Doc::Work(_))) {
+        let clusters = client.list_clusters().await?;
+        for (doc, origin) in &docs {
+            let Doc::Work(work) = doc else { continue };
+            let cluster = &work.metadata.namespace;
+            match clusters.iter().find(|c| &c.name == cluster) {
+                None => {
+                    return Err(CliError::Usage(format!(
+                        "{origin}: cluster {cluster:?} (metadata.namespace) is not known to the \
+                         hub: check the name with `ocm-edge cluster list`"
+                    )));
+                }
+                Some(c) if c.state != ClusterState::Accepted => {
+                    return Err(CliError::Usage(format!(
+                        "{origin}: cluster {cluster:?} is {}: accept it first with `ocm-edge \
+                         cluster accept {cluster}`",
+                        c.state.to_string().to_lowercase()
+                    )));
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    let mut text = String::new();
+    for (doc, _) in docs {
+        match doc {
+            Doc::Work(work) => {
+                let written = client.apply_manifest_work(*work).await?;
+                text.push_str(&format!(
+                    "manifestwork {}/{} {} (version {})\n",
+                    written.work.cluster, written.work.name, written.outcome, written.work.version
+                ));
+            }
+            Doc::Object { value, .. } => {
+                let a = client.apply_object(value).await?;
+                let name = if a.namespace.is_empty() {
+                    a.name
+                } else {
+                    format!("{}/{}", a.namespace, a.name)
+                };
+                text.push_str(&format!("{} {name} {}\n", a.kind.to_lowercase(), a.outcome));
+            }
+        }
+    }
+    client.disconnect().await;
+    print(&text)
+}

@@ -1,0 +1,279 @@
+//! `ocm-edge cluster list|get|accept|deny|add|broker-config`.
+
+use clap::Subcommand;
+
+use crate::output::{OutputFormat, cluster_detail, clusters_table, print, to_document};
+use crate::{CliError, GlobalArgs};
+use ocm_edge_schemas::admin::ClusterState;
+
+/// Cluster commands.
+#[derive(Debug, Subcommand)]
+pub enum ClusterCommand {
+    /// List every cluster the hub knows (pending, accepted, denied).
+    List {
+        /// Output format.
+        #[arg(short, long, value_enum, default_value_t)]
+        output: OutputFormat,
+    },
+    /// Show one cluster: state, availability, lease, labels, claims, conditions.
+    Get {
+        /// Cluster name.
+        name: String,
+        /// Output format.
+        #[arg(short, long, value_enum, default_value_t)]
+        output: OutputFormat,
+    },
+    /// Accept a cluster that asked to join, so works can be sent to it.
+    Accept {
+        /// Cluster name.
+        name: String,
+    },
+    /// Deny a cluster (its events are ignored from now on).
+    Deny {
+        /// Cluster name.
+        name: String,
+    },
+    /// Add and accept a cluster whose agent never asks to join: OCM's or maestro's own work
+    /// agent. It has no agent key, so its statuses are taken unsigned; on the hub's embedded
+    /// broker it logs in with the password `ocm-edge cluster broker-config NAME` writes.
+    Add {
+        /// Cluster name.
+        name: String,
+    },
+    /// Write the MQTT config file of OCM's own work agent for a cluster added with `cluster add`
+    /// (`work agent --workload-source-driver=mqtt --workload-source-config=FILE`): the hub's
+    /// broker, this cluster's username and broker password, the hub's CA, a TLS client
+    /// certificate for the cluster and the topics. Run it on the hub's machine; the file holds
+    /// secrets (written 0600).
+    BrokerConfig(BrokerConfigArgs),
+}
+
+/// `cluster broker-config` options.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BrokerConfigArgs {
+    /// Cluster name.
+    pub name: String,
+    /// The broker as the agent reaches it (`host:port`; the hub's embedded broker listens with
+    /// TLS on 8883).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub broker_host: String,
+    /// The hub's source id (its topics' second level).
+    #[arg(long, default_value = ocm_edge_hub::config::DEFAULT_SOURCE_ID)]
+    pub source: String,
+    /// Days the TLS client certificate in the file is valid (OCM's MQTT client speaks TLS only
+    /// with one; the hub's broker knows the cluster by its password, not by it).
+    #[arg(long, default_value_t = 365, value_parser = clap::value_parser!(i64).range(1..=3650))]
+    pub days: i64,
+    /// Where to write the file (`-`: standard output).
+    #[arg(long, short = 'o', value_name = "FILE", default_value = "-")]
+    pub out: std::path::PathBuf,
+    #[command(flatten)]
+    pub data: crate::DataDirArg,
+}
+
+/// The MQTT config file OCM's sdk-go reads for cluster `args.name` of the hub in `args.data`:
+/// `brokerHost`, `username`, `password`, the hub's CA and a TLS client certificate of the cluster
+/// with its key (`caData`, `clientCertData`, `clientKeyData`: base64 of the PEM), `topics`.
+///
+/// # Errors
+/// [`CliError::Usage`] for a name or source that can be no topic level; [`CliError::Hub`] when the
+/// data directory has no hub CA or token key.
+pub fn broker_config(args: &BrokerConfigArgs) -> Result<String, CliError> {
+    use ocm_edge_schemas::wire::topic;
+    ocm_edge_schemas::validate::validate_cluster_name(&args.name)
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    let usage = |e: topic::TopicError| CliError::Usage(e.to_string());
+    let pki = ocm_edge_hub::pki::HubPki::load_existing(&args.data.data_dir.join("pki"))
+        .map_err(|e| CliError::Hub(e.to_string()))?;
+    let tokens =
+        ocm_edge_hub::registration::join_token::JoinTokens::load_or_create(&args.data.data_dir)
+            .map_err(|e| CliError::Hub(e.to_string()))?;
+    let ca = std::fs::read(pki.ca_file()).map_err(|e| {
+        CliError::Hub(format!(
+            "cannot read the hub's CA {}: {e}",
+            pki.ca_file().display()
+        ))
+    })?;
+    // OCM's sdk-go speaks TLS only with a client certificate; the embedded broker asks for none
+    // and knows the cluster by its password.
+    let (cert, key) = pki
+        .issue_cluster_tls(
+            &args.name,
+            chrono::Duration::days(args.days),
+            chrono::Utc::now(),
+        )
+        .map_err(|e| CliError::Hub(e.to_string()))?;
+    use base64::Engine as _;
+    let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+    let config = serde_json::json!({
+        "brokerHost": args.broker_host,
+        "username": args.name,
+        "password": tokens.cluster_password(&args.name),
+        "caData": b64(&ca),
+        "clientCertData": b64(cert.as_bytes()),
+        "clientKeyData": b64(key.as_bytes()),
+        "topics": {
+            "sourceEvents": topic::source_events(&args.source, &args.name).map_err(usage)?,
+            "agentEvents": topic::agent_events(&args.source, &args.name).map_err(usage)?,
+            "sourceBroadcast": topic::source_broadcast(&args.source).map_err(usage)?,
+            "agentBroadcast": topic::agent_broadcast(&args.name).map_err(usage)?,
+        },
+    });
+    let text = serde_yaml_ng::to_string(&config).map_err(|e| CliError::Hub(e.to_string()))?;
+    Ok(format!(
+        "# MQTT config of OCM's work agent for cluster {name} (ocm-edge cluster broker-config).\n\
+         # Run: work agent --spoke-cluster-name={name} --cloudevents-client-id={name} \\\n\
+         #   --workload-source-driver=mqtt --workload-source-config=THIS_FILE\n\
+         # The password is a secret: keep this file 0600.\n{text}",
+        name = args.name
+    ))
+}
+
+/// Runs a cluster command.
+///
+/// # Errors
+/// See [`CliError`].
+pub async fn run(global: &GlobalArgs, cmd: ClusterCommand) -> Result<(), CliError> {
+    if let ClusterCommand::BrokerConfig(args) = &cmd {
+        let text = broker_config(args)?;
+        if args.out.as_os_str() == "-" {
+            return print(&text);
+        }
+        ocm_edge_hub::pki::write_file(&args.out, &text, true)
+            .map_err(|e| CliError::Hub(e.to_string()))?;
+        return print(&format!(
+            "wrote the MQTT config of cluster {} to {} (0600)\n",
+            args.name,
+            args.out.display()
+        ));
+    }
+    let client = global.connect().await?;
+    let now = chrono::Utc::now();
+    let text = match cmd {
+        ClusterCommand::List { output } => {
+            let clusters = client.list_clusters().await?;
+            match output {
+                OutputFormat::Table if clusters.is_empty() => {
+                    "No clusters yet. Start an agent (ocm-edge-agent --cluster-name NAME --broker URL) \
+                     and accept it with `ocm-edge cluster accept NAME`.\n"
+                        .to_owned()
+                }
+                OutputFormat::Table => {
+                    let mut t = clusters_table(&clusters, now);
+                    t.push('\n');
+                    let pending: Vec<_> = clusters
+                        .iter()
+                        .filter(|c| c.state == ClusterState::Pending)
+                        .map(|c| c.name.as_str())
+                        .collect();
+                    if !pending.is_empty() {
+                        t.push_str(&format!(
+                            "Waiting for acceptance: {} (run `ocm-edge cluster accept NAME`)\n",
+                            pending.join(", ")
+                        ));
+                    }
+                    t
+                }
+                format => to_document(&clusters, format)?,
+            }
+        }
+        ClusterCommand::Get { name, output } => {
+            let cluster = client.get_cluster(&name).await?;
+            match output {
+                OutputFormat::Table => cluster_detail(&cluster, now),
+                format => to_document(&cluster, format)?,
+            }
+        }
+        ClusterCommand::Accept { name } => {
+            let cluster = client.accept_cluster(&name).await?;
+            format!(
+                "cluster {} accepted (state {})\n",
+                cluster.name, cluster.state
+            )
+        }
+        ClusterCommand::Deny { name } => {
+            let cluster = client.deny_cluster(&name).await?;
+            format!(
+                "cluster {} denied (state {})\n",
+                cluster.name, cluster.state
+            )
+        }
+        ClusterCommand::Add { name } => {
+            let cluster = client.add_cluster(&name).await?;
+            format!(
+                "cluster {name} added (state {}); its agent logs in with the MQTT config that \
+                 `ocm-edge cluster broker-config {name} --broker-host HOST:8883` writes on the \
+                 hub's machine\n",
+                cluster.state,
+                name = cluster.name
+            )
+        }
+        ClusterCommand::BrokerConfig(_) => unreachable!("handled before connecting"),
+    };
+    client.disconnect().await;
+    print(&text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(data_dir: &std::path::Path, name: &str) -> BrokerConfigArgs {
+        BrokerConfigArgs {
+            name: name.to_owned(),
+            broker_host: "hub.example:8883".into(),
+            source: "ocm-edge".into(),
+            days: 365,
+            out: "-".into(),
+            data: crate::DataDirArg {
+                data_dir: data_dir.to_owned(),
+            },
+        }
+    }
+
+    #[test]
+    fn broker_config_is_what_ocms_sdk_reads_with_this_clusters_password_and_topics() {
+        let dir = tempfile::tempdir().unwrap();
+        // Not a hub's data directory yet: said, nothing written.
+        let e = broker_config(&args(dir.path(), "ocm-1")).unwrap_err();
+        assert!(matches!(e, CliError::Hub(_)), "{e}");
+        let pki =
+            ocm_edge_hub::pki::HubPki::load_or_create(&dir.path().join("pki"), chrono::Utc::now())
+                .unwrap();
+        let text = broker_config(&args(dir.path(), "ocm-1")).unwrap();
+        let config: serde_json::Value = serde_yaml_ng::from_str(&text).unwrap();
+        let tokens =
+            ocm_edge_hub::registration::join_token::JoinTokens::load_or_create(dir.path()).unwrap();
+        assert_eq!(config["brokerHost"], "hub.example:8883");
+        assert_eq!(config["username"], "ocm-1");
+        assert_eq!(config["password"], tokens.cluster_password("ocm-1"));
+        assert_ne!(config["password"], tokens.cluster_password("ocm-2"));
+        let decoded = |field: &str| {
+            use base64::Engine as _;
+            String::from_utf8(
+                base64::engine::general_purpose::STANDARD
+                    .decode(config[field].as_str().unwrap())
+                    .unwrap(),
+            )
+            .unwrap()
+        };
+        assert_eq!(
+            decoded("caData"),
+            std::fs::read_to_string(pki.ca_file()).unwrap()
+        );
+        assert!(decoded("clientCertData").starts_with("-----BEGIN CERTIFICATE-----"));
+        assert!(decoded("clientKeyData").starts_with("-----BEGIN PRIVATE KEY-----"));
+        assert_eq!(
+            config["topics"],
+            serde_json::json!({
+                "sourceEvents": "sources/ocm-edge/consumers/ocm-1/sourceevents",
+                "agentEvents": "sources/ocm-edge/consumers/ocm-1/agentevents",
+                "sourceBroadcast": "sources/ocm-edge/sourcebroadcast",
+                "agentBroadcast": "sources/ocm-1/agentbroadcast",
+            })
+        );
+        assert!(text.contains("--cloudevents-client-id=ocm-1"), "{text}");
+        let e = broker_config(&args(dir.path(), "Not_A_Name")).unwrap_err();
+        assert!(matches!(e, CliError::Usage(_)), "{e}");
+    }
+}

@@ -1,0 +1,109 @@
+//! The intake tasks: one per MQTT session, each reading its session's events, decoding agent
+//! messages (CloudEvent, payload, status hash, the agent's signature) and handing the results to
+//! the hub task, so the decoding cost is spread over the runtime's workers, not paid on the one
+//! task that owns the core.
+
+use ocm_edge_mqtt::{Publication, SessionEvent};
+use tokio::sync::mpsc;
+
+use super::{MAX_BATCH, events};
+use crate::core::AgentInput;
+use crate::pki::signing::check_agent_signature;
+use crate::registration::logins::Standings;
+
+/// What reaches the hub task from its sessions' intake tasks.
+#[derive(Debug)]
+pub(super) enum Inbound {
+    /// An admin request (first session only).
+    Admin(Box<Publication>),
+    /// An agent event, decoded (`None`: well-formed, but nothing the hub handles).
+    Agent(Option<AgentInput>),
+    /// An agent message that could not be decoded (logged by the intake).
+    Malformed,
+    /// An agent event not signed by its cluster's agent key (logged by the intake).
+    Refused,
+    /// Session `intake` had a SUBACK; `refused` lists the filters the broker refused.
+    Subscribed { intake: usize, refused: Vec<String> },
+}
+
+/// Reads one session's events, decodes agent messages (CloudEvent, payload, status hash) and
+/// hands the results to the hub task: the decoding cost is spread over the runtime's workers,
+/// not paid on the one task that owns the core.
+#[derive(Debug, Clone)]
+pub(super) struct Intake {
+    pub(super) index: usize,
+    pub(super) source_id: String,
+    pub(super) admin_topic: String,
+    pub(super) to_hub: mpsc::UnboundedSender<Inbound>,
+    pub(super) keys: Standings,
+}
+
+impl Intake {
+    pub(super) async fn run(self, mut events: mpsc::UnboundedReceiver<SessionEvent>) {
+        let mut batch = Vec::with_capacity(MAX_BATCH);
+        while events.recv_many(&mut batch, MAX_BATCH).await > 0 {
+            for event in batch.drain(..) {
+                let Some(item) = self.decode(event) else {
+                    continue;
+                };
+                if self.to_hub.send(item).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+
+    fn decode(&self, event: SessionEvent) -> Option<Inbound> {
+        match event {
+            SessionEvent::Subscribed { refused } => Some(Inbound::Subscribed {
+                intake: self.index,
+                refused,
+            }),
+            SessionEvent::Connected { .. }
+            | SessionEvent::Disconnected { .. }
+            | SessionEvent::Acked(_) => None,
+            SessionEvent::Malformed(e) => {
+                tracing::warn!(error = %e, "unreadable MQTT message dropped");
+                Some(Inbound::Malformed)
+            }
+            SessionEvent::Message(received) if received.topic() == self.admin_topic => {
+                Some(Inbound::Admin(received))
+            }
+            SessionEvent::Message(received) => {
+                match events::decode_agent_message(&self.source_id, &received.message) {
+                    Ok(Some(input)) => {
+                        let carried = match &input {
+                            AgentInput::JoinRequest { request, .. } => request
+                                .metadata
+                                .annotations
+                                .get(ocm_edge_schemas::wire::signature::AGENT_KEY_ANNOTATION)
+                                .map(String::as_str),
+                            _ => None,
+                        };
+                        let bound = self.keys.bound(input.cluster());
+                        match check_agent_signature(&received.message, bound.as_deref(), carried) {
+                            Ok(()) => Some(Inbound::Agent(Some(input))),
+                            Err(e) => {
+                                tracing::warn!(
+                                    cluster = input.cluster(),
+                                    error = %e,
+                                    "agent event refused"
+                                );
+                                Some(Inbound::Refused)
+                            }
+                        }
+                    }
+                    Ok(None) => Some(Inbound::Agent(None)),
+                    Err(e) => {
+                        tracing::warn!(
+                            topic = %received.message.topic,
+                            error = %e,
+                            "malformed agent message dropped"
+                        );
+                        Some(Inbound::Malformed)
+                    }
+                }
+            }
+        }
+    }
+}

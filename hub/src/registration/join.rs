@@ -1,0 +1,471 @@
+//! Registration: an agent asks to join, an operator accepts or denies, the hub publishes its view.
+//!
+//! Mirrors OCM's hub-side registration controller: the hub owns `spec.hubAcceptsClient` and the
+//! conditions `HubAcceptedManagedCluster`, `HubDeniedManagedCluster` and `ManagedClusterJoined`.
+//! Here the join request itself proves the agent reached the hub, so the cluster counts as joined as
+//! soon as it is accepted (OCM waits for the spoke to report; our agent has nothing else to report).
+
+use chrono::{DateTime, Utc};
+use ocm_edge_schemas::api::cluster::{
+    HUB_ACCEPTED_MANAGED_CLUSTER, HUB_DENIED_MANAGED_CLUSTER, MANAGED_CLUSTER_JOINED,
+    ManagedCluster, ManagedClusterStatus,
+};
+use ocm_edge_schemas::api::meta::{
+    Condition, ConditionStatus, ObjectMeta, remove_condition, set_condition,
+};
+
+use super::certificates::{self, Asked};
+use crate::core::{Change, ClusterRecord, ClusterState, HubCore, Outbound, Record, counter, time};
+
+/// Lease period assumed when a join request does not say (OCM's default).
+pub const DEFAULT_LEASE_DURATION_SECONDS: i32 = 60;
+
+/// Errors of accept / deny. Not retryable: the operator named a cluster the hub does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegistrationError {
+    #[error(
+        "cluster {0:?} is not known to the hub: it has not asked to join yet (start its agent, then run `ocm-edge cluster list`)"
+    )]
+    UnknownCluster(String),
+    #[error(
+        "cluster {name:?} is already known to the hub ({state}): `ocm-edge cluster accept {name}` or `ocm-edge cluster deny {name}` it instead"
+    )]
+    AlreadyKnown { name: String, state: String },
+    #[error("{0} (a cluster added by hand must be a valid ManagedCluster name)")]
+    InvalidName(String),
+}
+
+impl HubCore {
+    /// A join request (`managedclusters.spec.create_request`). Unknown clusters become Pending;
+    /// known ones get their labels, claims and lease period refreshed. The hub's view is
+    /// published either way so a waiting agent learns where it stands.
+    pub fn join_request(
+        &self,
+        cluster: &str,
+        request: &ManagedCluster,
+        now: DateTime<Utc>,
+    ) -> Change {
+        if !request.metadata.name.is_empty() && request.metadata.name != cluster {
+            // A join request for another cluster's name on this cluster's topic: refuse it
+            // rather than let one agent register (or overwrite) another.
+            tracing::warn!(
+                topic_cluster = cluster,
+                requested = %request.metadata.name,
+                "join request names a different cluster than its topic; dropped"
+            );
+            return self.count(counter::MALFORMED);
+        }
+        if let Err(e) = ocm_edge_schemas::validate::validate_cluster_name(cluster) {
+            // The topic grammar allows names Kubernetes does not (a leading '-', 64 characters):
+            // such a cluster could never be a ManagedCluster, so it is never registered.
+            tracing::warn!(%cluster, error = %e, "join request with an invalid cluster name dropped");
+            return self.count(counter::MALFORMED);
+        }
+        let lease = match request.spec.lease_duration_seconds {
+            s if s > 0 => s,
+            _ => DEFAULT_LEASE_DURATION_SECONDS,
+        };
+        let mut record = self
+            .cluster(cluster)
+            .cloned()
+            .unwrap_or_else(|| self.new_record(cluster, lease, now));
+        let carried = request
+            .metadata
+            .annotations
+            .get(ocm_edge_schemas::wire::signature::AGENT_KEY_ANNOTATION);
+        if record.acceptance == ClusterState::Accepted {
+            if carried.is_some() && carried != record.agent_key.as_ref() {
+                // Bound at acceptance: only `cluster deny` then `cluster accept` binds another.
+                tracing::warn!(
+                    %cluster,
+                    "join request carries another agent key than the one bound at acceptance; \
+                     kept the bound one (if the agent was reinstalled: `ocm-edge cluster deny`, \
+                     then compare its key and `ocm-edge cluster accept` it again)"
+                );
+            }
+        } else {
+            record.agent_key = carried.cloned();
+        }
+        record.labels = request.metadata.labels.clone();
+        record.claims = request.status.cluster_claims.clone();
+        record.lease_duration_seconds = lease;
+        // An accepted cluster's join request (signed with its bound key) is also how its agent
+        // asks for a new certificate.
+        self.refresh_certificate(&mut record, Asked::ByAgent, now);
+        self.publish_cluster(record)
+    }
+
+    /// Accepts a cluster (idempotent; also re-accepts a denied one). Publishes the hub's view and
+    /// every work already waiting for the cluster.
+    ///
+    /// # Errors
+    /// [`RegistrationError::UnknownCluster`] when the cluster never asked to join.
+    pub fn accept(&self, cluster: &str, now: DateTime<Utc>) -> Result<Change, RegistrationError> {
+        let record = self
+            .cluster(cluster)
+            .cloned()
+            .ok_or_else(|| RegistrationError::UnknownCluster(cluster.to_owned()))?;
+        Ok(self.accept_record(record, now))
+    }
+
+    /// Registers and accepts a cluster whose agent never asks to join (OCM's or maestro's own work
+    /// agent): accepted at once with no agent key, so its events are taken unsigned (on the hub's
+    /// embedded broker it logs in with the password `ocm-edge cluster broker-config` writes).
+    ///
+    /// # Errors
+    /// [`RegistrationError::AlreadyKnown`] for a cluster the hub knows (joined, accepted, denied),
+    /// [`RegistrationError::InvalidName`] for a name that can be no ManagedCluster.
+    pub fn add_cluster(
+        &self,
+        cluster: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Change, RegistrationError> {
+        ocm_edge_schemas::validate::validate_cluster_name(cluster)
+            .map_err(|e| RegistrationError::InvalidName(e.to_string()))?;
+        if let Some(known) = self.cluster(cluster) {
+            return Err(RegistrationError::AlreadyKnown {
+                name: cluster.to_owned(),
+                state: format!("{:?}", known.acceptance).to_lowercase(),
+            });
+        }
+        let record = self.new_record(cluster, DEFAULT_LEASE_DURATION_SECONDS, now);
+        Ok(self.accept_record(record, now))
+    }
+
+    /// A cluster the hub has just heard of: pending, no labels, claims, key or lease yet.
+    fn new_record(&self, cluster: &str, lease: i32, now: DateTime<Utc>) -> ClusterRecord {
+        ClusterRecord {
+            name: cluster.to_owned(),
+            acceptance: ClusterState::Pending,
+            labels: Default::default(),
+            claims: vec![],
+            lease_duration_seconds: lease,
+            conditions: vec![],
+            taints: vec![],
+            last_lease: None,
+            reported: ManagedClusterStatus::default(),
+            presence: self.unknown_presence(cluster),
+            requested_at: time(now),
+            availability: None,
+            agent_key: None,
+            certificate: None,
+            revoked_certificates: vec![],
+        }
+    }
+
+    /// Accepts `record` (known or new): conditions, availability grace, the hub's view, and every
+    /// work already waiting for the cluster.
+    fn accept_record(&self, mut record: ClusterRecord, now: DateTime<Utc>) -> Change {
+        let cluster = record.name.clone();
+        let cluster = cluster.as_str();
+        let was_accepted = record.acceptance == ClusterState::Accepted;
+        record.acceptance = ClusterState::Accepted;
+        let at = time(now);
+        set_condition(
+            &mut record.conditions,
+            Condition::new(
+                HUB_ACCEPTED_MANAGED_CLUSTER,
+                ConditionStatus::True,
+                "HubClusterAdminAccepted",
+                "Accepted by hub cluster admin",
+            ),
+            at,
+        );
+        remove_condition(&mut record.conditions, HUB_DENIED_MANAGED_CLUSTER);
+        set_condition(
+            &mut record.conditions,
+            Condition::new(
+                MANAGED_CLUSTER_JOINED,
+                ConditionStatus::True,
+                "ManagedClusterJoined",
+                "Managed cluster joined",
+            ),
+            at,
+        );
+        if !was_accepted {
+            // The grace period starts now: a cluster that never proves alive goes Unknown.
+            self.start_availability(&mut record, now);
+        }
+        self.refresh_certificate(&mut record, Asked::ByOperator, now);
+        let mut change = self.publish_cluster(record);
+        if !was_accepted {
+            for work in self.works_of(cluster) {
+                change
+                    .outbound
+                    .push(Outbound::Spec(Box::new(self.spec_event(work, None, now))));
+            }
+        }
+        change
+    }
+
+    /// Denies a cluster (idempotent; also revokes an accepted one: its works stay stored, its
+    /// events are ignored).
+    ///
+    /// # Errors
+    /// [`RegistrationError::UnknownCluster`] when the cluster never asked to join.
+    pub fn deny(&self, cluster: &str, now: DateTime<Utc>) -> Result<Change, RegistrationError> {
+        let mut record = self
+            .cluster(cluster)
+            .cloned()
+            .ok_or_else(|| RegistrationError::UnknownCluster(cluster.to_owned()))?;
+        record.acceptance = ClusterState::Denied;
+        certificates::revoke(&mut record, now);
+        let at = time(now);
+        set_condition(
+            &mut record.conditions,
+            Condition::new(
+                HUB_ACCEPTED_MANAGED_CLUSTER,
+                ConditionStatus::False,
+                "HubClusterAdminDenied",
+                "Denied by hub cluster admin",
+            ),
+            at,
+        );
+        set_condition(
+            &mut record.conditions,
+            Condition::new(
+                HUB_DENIED_MANAGED_CLUSTER,
+                ConditionStatus::True,
+                "HubClusterAdminDenied",
+                "Denied by hub cluster admin",
+            ),
+            at,
+        );
+        Ok(self.publish_cluster(record))
+    }
+
+    /// Stores the record and publishes the hub's view of it.
+    pub(crate) fn publish_cluster(&self, record: ClusterRecord) -> Change {
+        let view = hub_view(&record);
+        Change {
+            records: vec![Record::Cluster(Box::new(record))],
+            outbound: vec![Outbound::HubView(Box::new(view))],
+        }
+    }
+
+    /// The hub's view of every cluster that is not pending (republished after a restart).
+    pub fn all_hub_views(&self) -> Change {
+        Change {
+            records: vec![],
+            outbound: self
+                .clusters()
+                .filter(|c| c.acceptance != ClusterState::Pending)
+                .map(|c| Outbound::HubView(Box::new(hub_view(c))))
+                .collect(),
+        }
+    }
+}
+
+/// The hub's view of a cluster, as published to its agent.
+pub fn hub_view(record: &ClusterRecord) -> ManagedCluster {
+    // The cluster's certificate, for its agent to log in to a broker that takes certificates
+    // as identities; an accepted cluster's only (the view is signed: the agent trusts it).
+    let annotations = record
+        .current_certificate()
+        .map(|c| {
+            [(
+                ocm_edge_schemas::wire::signature::CLUSTER_CERTIFICATE_ANNOTATION.to_owned(),
+                c.pem.clone(),
+            )]
+            .into_iter()
+            .collect()
+        })
+        .unwrap_or_default();
+    ManagedCluster {
+        metadata: ObjectMeta {
+            name: record.name.clone(),
+            labels: record.labels.clone(),
+            annotations,
+            creation_timestamp: Some(record.requested_at),
+            ..ObjectMeta::default()
+        },
+        spec: ocm_edge_schemas::api::cluster::ManagedClusterSpec {
+            hub_accepts_client: record.acceptance == ClusterState::Accepted,
+            lease_duration_seconds: record.lease_duration_seconds,
+            taints: record.taints.clone(),
+            ..Default::default()
+        },
+        status: ManagedClusterStatus {
+            conditions: record.conditions.clone(),
+            capacity: record.reported.capacity.clone(),
+            allocatable: record.reported.allocatable.clone(),
+            version: record.reported.version.clone(),
+            cluster_claims: record.claims.clone(),
+        },
+        ..ManagedCluster::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::testkit::*;
+    use crate::core::{AgentInput, Presence};
+    use ocm_edge_schemas::api::meta::{find_condition, is_condition_true};
+
+    #[test]
+    fn a_join_request_from_an_unknown_cluster_makes_it_pending_and_answers_with_the_hub_view() {
+        let mut core = core();
+        let change = core.handle_agent(join("edge-1"), t(0));
+        core.apply(&change.records);
+        assert_eq!(
+            core.cluster("edge-1").unwrap().acceptance,
+            ClusterState::Pending
+        );
+        let views = hub_views(&change);
+        assert_eq!(views.len(), 1);
+        assert!(!views[0].spec.hub_accepts_client);
+        assert_eq!(views[0].metadata.labels.get("env").unwrap(), "test");
+    }
+
+    #[test]
+    fn a_join_request_whose_name_is_not_a_dns_label_registers_nothing_and_is_counted() {
+        let too_long = "a".repeat(64);
+        for name in ["-edge", "edge-", too_long.as_str(), "ocm-edge-hub"] {
+            let mut core = core();
+            let change = core.handle_agent(join(name), t(0));
+            core.apply(&change.records);
+            assert!(core.cluster(name).is_none(), "{name} was registered");
+            assert!(hub_views(&change).is_empty(), "{name} got an answer");
+            assert_eq!(core.counters().get(counter::MALFORMED), 1, "{name}");
+        }
+    }
+
+    #[test]
+    fn accepting_sets_the_accepted_and_joined_conditions_and_publishes_them() {
+        let mut core = core();
+        step(&mut core, join("edge-1"), 0);
+        let change = core.accept("edge-1", t(5)).unwrap();
+        core.apply(&change.records);
+        let view = &hub_views(&change)[0];
+        assert!(view.spec.hub_accepts_client);
+        assert!(is_condition_true(
+            &view.status.conditions,
+            HUB_ACCEPTED_MANAGED_CLUSTER
+        ));
+        assert!(is_condition_true(
+            &view.status.conditions,
+            MANAGED_CLUSTER_JOINED
+        ));
+        assert_eq!(
+            core.cluster("edge-1").unwrap().acceptance,
+            ClusterState::Accepted
+        );
+    }
+
+    #[test]
+    fn denying_an_accepted_cluster_revokes_it() {
+        let mut core = core();
+        step(&mut core, join("edge-1"), 0);
+        let c = core.accept("edge-1", t(1)).unwrap();
+        core.apply(&c.records);
+        let c = core.deny("edge-1", t(2)).unwrap();
+        core.apply(&c.records);
+        let view = &hub_views(&c)[0];
+        assert!(!view.spec.hub_accepts_client);
+        let accepted = find_condition(&view.status.conditions, HUB_ACCEPTED_MANAGED_CLUSTER);
+        assert_eq!(accepted.unwrap().status, ConditionStatus::False);
+        assert!(is_condition_true(
+            &view.status.conditions,
+            HUB_DENIED_MANAGED_CLUSTER
+        ));
+    }
+
+    #[test]
+    fn accepting_or_denying_an_unknown_cluster_is_an_error_that_changes_nothing() {
+        let core = core();
+        assert_eq!(
+            core.accept("ghost", t(0)),
+            Err(RegistrationError::UnknownCluster("ghost".into()))
+        );
+        assert!(core.deny("ghost", t(0)).is_err());
+    }
+
+    #[test]
+    fn events_from_pending_denied_or_unknown_clusters_are_ignored_and_counted() {
+        let mut core = core();
+        step(&mut core, join("pending"), 0);
+        step(&mut core, join("denied"), 0);
+        let c = core.deny("denied", t(1)).unwrap();
+        core.apply(&c.records);
+        for cluster in ["pending", "denied", "unknown"] {
+            let change = core.handle_agent(lease(cluster), t(2));
+            assert!(change.outbound.is_empty(), "{cluster}");
+            core.apply(&change.records);
+        }
+        assert_eq!(core.counters().get(counter::IGNORED_NOT_ACCEPTED), 3);
+        assert!(core.cluster("denied").unwrap().last_lease.is_none());
+    }
+
+    #[test]
+    fn a_cluster_not_accepted_that_asks_for_its_works_hears_where_it_stands_and_gets_none() {
+        let mut core = core_with_work("a", "web");
+        let c = core.deny("a", t(5)).unwrap();
+        core.apply(&c.records);
+        step(&mut core, join("pending"), 0);
+        for (cluster, denied) in [("a", true), ("pending", false)] {
+            let change = core.handle_agent(
+                AgentInput::SpecResyncRequest {
+                    cluster: cluster.into(),
+                    versions: Default::default(),
+                    transfer: None,
+                },
+                t(6),
+            );
+            let views = hub_views(&change);
+            assert_eq!(views.len(), 1, "{cluster}: {:?}", change.outbound);
+            assert_eq!(
+                change.outbound.len(),
+                1,
+                "{cluster}: no work, only its view"
+            );
+            assert_eq!(
+                is_condition_true(&views[0].status.conditions, HUB_DENIED_MANAGED_CLUSTER),
+                denied
+            );
+        }
+        let unknown = core.handle_agent(
+            AgentInput::SpecResyncRequest {
+                cluster: "ghost".into(),
+                versions: Default::default(),
+                transfer: None,
+            },
+            t(6),
+        );
+        assert!(unknown.outbound.is_empty());
+    }
+
+    #[test]
+    fn a_join_request_naming_another_cluster_is_dropped_and_counted() {
+        let mut core = core();
+        let mut request = ManagedCluster::new("victim");
+        request.spec.lease_duration_seconds = 60;
+        let change = core.handle_agent(
+            AgentInput::JoinRequest {
+                cluster: "attacker".into(),
+                request: Box::new(request),
+            },
+            t(0),
+        );
+        core.apply(&change.records);
+        assert!(core.cluster("victim").is_none());
+        assert!(core.cluster("attacker").is_none());
+        assert_eq!(core.counters().get(counter::MALFORMED), 1);
+    }
+
+    #[test]
+    fn a_will_older_than_the_latest_birth_is_ignored() {
+        let mut core = accepted_core(&["edge-1"]);
+        step(&mut core, presence("edge-1", true, 2), 1);
+        step(&mut core, presence("edge-1", false, 1), 2);
+        assert_eq!(
+            core.cluster("edge-1").unwrap().presence,
+            Some(Presence {
+                online: true,
+                connection_seq: 2
+            })
+        );
+        step(&mut core, presence("edge-1", false, 2), 3);
+        assert!(!core.cluster("edge-1").unwrap().presence.unwrap().online);
+    }
+}

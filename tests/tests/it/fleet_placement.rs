@@ -1,0 +1,275 @@
+//! Placement and ManifestWorkReplicaSets on a real broker with three in-process simulated
+//! agents: when the chosen cluster's agent is killed its cluster is tainted unreachable, the
+//! placement moves to another cluster and the work follows; when the agent returns the taint
+//! goes; a placement that tolerates the taint for N seconds keeps the cluster until then.
+
+use ocm_edge_schemas::admin::PlacementView;
+use ocm_edge_schemas::api::cluster::TAINT_UNREACHABLE;
+use ocm_edge_tests::fleet::{Fleet, WAIT, is_available, is_unreachable};
+use ocm_edge_tests::probe::AgentPeer;
+use ocm_edge_tests::wait::wait_for;
+use serde_json::json;
+
+const SET_LABEL: (&str, &str) = ("cluster.open-cluster-management.io/clusterset", "edge");
+const CLUSTERS: [&str; 3] = ["edge-1", "edge-2", "edge-3"];
+
+async fn apply_fleet_objects(fleet: &Fleet) {
+    for object in [
+        json!({"apiVersion": "cluster.open-cluster-management.io/v1beta2", "kind": "ManagedClusterSet",
+               "metadata": {"name": "edge"}}),
+        json!({"apiVersion": "cluster.open-cluster-management.io/v1beta2", "kind": "ManagedClusterSetBinding",
+               "metadata": {"name": "edge", "namespace": "default"}, "spec": {"clusterSet": "edge"}}),
+        json!({"apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+               "metadata": {"name": "web", "namespace": "default"},
+               "spec": {"numberOfClusters": 1, "clusterSets": ["edge"]}}),
+        json!({"apiVersion": "work.open-cluster-management.io/v1alpha1", "kind": "ManifestWorkReplicaSet",
+               "metadata": {"name": "web", "namespace": "default"},
+               "spec": {"placementRefs": [{"name": "web"}],
+                        "manifestWorkTemplate": {"workload": {"manifests": [
+                            {"apiVersion": "v1", "kind": "ConfigMap",
+                             "metadata": {"name": "web", "namespace": "default"},
+                             "data": {"greeting": "hello"}}]}}}}),
+    ] {
+        fleet.admin().await.apply_object(object).await.unwrap();
+    }
+}
+
+/// Waits until the placement's decisions satisfy `done`.
+async fn wait_placement(
+    fleet: &Fleet,
+    name: &str,
+    what: &str,
+    done: impl Fn(&PlacementView) -> bool,
+) -> PlacementView {
+    let admin = fleet.admin().await;
+    let last = std::cell::RefCell::new(None);
+    let found = wait_for(&format!("placement {name}: {what}"), WAIT, || async {
+        let p = admin.get_placement(Some("default"), name).await.unwrap();
+        let ok = done(&p);
+        *last.borrow_mut() = Some(p.clone());
+        ok.then_some(p)
+    })
+    .await;
+    found.unwrap_or_else(|_| {
+        panic!(
+            "placement {name}: {what} did not happen within {WAIT:?}: {:#?}",
+            last.borrow()
+        )
+    })
+}
+
+fn decided(p: &PlacementView) -> Vec<String> {
+    p.decisions.iter().map(|d| d.cluster.clone()).collect()
+}
+
+/// Waits until the hub holds the replica set's work on `cluster` (not being deleted).
+async fn wait_work_on(fleet: &Fleet, cluster: &str) {
+    let admin = fleet.admin().await;
+    let found = wait_for(&format!("work web on {cluster}"), WAIT, || async {
+        admin
+            .get_work(cluster, "web")
+            .await
+            .ok()
+            .filter(|w| !w.deleting)
+    })
+    .await;
+    let w = found.unwrap_or_else(|_| panic!("no work web on {cluster} within {WAIT:?}"));
+    assert_eq!(
+        w.labels
+            .get("work.open-cluster-management.io/manifestworkreplicaset")
+            .map(String::as_str),
+        Some("default.web")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_placement_moves_off_a_killed_cluster_and_the_work_follows() {
+    let mut fleet = Fleet::start().await;
+    for name in CLUSTERS {
+        fleet.start_accepted(name, &[SET_LABEL]).await;
+    }
+    apply_fleet_objects(&fleet).await;
+
+    let p = wait_placement(&fleet, "web", "one decision", |p| p.decisions.len() == 1).await;
+    let first = decided(&p).remove(0);
+    let explanation = p.explanation.as_ref().expect("the hub explains its choice");
+    assert_eq!(explanation.clusters.len(), 3, "{explanation}");
+    wait_work_on(&fleet, &first).await;
+    let rollout = fleet
+        .admin()
+        .await
+        .get_replica_set(Some("default"), "web")
+        .await
+        .unwrap();
+    assert_eq!(rollout.clusters.len(), 1);
+    assert_eq!(rollout.clusters[0].cluster, first);
+
+    // The chosen cluster's agent dies.
+    fleet.kill_agent(&first).await;
+    fleet
+        .wait_cluster(&first, WAIT, "unreachable", is_unreachable)
+        .await;
+    let p = wait_placement(&fleet, "web", "a move to a live cluster", |p| {
+        p.decisions.len() == 1 && decided(p)[0] != first
+    })
+    .await;
+    let second = decided(&p).remove(0);
+    let why = p.explanation.as_ref().unwrap().cluster(&first).unwrap();
+    assert!(
+        why.reason.contains("taint") || why.reason.contains(TAINT_UNREACHABLE),
+        "{why:?}"
+    );
+    wait_work_on(&fleet, &second).await;
+    // The dead cluster's work leaves the hub's desired state (deleted once its agent confirms).
+    let admin = fleet.admin().await;
+    let gone = wait_for(
+        "the work on the dead cluster to be deleted",
+        WAIT,
+        || async {
+            match admin.get_work(&first, "web").await {
+                Ok(w) if w.deleting => Some(()),
+                Ok(_) => None,
+                Err(_) => Some(()),
+            }
+        },
+    )
+    .await;
+    assert!(gone.is_ok(), "the work on {first} is not being deleted");
+
+    // The agent comes back: the taint goes, the placement stays where it is (Steady).
+    fleet.restart_agent(&first).await;
+    fleet
+        .wait_cluster(&first, WAIT, "available again", is_available)
+        .await;
+    let admin = fleet.admin().await;
+    let gone = wait_for(
+        "the returning agent to confirm the deletion",
+        WAIT,
+        || async { admin.get_work(&first, "web").await.err().map(|_| ()) },
+    )
+    .await;
+    assert!(gone.is_ok(), "the returning agent confirms the deletion");
+
+    fleet.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_placement_tolerating_unreachable_for_n_seconds_keeps_the_cluster_until_then() {
+    const N: i64 = 5;
+    let mut fleet = Fleet::start().await;
+    for name in CLUSTERS {
+        fleet.start_accepted(name, &[SET_LABEL]).await;
+    }
+    apply_fleet_objects(&fleet).await;
+    fleet
+        .admin()
+        .await
+        .apply_object(json!({
+            "apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+            "metadata": {"name": "tolerant", "namespace": "default"},
+            "spec": {"numberOfClusters": 1, "clusterSets": ["edge"],
+                     "tolerations": [{"key": TAINT_UNREACHABLE, "operator": "Exists",
+                                      "tolerationSeconds": N}]}}))
+        .await
+        .unwrap();
+    let p = wait_placement(&fleet, "tolerant", "one decision", |p| {
+        p.decisions.len() == 1
+    })
+    .await;
+    let chosen = decided(&p).remove(0);
+
+    fleet.kill_agent(&chosen).await;
+    let view = fleet
+        .wait_cluster(&chosen, WAIT, "unreachable", is_unreachable)
+        .await;
+    let added = view
+        .taints
+        .iter()
+        .find(|t| t.key == TAINT_UNREACHABLE)
+        .and_then(|t| t.time_added)
+        .unwrap()
+        .as_datetime();
+
+    // Tolerated: still decided, with a re-check when the toleration expires.
+    let kept = wait_placement(&fleet, "tolerant", "a re-check at the expiry", |p| {
+        p.requeue_at.is_some()
+    })
+    .await;
+    assert_eq!(decided(&kept), vec![chosen.clone()]);
+    assert_eq!(
+        kept.requeue_at,
+        Some(added + chrono::TimeDelta::seconds(N)),
+        "kept exactly until timeAdded + tolerationSeconds"
+    );
+    // ... then dropped for a live cluster.
+    let moved = wait_placement(&fleet, "tolerant", "the drop after N seconds", |p| {
+        p.decisions.len() == 1 && decided(p)[0] != chosen
+    })
+    .await;
+    assert!(moved.requeue_at.is_none_or(|t| t > added));
+
+    fleet.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn add_on_placement_scores_from_clusters_steer_a_placement() {
+    let mut fleet = Fleet::start().await;
+    for name in CLUSTERS {
+        fleet.start_accepted(name, &[SET_LABEL]).await;
+    }
+    apply_fleet_objects(&fleet).await;
+    fleet
+        .admin()
+        .await
+        .apply_object(json!({
+            "apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+            "metadata": {"name": "roomy", "namespace": "default"},
+            "spec": {"numberOfClusters": 1, "clusterSets": ["edge"],
+                     "prioritizerPolicy": {"mode": "Exact", "configurations": [
+                        {"scoreCoordinate": {"type": "AddOn",
+                                             "addOn": {"resourceName": "cpu-ratio",
+                                                       "scoreName": "cpuAvailable"}},
+                         "weight": 1}]}}}))
+        .await
+        .unwrap();
+    // An add-on beside each agent publishes its score on the cluster's agentevents, signed
+    // with the cluster's key (the hub takes a bound cluster's events only so).
+    let publish = |cluster: &'static str, value: i32| {
+        let url = fleet.broker_url().to_owned();
+        let dir = fleet.agent_dir(cluster);
+        async move {
+            let raw = AgentPeer::connect(&url, "ocm-edge", cluster)
+                .await
+                .signing_with(&dir);
+            let score = raw.event(
+                "cluster.open-cluster-management.io.v1alpha1.addonplacementscores.status.update_request",
+                json!({"metadata": {"name": "cpu-ratio"},
+                       "status": {"scores": [{"name": "cpuAvailable", "value": value}]}}),
+            );
+            raw.send(&score).await;
+            raw
+        }
+    };
+    let _a = publish("edge-1", 10).await;
+    let _b = publish("edge-3", 90).await;
+    wait_placement(&fleet, "roomy", "the best-scored cluster", |p| {
+        decided(p) == vec!["edge-3".to_owned()]
+    })
+    .await;
+    let _c = publish("edge-1", 100).await;
+    let p = wait_placement(&fleet, "roomy", "a move to the new best", |p| {
+        decided(p) == vec!["edge-1".to_owned()]
+    })
+    .await;
+    let why = p.explanation.unwrap();
+    assert!(
+        why.cluster("edge-1")
+            .unwrap()
+            .score_text()
+            .unwrap()
+            .contains("100"),
+        "{why}"
+    );
+
+    fleet.shutdown().await;
+}

@@ -1,0 +1,215 @@
+//! The whole path on a real Kubernetes control plane (`tests/kube/e2e.sh` starts one): the hub on
+//! its secure defaults, the real `ocm-edge-agent --applier kube` binary with the RBAC of
+//! `deploy/k3s/agent.yaml` and a service-account token (not the admin's), and a ManifestWork with a
+//! Namespace, a CRD, a custom resource of it, a ConfigMap and a Deployment. The resources appear in
+//! the API server, the hub sees the work Applied with the Deployment's WellKnownStatus and JSONPaths
+//! feedback, an update reaches the cluster and deletes the resource it dropped, a work deleted with
+//! the Orphan policy leaves its resource behind, and a delete removes what the work created.
+
+use std::time::Duration;
+
+use ocm_edge_agent::applier::kube::KubeApplier;
+use ocm_edge_schemas::api::meta::ConditionStatus;
+use ocm_edge_schemas::api::work::ManifestWork;
+use ocm_edge_tests::fleet::{Fleet, FleetOptions};
+use ocm_edge_tests::kube::{agent_binary, agent_kubeconfig, get};
+use ocm_edge_tests::wait::wait_until;
+use serde_json::json;
+
+const WAIT: Duration = Duration::from_secs(60);
+const CLUSTER: &str = "kube-1";
+
+/// The work `shop`: a Namespace, a CRD, a custom resource of it (left out when `with_cart` is
+/// false: the agent then deletes it), a ConfigMap with `mode: config_value` and a Deployment whose
+/// readiness comes back as WellKnownStatus and whose `spec.replicas` as a JSONPaths feedback.
+fn manifest_work(config_value: &str, with_cart: bool) -> ManifestWork {
+    let cart = json!({"apiVersion": "shop.ocm-edge.test/v1", "kind": "Cart",
+        "metadata": {"name": "main", "namespace": "e2e-shop"}, "spec": {"items": 3}});
+    let mut work = json!({
+        "apiVersion": "work.open-cluster-management.io/v1",
+        "kind": "ManifestWork",
+        "metadata": {"name": "shop", "namespace": CLUSTER},
+        "spec": {
+            "workload": {"manifests": [
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "e2e-shop"}},
+                {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                 "metadata": {"name": "carts.shop.ocm-edge.test"},
+                 "spec": {"group": "shop.ocm-edge.test", "scope": "Namespaced",
+                   "names": {"plural": "carts", "singular": "cart", "kind": "Cart"},
+                   "versions": [{"name": "v1", "served": true, "storage": true,
+                     "schema": {"openAPIV3Schema": {"type": "object",
+                       "x-kubernetes-preserve-unknown-fields": true}}}]}},
+                cart,
+                {"apiVersion": "v1", "kind": "ConfigMap",
+                 "metadata": {"name": "settings", "namespace": "e2e-shop"},
+                 "data": {"mode": config_value}},
+                {"apiVersion": "apps/v1", "kind": "Deployment",
+                 "metadata": {"name": "web", "namespace": "e2e-shop"},
+                 "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                   "template": {"metadata": {"labels": {"app": "web"}},
+                     "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}}}}
+            ]},
+            "manifestConfigs": [{
+                "resourceIdentifier": {"group": "apps", "resource": "deployments",
+                  "namespace": "e2e-shop", "name": "web"},
+                "feedbackRules": [{"type": "WellKnownStatus"},
+                    {"type": "JSONPaths", "jsonPaths": [{"name": "desired", "path": ".spec.replicas"}]}]
+            }]
+        }
+    });
+    if !with_cart {
+        let manifests = work["spec"]["workload"]["manifests"]
+            .as_array_mut()
+            .unwrap();
+        manifests.retain(|m| m["kind"] != "Cart");
+    }
+    serde_json::from_value(work).unwrap()
+}
+
+/// The work `keep`: one ConfigMap in `default`, deleted with the Orphan policy (left behind).
+fn orphaning_work() -> ManifestWork {
+    serde_json::from_value(json!({
+        "apiVersion": "work.open-cluster-management.io/v1",
+        "kind": "ManifestWork",
+        "metadata": {"name": "keep", "namespace": CLUSTER},
+        "spec": {
+            "workload": {"manifests": [
+                {"apiVersion": "v1", "kind": "ConfigMap",
+                 "metadata": {"name": "e2e-kept", "namespace": "default"},
+                 "data": {"kept": "yes"}}
+            ]},
+            "deleteOption": {"propagationPolicy": "Orphan"}
+        }
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn e2e_a_work_goes_through_the_real_agent_binary_to_a_real_api_server_and_back() {
+    let Some(admin_kubeconfig) = ocm_edge_tests::kube::kubeconfig(
+        "e2e_a_work_goes_through_the_real_agent_binary_to_a_real_api_server_and_back",
+    ) else {
+        return;
+    };
+    let admin = KubeApplier::connect(Some(&admin_kubeconfig)).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = agent_kubeconfig(&admin, &admin_kubeconfig, dir.path()).await;
+
+    let fleet = Fleet::start_with(FleetOptions {
+        hub_broker: true,
+        ..FleetOptions::default()
+    })
+    .await;
+    let data_dir = dir.path().join("agent");
+    let mut agent = tokio::process::Command::new(agent_binary())
+        .args(["--cluster-name", CLUSTER, "--broker", fleet.broker_url()])
+        .arg("--broker-ca-file")
+        .arg(fleet.options().broker_ca_file.as_ref().unwrap())
+        .args(["--token", fleet.join_token().unwrap(), "--applier", "kube"])
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .arg("--data-dir")
+        .arg(&data_dir)
+        .env_remove("OCM_EDGE_BROKER")
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    fleet.accept(CLUSTER).await;
+    let hub = fleet.admin().await;
+    hub.apply_manifest_work(manifest_work("blue", true))
+        .await
+        .expect("the hub takes the work");
+    hub.apply_manifest_work(orphaning_work())
+        .await
+        .expect("the hub takes the orphaning work");
+
+    // Applied on the cluster, by the service account.
+    let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "e2e-shop"}});
+    let cart = json!({"apiVersion": "shop.ocm-edge.test/v1", "kind": "Cart",
+        "metadata": {"name": "main", "namespace": "e2e-shop"}});
+    let config_map = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "settings", "namespace": "e2e-shop"}});
+    wait_until("the work's objects on the cluster", WAIT, || async {
+        get(&admin, &deployment).await.is_some() && get(&admin, &cart).await.is_some()
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        get(&admin, &config_map).await.unwrap()["data"]["mode"],
+        "blue"
+    );
+
+    // Back at the hub: Applied, and the Deployment's readiness (WellKnownStatus) and replicas
+    // (JSONPaths) as feedback.
+    let ready_at_hub = || async {
+        let Ok(work) = hub.get_work(CLUSTER, "shop").await else {
+            return false;
+        };
+        let applied = work
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "Applied" && c.status == ConditionStatus::True);
+        let feedback = |name: &str| {
+            work.resource_status.iter().any(|m| {
+                m.resource_meta.kind == "Deployment"
+                    && m.status_feedback
+                        .values
+                        .iter()
+                        .any(|v| v.name == name && v.field_value.integer == Some(2))
+            })
+        };
+        applied && feedback("ReadyReplicas") && feedback("desired")
+    };
+    wait_until(
+        "Applied with ReadyReplicas=2 and desired=2 at the hub",
+        WAIT,
+        ready_at_hub,
+    )
+    .await
+    .unwrap();
+
+    // An update reaches the cluster, and the Cart it no longer has is deleted.
+    hub.apply_manifest_work(manifest_work("green", false))
+        .await
+        .unwrap();
+    wait_until("the update on the cluster", WAIT, || async {
+        get(&admin, &config_map)
+            .await
+            .is_some_and(|c| c["data"]["mode"] == "green")
+    })
+    .await
+    .unwrap();
+    wait_until("the Cart dropped from the work deleted", WAIT, || async {
+        get(&admin, &cart).await.is_none()
+    })
+    .await
+    .unwrap();
+    assert!(get(&admin, &deployment).await.is_some());
+
+    // The orphaning work's delete leaves its ConfigMap behind, once the hub has it gone.
+    let kept = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "e2e-kept", "namespace": "default"}});
+    assert!(get(&admin, &kept).await.is_some());
+    hub.delete_work(CLUSTER, "keep").await.unwrap();
+    wait_until("the orphaning work gone at the hub", WAIT, || async {
+        hub.get_work(CLUSTER, "keep").await.is_err()
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        get(&admin, &kept)
+            .await
+            .expect("an orphaned ConfigMap stays")["data"]["kept"],
+        "yes"
+    );
+
+    // A delete removes what the work created.
+    hub.delete_work(CLUSTER, "shop").await.unwrap();
+    wait_until("the work's objects gone", WAIT, || async {
+        get(&admin, &config_map).await.is_none() && get(&admin, &cart).await.is_none()
+    })
+    .await
+    .unwrap();
+    agent.kill().await.unwrap();
+}
