@@ -205,7 +205,8 @@ pub async fn run_agent(
 /// [`AgentError`] for a bad configuration, an unusable data dir or applier.
 pub async fn start_agent(cfg: AgentConfig) -> Result<AgentHandle, AgentError> {
     cfg.validate()?;
-    // One rustls provider (ring) for the MQTT layer and kube-rs alike (one provider for the whole process; ARCHITECTURE.md).
+    // One rustls provider (ring) for the whole process, the MQTT layer and kube-rs alike
+    // (ARCHITECTURE.md).
     ocm_edge_mqtt::install_crypto_provider();
     let store = Store::open(&cfg.data_dir)?;
     let key = Arc::new(AgentKey::load_or_create(&cfg.data_dir)?);

@@ -6,10 +6,10 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use ocm_edge_agent::work::acceptance::decide_spec;
-use ocm_edge_agent::work::resource::ResourceRef;
 use ocm_edge_agent::events::{Inbound, admissible, parse_inbound};
 use ocm_edge_agent::registration::trust::{Checked, HubTrust};
+use ocm_edge_agent::work::acceptance::decide_spec;
+use ocm_edge_agent::work::resource::ResourceRef;
 use ocm_edge_fuzz::{CLUSTER, HUB_CA, SOURCE, hub_signer, message, now};
 use ocm_edge_mqtt::CaPin;
 use ocm_edge_schemas::wire::topic;

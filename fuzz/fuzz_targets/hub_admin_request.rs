@@ -5,8 +5,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use ocm_edge_fuzz::{hub_core, now};
-use ocm_edge_schemas::admin::AdminResponse;
 use ocm_edge_hub::admin::server::{handle_request, parse_request};
+use ocm_edge_schemas::admin::AdminResponse;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(request) = parse_request(data) else {

@@ -7,8 +7,8 @@
 use libfuzzer_sys::fuzz_target;
 use ocm_edge_fuzz::{CLUSTER, SOURCE, hub_core, message, now};
 use ocm_edge_hub::core::AgentInput;
-use ocm_edge_hub::process::events::decode_agent_message;
 use ocm_edge_hub::pki::signing::check_agent_signature;
+use ocm_edge_hub::process::events::decode_agent_message;
 use ocm_edge_schemas::wire::signature::AGENT_KEY_ANNOTATION;
 use ocm_edge_schemas::wire::topic;
 

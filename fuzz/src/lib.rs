@@ -6,10 +6,10 @@
 //! events (`seeds/`), prefixed with that byte.
 
 use chrono::{DateTime, TimeZone, Utc};
-use ocm_edge_schemas::admin::{AdminRequest, CreateWork};
 use ocm_edge_hub::admin::server::handle_request;
 use ocm_edge_hub::availability::AvailabilityConfig;
 use ocm_edge_hub::core::{AgentInput, CoreConfig, HubCore};
+use ocm_edge_schemas::admin::{AdminRequest, CreateWork};
 use ocm_edge_schemas::api::cluster::ManagedCluster;
 use ocm_edge_schemas::wire::MqttMessage;
 
@@ -74,10 +74,12 @@ pub fn broker_logins_with(
         .cloned()
         .expect("the fixture cluster joined");
     record.agent_key = Some(BOUND_KEY_BASE64.to_owned());
-    let tokens = std::sync::Arc::new(ocm_edge_hub::registration::join_token::JoinTokens::from_secret(
-        &TOKEN_SECRET,
-        std::path::PathBuf::from("/nonexistent/ocm-edge-fuzz/revoked-join-tokens"),
-    ));
+    let tokens = std::sync::Arc::new(
+        ocm_edge_hub::registration::join_token::JoinTokens::from_secret(
+            &TOKEN_SECRET,
+            std::path::PathBuf::from("/nonexistent/ocm-edge-fuzz/revoked-join-tokens"),
+        ),
+    );
     let logins = ocm_edge_hub::registration::logins::HubLogins::new(
         HUB_SECRET.to_owned(),
         Some(DASHBOARD_SECRET.to_owned()),
@@ -190,8 +192,8 @@ mod seeds {
     use std::path::{Path, PathBuf};
 
     use ocm_edge_agent::events::AgentIdentity;
-    use ocm_edge_schemas::admin::AdminRequest;
     use ocm_edge_hub::process::events::encode_outbound;
+    use ocm_edge_schemas::admin::AdminRequest;
     use ocm_edge_schemas::api::cluster::ManagedCluster;
     use ocm_edge_schemas::wire::{MqttMessage, encode};
 
@@ -221,14 +223,20 @@ mod seeds {
     #[ignore = "writes the seed files"]
     fn write_cluster_certificate_seeds() {
         let data = tempfile::tempdir().unwrap();
-        let ca = ocm_edge_hub::registration::cluster_ca::ClusterCa::load_or_create(data.path(), now()).unwrap();
+        let ca =
+            ocm_edge_hub::registration::cluster_ca::ClusterCa::load_or_create(data.path(), now())
+                .unwrap();
         for cluster in [CLUSTER, "edge-2"] {
             let cert = ca
                 .issue_for_key(cluster, BOUND_KEY_BASE64, chrono::Duration::days(30), now())
                 .unwrap();
             let mut text = vec![0u8];
             text.extend_from_slice(cert.pem.as_bytes());
-            std::fs::write(dir("cluster_certificate").join(format!("{cluster}-pem")), text).unwrap();
+            std::fs::write(
+                dir("cluster_certificate").join(format!("{cluster}-pem")),
+                text,
+            )
+            .unwrap();
             // The first PEM block (the cluster's certificate; the CA follows it).
             let b64: String = cert
                 .pem
@@ -236,11 +244,15 @@ mod seeds {
                 .skip(1)
                 .take_while(|l| !l.starts_with("-----END"))
                 .collect();
-            let der = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, b64)
-                .unwrap();
+            let der =
+                base64::Engine::decode(&base64::engine::general_purpose::STANDARD, b64).unwrap();
             let mut bytes = vec![1u8];
             bytes.extend_from_slice(&der);
-            std::fs::write(dir("cluster_certificate").join(format!("{cluster}-der")), bytes).unwrap();
+            std::fs::write(
+                dir("cluster_certificate").join(format!("{cluster}-der")),
+                bytes,
+            )
+            .unwrap();
         }
     }
 
@@ -290,7 +302,8 @@ mod seeds {
             ca: pki.ca_der().unwrap(),
             cert: signer.certificate().to_vec(),
         };
-        let trust = ocm_edge_agent::registration::trust::HubTrust::new(Some(fresh.ca_pin()), Some(fresh));
+        let trust =
+            ocm_edge_agent::registration::trust::HubTrust::new(Some(fresh.ca_pin()), Some(fresh));
 
         // What the hub sends, signed: the accepted cluster's view and the work's spec event.
         let core = hub_core();
@@ -358,13 +371,14 @@ mod seeds {
         }
 
         // Signed admin requests, by a credential of the same CA.
-        let (pem, _) = ocm_edge_hub::admin::users::issue(&pki, 
-                ADMIN_USER,
-                ocm_edge_schemas::admin::Role::Admin,
-                chrono::Duration::days(3650),
-                now(),
-            )
-            .unwrap();
+        let (pem, _) = ocm_edge_hub::admin::users::issue(
+            &pki,
+            ADMIN_USER,
+            ocm_edge_schemas::admin::Role::Admin,
+            chrono::Duration::days(3650),
+            now(),
+        )
+        .unwrap();
         let credential =
             ocm_edge_cli::client::credential::Credential::from_pem(pem.as_bytes()).unwrap();
         let topic = ocm_edge_schemas::wire::topic::admin_requests(SOURCE).unwrap();
@@ -420,7 +434,8 @@ mod seeds {
             ),
         ];
         let key_dir = tempfile::tempdir().unwrap();
-        let key = ocm_edge_agent::registration::key::AgentKey::load_or_create(key_dir.path()).unwrap();
+        let key =
+            ocm_edge_agent::registration::key::AgentKey::load_or_create(key_dir.path()).unwrap();
         let token = ocm_edge_hub::registration::join_token::JoinTokens::from_secret(
             &TOKEN_SECRET,
             PathBuf::from("/nonexistent"),

@@ -74,7 +74,7 @@ impl Default for EmbeddedSecurity {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum AdminAuth {
     /// Every request must be signed with a credential of the hub's CA, and the credential's role
-    /// must allow the command ([`crate::admin::credential`]). The hub creates its CA in
+    /// must allow the command ([`crate::admin::auth`]). The hub creates its CA in
     /// `DATA_DIR/pki` and the first admin's credential, `DATA_DIR/admin-credentials.pem`, at
     /// its first start.
     #[default]

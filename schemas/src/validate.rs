@@ -2,10 +2,10 @@
 //! how to fix it.
 //!
 //! # Names
-//! - Cluster names must be Kubernetes DNS-1123 labels (`[a-z0-9]([-a-z0-9]*[a-z0-9])?`, at most
-//!   63 characters): a cluster name is a namespace on an OCM hub, and it is a level of every
-//!   MQTT topic, where the protocol (docs/reference/protocol.md section 1, and sdk-go's topic regex) allow only `[a-z0-9-]+`. A label
-//!   satisfies both.
+//! - Cluster names must be Kubernetes DNS-1123 labels (`[a-z0-9]([-a-z0-9]*[a-z0-9])?`, at most 63
+//!   characters): a cluster name is a namespace on an OCM hub, and it is a level of every MQTT
+//!   topic, where the protocol (docs/reference/protocol.md section 1, and sdk-go's topic regex)
+//!   allow only `[a-z0-9-]+`. A label satisfies both.
 //! - Work names must be Kubernetes DNS-1123 subdomains (labels joined by `.`, at most 253
 //!   characters), exactly what OCM accepts for a ManifestWork. Work names never appear in the
 //!   OCM topics (the resourceid does); in ocm-edge's dashboard topics a subdomain is still a

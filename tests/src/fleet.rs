@@ -63,6 +63,13 @@ pub struct FleetOptions {
     /// the hub's CA, and logins proven with keys (agents their own, the admin client the first
     /// admin credential). No separate broker then; the hub keeps its port across restarts.
     pub hub_broker: bool,
+    /// The hub's MQTT keepalive (`HubConfig::keepalive`); `None`: the hub's default.
+    pub hub_keepalive: Option<Duration>,
+    /// How often the hub's embedded broker checks logins again (`HubConfig::login_recheck`);
+    /// `None`: the hub's default (30 s).
+    pub hub_login_recheck: Option<Duration>,
+    /// How long the admin client waits for the broker and the hub.
+    pub admin_timeout: Duration,
 }
 
 /// The hub's broker username when [`FleetOptions::logins`] is set.
@@ -87,7 +94,23 @@ impl Default for FleetOptions {
             logins: false,
             broker_ca_file: None,
             hub_broker: false,
+            hub_keepalive: Some(Duration::from_secs(5)),
+            // Lapsed logins (a revoked join token or credential) are dropped within a second
+            // rather than the default 30 s, so tests wait on it with their usual bound.
+            hub_login_recheck: Some(Duration::from_millis(500)),
+            admin_timeout: ocm_edge_cli::client::DEFAULT_TIMEOUT,
         }
+    }
+}
+
+impl FleetOptions {
+    /// These options with the hub on its own defaults (keepalive, login re-checks) rather than
+    /// the harness's short ones, as `ocm-edge hub` runs.
+    #[must_use]
+    pub fn hub_defaults(mut self) -> Self {
+        self.hub_keepalive = None;
+        self.hub_login_recheck = None;
+        self
     }
 }
 
@@ -220,12 +243,14 @@ impl Fleet {
             }
         };
         cfg.source_id = self.opts.source_id.clone();
-        cfg.keepalive = Duration::from_secs(5);
+        if let Some(keepalive) = self.opts.hub_keepalive {
+            cfg.keepalive = keepalive;
+        }
         cfg.intakes = self.opts.hub_intakes;
         cfg.broker_tls.ca_file = self.opts.broker_ca_file.clone();
-        // Lapsed logins (a revoked join token or credential) are dropped within a second
-        // rather than the default 30 s, so tests wait on it with their usual bound.
-        cfg.login_recheck = Duration::from_millis(500);
+        if let Some(recheck) = self.opts.hub_login_recheck {
+            cfg.login_recheck = recheck;
+        }
         if self.opts.logins {
             cfg.broker_username = Some(HUB_USER.to_owned());
             cfg.broker_password = Some(password_of(HUB_USER));
@@ -462,7 +487,7 @@ impl Fleet {
                 ..TlsFiles::default()
             },
             credentials: Some(self.admin_credentials()),
-            ..ConnectOptions::default()
+            timeout: self.opts.admin_timeout,
         };
         AdminClient::connect_with(&self.broker_url, &self.opts.source_id, &connect)
             .await
@@ -497,7 +522,8 @@ impl Fleet {
     /// `bound`; returns that view.
     ///
     /// # Panics
-    /// Naming `what` and the last view seen when it never holds.
+    /// Naming `what` and the last view seen when it never holds; at once when the hub answers
+    /// with an error (e.g. it does not know the cluster).
     pub async fn wait_cluster(
         &self,
         cluster: &str,
@@ -510,7 +536,10 @@ impl Fleet {
         let pred = &pred;
         let last_ref = &last;
         let found = wait_for(&format!("cluster {cluster} {what}"), bound, || async move {
-            let c = admin.get_cluster(cluster).await.ok()?;
+            let c = admin
+                .get_cluster(cluster)
+                .await
+                .unwrap_or_else(|e| panic!("the hub cannot show cluster {cluster}: {e}"));
             let ok = pred(&c);
             *last_ref.lock().expect("not poisoned") = Some(c.clone());
             ok.then_some(c)
@@ -657,6 +686,17 @@ impl Fleet {
     /// When the hub does not answer.
     pub async fn stats(&self) -> HubStats {
         self.admin().await.stats().await.expect("hub answers stats")
+    }
+
+    /// Stops every running agent gracefully.
+    ///
+    /// # Panics
+    /// When an agent stopped with an error (its task failed): [`Fleet::shutdown`] does not look.
+    pub async fn stop_agents(&mut self) {
+        let names: Vec<String> = self.agents.keys().cloned().collect();
+        for name in names {
+            self.stop_agent(&name).await;
+        }
     }
 
     /// Stops everything (agents gracefully, then the hub).

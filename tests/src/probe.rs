@@ -65,6 +65,8 @@ pub struct ProbeOptions {
     /// Filters subscribed (QoS 1) before [`Probe::connect_with`] returns, and again after every
     /// reconnect.
     pub subscriptions: Vec<String>,
+    /// MQTT keepalive (5 s when `None`).
+    pub keepalive: Option<Duration>,
 }
 
 /// A connected raw MQTT 5 client (an [`ocm_edge_mqtt::Session`] that reports every SUBACK and
@@ -76,7 +78,8 @@ pub struct Probe {
     _session: Session,
     publisher: Publisher,
     messages: mpsc::UnboundedReceiver<MqttMessage>,
-    // Behind a lock so that publishing takes `&self` (one acknowledgement awaited at a time).
+    // Behind a lock, held from a request to its acknowledgement: publishing takes `&self`, and
+    // requests made at once still each get their own answer.
     acks: Mutex<mpsc::UnboundedReceiver<Ack>>,
     link: watch::Receiver<ProbeLink>,
 }
@@ -118,7 +121,7 @@ impl Probe {
             opts.client_id
         };
         let mut cfg = SessionConfig::new(url, client_id);
-        cfg.keepalive = Duration::from_secs(5);
+        cfg.keepalive = opts.keepalive.unwrap_or(Duration::from_secs(5));
         cfg.max_packet_bytes = MAX_PACKET_BYTES as u32;
         cfg.report_acks = true;
         cfg.tls = opts.tls;
@@ -180,8 +183,10 @@ impl Probe {
     /// # Errors
     /// [`ProbeError`] when the request fails or no SUBACK arrives.
     pub async fn subscribe(&self, filter: &str) -> Result<Vec<Result<u8, String>>, ProbeError> {
+        // Held from the request to its answer: the next acknowledgement is this one's.
+        let mut acks = self.acks.lock().await;
         self.publisher.subscribe(filter).await?;
-        match self.next_ack("SUBACK").await? {
+        match Self::next_ack(&mut acks, "SUBACK").await? {
             Ack::Subscribe(codes) => Ok(codes),
             other => Err(ProbeError::UnexpectedAck(format!("{other:?}"), "SUBACK")),
         }
@@ -193,15 +198,19 @@ impl Probe {
     /// # Errors
     /// [`ProbeError`] when the request fails or no PUBACK arrives.
     pub async fn publish(&self, msg: &MqttMessage) -> Result<PubAck, ProbeError> {
+        // Held from the request to its answer: the next acknowledgement is this one's.
+        let mut acks = self.acks.lock().await;
         self.publisher.publish(msg.clone()).await?;
-        match self.next_ack("PUBACK").await? {
+        match Self::next_ack(&mut acks, "PUBACK").await? {
             Ack::Publish(r) => Ok(PubAck { refused: r.err() }),
             other => Err(ProbeError::UnexpectedAck(format!("{other:?}"), "PUBACK")),
         }
     }
 
-    async fn next_ack(&self, what: &'static str) -> Result<Ack, ProbeError> {
-        let mut acks = self.acks.lock().await;
+    async fn next_ack(
+        acks: &mut mpsc::UnboundedReceiver<Ack>,
+        what: &'static str,
+    ) -> Result<Ack, ProbeError> {
         match tokio::time::timeout(ACK_TIMEOUT, acks.recv()).await {
             Ok(Some(a)) => Ok(a),
             Ok(None) => Err(ProbeError::Closed(what)),
@@ -283,6 +292,8 @@ impl AgentPeer {
         let opts = ProbeOptions {
             client_id: format!("{cluster}-{}", uuid::Uuid::new_v4().simple()),
             subscriptions: vec![filter],
+            // The session's default (30 s), which the hub's tests have always given this peer.
+            keepalive: Some(Duration::from_secs(30)),
             ..ProbeOptions::default()
         };
         let probe = Probe::connect_with(url, opts)
@@ -381,15 +392,27 @@ impl AgentPeer {
             .unwrap_or_else(|| panic!("no {what} within {PEER_WAIT:?}"))
     }
 
-    /// The next received event matching `pred` (others are skipped), within [`PEER_WAIT`].
+    /// The next received event matching `pred` (other events are skipped), within
+    /// [`PEER_WAIT`].
     ///
     /// # Panics
-    /// Naming `what` when none arrives.
+    /// Naming `what` when none arrives, or when a message is no CloudEvent: the hub sends the
+    /// cluster nothing else.
     pub async fn next_event(&mut self, what: &str, pred: impl Fn(&Event) -> bool) -> Event {
-        let msg = self
-            .next_message(what, |m| decode(m).is_ok_and(|e| pred(&e)))
-            .await;
-        decode(&msg).expect("decoded before")
+        let deadline = tokio::time::Instant::now() + PEER_WAIT;
+        loop {
+            let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let msg = self
+                .probe
+                .recv(remaining)
+                .await
+                .unwrap_or_else(|| panic!("no {what} within {PEER_WAIT:?}"));
+            let event =
+                decode(&msg).unwrap_or_else(|e| panic!("not a CloudEvent on {}: {e}", msg.topic));
+            if pred(&event) {
+                return event;
+            }
+        }
     }
 
     /// The next hub view (`managedclusters.spec.update_request`) whose data matches `pred`.

@@ -317,21 +317,21 @@ pub struct CoreConfig {
 /// The hub's state: one owner (the hub task), changed only through [`HubCore::apply`].
 #[derive(Debug)]
 //
-// The fields are the crate's so each concern's handlers (in their own folders) read them; they
-// are changed only in [`HubCore::apply`] and the restore functions here.
+// The fields are private to this module: the handlers in the concerns' folders read them through
+// the accessors below, so nothing but `apply` and the restore functions here can change them.
 pub struct HubCore {
-    pub(crate) cfg: CoreConfig,
-    pub(crate) clusters: BTreeMap<String, ClusterRecord>,
-    pub(crate) works: BTreeMap<WorkKey, WorkRecord>,
-    pub(crate) by_resource_id: HashMap<String, WorkKey>,
-    pub(crate) counters: Counters,
+    cfg: CoreConfig,
+    clusters: BTreeMap<String, ClusterRecord>,
+    works: BTreeMap<WorkKey, WorkRecord>,
+    by_resource_id: HashMap<String, WorkKey>,
+    counters: Counters,
     /// Latest presence of clusters not known yet (see [`Record::UnknownPresence`]).
-    pub(crate) unknown_presence: HashMap<String, Presence>,
-    pub(crate) objects: Objects,
+    unknown_presence: HashMap<String, Presence>,
+    objects: Objects,
     /// Stamps spec events, never going back ([`spec_clock::SpecClock`]).
-    pub(crate) spec_clock: spec_clock::SpecClock,
+    spec_clock: spec_clock::SpecClock,
     /// Issues accepted clusters' certificates (none: the hub issues none).
-    pub(crate) certificates: Option<certificates::CertificatePolicy>,
+    certificates: Option<certificates::CertificatePolicy>,
 }
 
 /// Most presences of unknown clusters kept in memory.
@@ -350,6 +350,11 @@ impl HubCore {
             spec_clock: spec_clock::SpecClock::default(),
             certificates: None,
         }
+    }
+
+    /// How accepted clusters' certificates are issued (none: the hub issues none).
+    pub(crate) fn certificate_policy(&self) -> Option<&certificates::CertificatePolicy> {
+        self.certificates.as_ref()
     }
 
     /// Issue accepted clusters' certificates with `policy` from now on.

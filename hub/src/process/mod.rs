@@ -18,10 +18,11 @@
 //! hashes what it receives, so the hub task gets [`AgentInput`]s, not bytes.
 //!
 //! Once every session has its SUBACK, and after every SUBACK from then on (reconnects), the hub
-//! republishes its view of every cluster it has decided on (accepted or denied), sends again the spec of every work no agent has
-//! confirmed ([`HubCore::unconfirmed_specs`]) and sends `status.resync_request`s to every
-//! accepted one. That is how a restarted hub catches up, and how a change it stored but had not
-//! published when it stopped (or that a restarted broker lost) still reaches its cluster.
+//! republishes its view of every cluster it has decided on (accepted or denied), sends again the
+//! spec of every work no agent has confirmed ([`HubCore::unconfirmed_specs`]) and sends
+//! `status.resync_request`s to every accepted one. That is how a restarted hub catches up, and how
+//! a change it stored but had not published when it stopped (or that a restarted broker lost) still
+//! reaches its cluster.
 //!
 //! A spec larger than the chunk size an agent offered in its last spec resync request goes to
 //! that agent as a head and chunks (`ocm_edge_schemas::wire::chunks`), leaving out the chunks the

@@ -109,7 +109,7 @@ impl HubCore {
         asked: Asked,
         now: DateTime<Utc>,
     ) {
-        let Some(policy) = &self.certificates else {
+        let Some(policy) = self.certificate_policy() else {
             return;
         };
         let Some(key) = record.bound_agent_key().map(str::to_owned) else {
@@ -174,8 +174,7 @@ impl HubCore {
         record: &ClusterRecord,
         now: DateTime<Utc>,
     ) -> bool {
-        self.certificates
-            .as_ref()
+        self.certificate_policy()
             .is_some_and(|p| waits_for_operator(record, p.grace, now))
     }
 }

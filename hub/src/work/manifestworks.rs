@@ -2,8 +2,9 @@
 //!
 //! A work is (cluster, name); its `resourceid` is a UUID v5 of `<source>/<cluster>/<work>` so it is
 //! stable across hub restarts and reinstalls. `resourceversion` starts at 1 and moves only when the
-//! spec changes. Deletion is a handshake (docs/reference/protocol.md section 8): the hub marks the work deleting,
-//! sends the delete, and forgets the work only when the agent reports the `Deleted` condition.
+//! spec changes. Deletion is a handshake (docs/reference/protocol.md section 8): the hub marks the
+//! work deleting, sends the delete, and forgets the work only when the agent reports the `Deleted`
+//! condition.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! through the crate's public API (availability, placement, rollouts, with [`rollout_kit`]'s
 //! builders), the hub's payloads against the published contracts (`contracts_*`), and the hub on
 //! a real broker with its agents played by the harness's fake peer (`hub_end_to_end`). Tests
-//! that run real agents or the CLI live in `tests/it/` and `hub/cli/tests/it/`.
+//! that run real agents or the CLI live in `tests/tests/it/` and `hub/cli/tests/it/`.
 
 mod availability_state_machine;
 mod contracts_admin;
@@ -26,12 +26,17 @@ mod support {
     /// Bound on every wait in these tests.
     pub const WAIT: Duration = Duration::from_secs(15);
 
-    /// A fresh embedded broker and a hub on it with source id `source`, no agents.
+    /// A fresh embedded broker and a hub on it (on the hub's defaults) with source id `source`,
+    /// no agents.
     pub async fn fleet_of(source: &str) -> Fleet {
-        Fleet::start_with(FleetOptions {
-            source_id: source.to_owned(),
-            ..FleetOptions::default()
-        })
+        Fleet::start_with(
+            FleetOptions {
+                source_id: source.to_owned(),
+                admin_timeout: WAIT,
+                ..FleetOptions::default()
+            }
+            .hub_defaults(),
+        )
         .await
     }
 

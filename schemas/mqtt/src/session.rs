@@ -595,7 +595,13 @@ impl Driver {
                     continue;
                 }
                 Ok(Event::Incoming(Packet::SubAck(ack))) => {
-                    if self.cfg.report_acks && link.own_subscribe != Some(ack.pkid) {
+                    // The answer to the session's own SUBSCRIBE, once: packet ids are reused, so
+                    // a later request's SUBACK may carry the same one.
+                    let own = link.own_subscribe == Some(ack.pkid);
+                    if own {
+                        link.own_subscribe = None;
+                    }
+                    if self.cfg.report_acks && !own {
                         let codes = ack
                             .return_codes
                             .iter()
@@ -612,7 +618,7 @@ impl Driver {
                             return Ended::Stop;
                         }
                     }
-                    if link.own_subscribe != Some(ack.pkid) {
+                    if !own {
                         continue;
                     }
                     let refused = ack

@@ -1,8 +1,8 @@
-//! TLS for `mqtts://` with rustls and the ring provider (one provider for the whole process; ARCHITECTURE.md): the broker is
-//! verified against the system's roots, a CA file, or only the CA whose SHA-256 is pinned
-//! ([`CaPin`], how an agent trusts a hub it has never seen, like kubeadm's
-//! `--discovery-token-ca-cert-hash`), and a client certificate and key can be presented for
-//! brokers that want mutual TLS. Files are read once, when the session is built, so a wrong path
+//! TLS for `mqtts://` with rustls and the ring provider (one provider for the whole process;
+//! ARCHITECTURE.md): the broker is verified against the system's roots, a CA file, or only the CA
+//! whose SHA-256 is pinned ([`CaPin`], how an agent trusts a hub it has never seen, like kubeadm's
+//! `--discovery-token-ca-cert-hash`), and a client certificate and key can be presented for brokers
+//! that want mutual TLS. Files are read once, when the session is built, so a wrong path
 //! fails the start instead of every reconnect.
 
 use std::fmt;

@@ -291,3 +291,75 @@ async fn the_embedded_broker_with_users_refuses_a_wrong_password_and_counts_it()
     assert!(Session::connect(anonymous, WAIT).await.is_err());
     Session::connect(login("s3cret"), WAIT).await.unwrap();
 }
+
+/// The next SUBACK-related event: `Acked(Subscribe)` or `Subscribed`.
+async fn next_suback(
+    events: &mut mpsc::UnboundedReceiver<SessionEvent>,
+    what: &str,
+) -> SessionEvent {
+    next(events, what, |e| {
+        matches!(
+            e,
+            SessionEvent::Subscribed { .. } | SessionEvent::Acked(ocm_edge_mqtt::Ack::Subscribe(_))
+        )
+    })
+    .await
+}
+
+#[tokio::test]
+async fn with_acks_reported_a_request_gets_its_suback_and_the_sessions_own_renewed_subscription_does_not()
+ {
+    let broker = embedded_broker().await;
+    let (url, cuts) = cuttable_proxy(broker.addr()).await;
+    let mut cfg = SessionConfig::new(url, "acks-test");
+    cfg.subscriptions = vec!["t/own".to_owned()];
+    cfg.report_acks = true;
+    // Few packet ids in flight, so they come round again soon.
+    cfg.inflight = 4;
+    cfg.backoff = Backoff {
+        min: Duration::from_millis(50),
+        max: Duration::from_millis(200),
+    };
+    let (session, mut events) = Session::start(cfg, None).unwrap();
+    assert!(
+        matches!(next_suback(&mut events, "the own SUBACK").await, SessionEvent::Subscribed { refused } if refused.is_empty()),
+        "the session's own subscription is reported as Subscribed, not as an Ack"
+    );
+    let publisher = session.publisher();
+    for round in 0..3 {
+        // Publications take the packet ids round, so a request may get the own SUBSCRIBE's id.
+        for i in 0..5 {
+            publisher
+                .publish(message("t/elsewhere", &format!("{round}-{i}")))
+                .await
+                .unwrap();
+            next(&mut events, "a PUBACK", |e| {
+                matches!(e, SessionEvent::Acked(ocm_edge_mqtt::Ack::Publish(_)))
+            })
+            .await;
+        }
+        publisher.subscribe("t/request").await.unwrap();
+        assert!(
+            matches!(
+                next_suback(&mut events, "the request's SUBACK").await,
+                SessionEvent::Acked(_)
+            ),
+            "round {round}: the request's SUBACK is an Ack, not the session's own"
+        );
+    }
+    // A cut link: the session subscribes again on its own, and says so as Subscribed only.
+    cuts.send_modify(|n| *n += 1);
+    assert!(
+        matches!(
+            next_suback(&mut events, "the renewed SUBACK").await,
+            SessionEvent::Subscribed { .. }
+        ),
+        "the renewed subscription is not taken for the answer to a request"
+    );
+    publisher.subscribe("t/request-2").await.unwrap();
+    assert!(matches!(
+        next_suback(&mut events, "the second request's SUBACK").await,
+        SessionEvent::Acked(_)
+    ));
+    session.shutdown().await;
+}

@@ -1,5 +1,5 @@
 //! Golden tests on MQTT messages captured from OCM's own work agent (open-cluster-management.io/ocm
-//! v1.2.0) served by our hub (`tests/tests/ocm_work_agent.rs`).
+//! v1.2.0) served by our hub (`tests/tests/it/ocm_work_agent.rs`).
 
 use ocm_edge_schemas::api::work::ManifestWorkStatus;
 use ocm_edge_schemas::wire::event_type::Action;

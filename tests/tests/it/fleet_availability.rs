@@ -11,6 +11,19 @@ use ocm_edge_tests::proxy::LinkProxy;
 use ocm_edge_tests::wait::wait_for;
 use tokio::time::Instant;
 
+/// A fleet with the hub on its own defaults (as these tests always ran it) and a patient admin
+/// client: the agents' short keepalive and lease are the harness's.
+async fn fleet() -> Fleet {
+    Fleet::start_with(
+        FleetOptions {
+            admin_timeout: WAIT,
+            ..FleetOptions::default()
+        }
+        .hub_defaults(),
+    )
+    .await
+}
+
 /// 1.5 x keepalive + 1 s (issue 4), plus slack for a loaded CI machine: this checks the
 /// behaviour (the will, not the lease grace period, is what marks the cluster), it is not a
 /// timing benchmark.
@@ -20,7 +33,7 @@ fn detection_bound() -> Duration {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_agent_is_tainted_unreachable_within_the_bound_and_untainted_when_it_returns() {
-    let mut fleet = Fleet::start().await;
+    let mut fleet = fleet().await;
     fleet.start_accepted("edge-1", &[("env", "edge")]).await;
 
     let killed_at = Instant::now();
@@ -47,12 +60,13 @@ async fn a_killed_agent_is_tainted_unreachable_within_the_bound_and_untainted_wh
     fleet
         .wait_cluster("edge-1", WAIT, "available again", is_available)
         .await;
+    fleet.stop_agents().await;
     fleet.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stale_will_does_not_mark_a_live_cluster() {
-    let mut fleet = Fleet::start().await;
+    let mut fleet = fleet().await;
     fleet.start_accepted("edge-1", &[]).await;
     let seq = fleet.counters("edge-1").connection_seq;
     assert!(seq >= 1, "the agent numbers its connections");
@@ -87,12 +101,13 @@ async fn a_stale_will_does_not_mark_a_live_cluster() {
     fleet
         .wait_cluster("edge-1", WAIT, "unreachable", is_unreachable)
         .await;
+    fleet.stop_agents().await;
     fleet.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frozen_link_is_tainted_unreachable_within_the_bound_and_untainted_when_it_thaws() {
-    let mut fleet = Fleet::start().await;
+    let mut fleet = fleet().await;
     let link = LinkProxy::start(fleet.broker_url()).await;
     let url = link.url.clone();
     fleet
@@ -127,5 +142,6 @@ async fn a_frozen_link_is_tainted_unreachable_within_the_bound_and_untainted_whe
     fleet
         .wait_cluster("edge-1", WAIT, "available again", is_available)
         .await;
+    fleet.stop_agents().await;
     fleet.shutdown().await;
 }

@@ -5,10 +5,23 @@
 
 use ocm_edge_schemas::admin::PlacementView;
 use ocm_edge_schemas::api::cluster::TAINT_UNREACHABLE;
-use ocm_edge_tests::fleet::{Fleet, WAIT, is_available, is_unreachable};
+use ocm_edge_tests::fleet::{Fleet, FleetOptions, WAIT, is_available, is_unreachable};
 use ocm_edge_tests::probe::AgentPeer;
 use ocm_edge_tests::wait::wait_for;
 use serde_json::json;
+
+/// A fleet with the hub on its own defaults (as these tests always ran it) and a patient admin
+/// client: the agents' short keepalive and lease are the harness's.
+async fn fleet() -> Fleet {
+    Fleet::start_with(
+        FleetOptions {
+            admin_timeout: WAIT,
+            ..FleetOptions::default()
+        }
+        .hub_defaults(),
+    )
+    .await
+}
 
 const SET_LABEL: (&str, &str) = ("cluster.open-cluster-management.io/clusterset", "edge");
 const CLUSTERS: [&str; 3] = ["edge-1", "edge-2", "edge-3"];
@@ -84,7 +97,7 @@ async fn wait_work_on(fleet: &Fleet, cluster: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_placement_moves_off_a_killed_cluster_and_the_work_follows() {
-    let mut fleet = Fleet::start().await;
+    let mut fleet = fleet().await;
     for name in CLUSTERS {
         fleet.start_accepted(name, &[SET_LABEL]).await;
     }
@@ -150,13 +163,14 @@ async fn a_placement_moves_off_a_killed_cluster_and_the_work_follows() {
     .await;
     assert!(gone.is_ok(), "the returning agent confirms the deletion");
 
+    fleet.stop_agents().await;
     fleet.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_placement_tolerating_unreachable_for_n_seconds_keeps_the_cluster_until_then() {
     const N: i64 = 5;
-    let mut fleet = Fleet::start().await;
+    let mut fleet = fleet().await;
     for name in CLUSTERS {
         fleet.start_accepted(name, &[SET_LABEL]).await;
     }
@@ -208,12 +222,13 @@ async fn a_placement_tolerating_unreachable_for_n_seconds_keeps_the_cluster_unti
     .await;
     assert!(moved.requeue_at.is_none_or(|t| t > added));
 
+    fleet.stop_agents().await;
     fleet.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn add_on_placement_scores_from_clusters_steer_a_placement() {
-    let mut fleet = Fleet::start().await;
+    let mut fleet = fleet().await;
     for name in CLUSTERS {
         fleet.start_accepted(name, &[SET_LABEL]).await;
     }
@@ -271,5 +286,6 @@ async fn add_on_placement_scores_from_clusters_steer_a_placement() {
         "{why}"
     );
 
+    fleet.stop_agents().await;
     fleet.shutdown().await;
 }

@@ -212,7 +212,7 @@ async fn e2e_ocm_work_agent_built_from_its_module_is_served_by_the_hub() {
 
     // Nothing OCM's agent sent was unreadable to the hub, refused or from a source it does not
     // serve (its first resync answer has `"conditions":null`, a Go nil slice: fixed in
-    // schemas/src/api/work.rs, golden test in schemas/tests/golden_ocm_work_agent.rs).
+    // schemas/src/api/work.rs, golden test in schemas/tests/it/golden_ocm_work_agent.rs).
     let counters = hub.stats().await.unwrap().counters;
     for counter in [
         "messagesMalformed",

@@ -12,7 +12,7 @@ use chrono::Utc;
 use clap::{Args, Subcommand};
 
 use crate::CliError;
-use ocm_edge_hub::admin::users as registry;
+use ocm_edge_hub::admin::users;
 use ocm_edge_hub::pki::HubPki;
 use ocm_edge_schemas::admin::Role;
 
@@ -107,11 +107,10 @@ fn create(args: &CreateArgs) -> Result<String, CliError> {
         .map_err(|e| CliError::Hub(e.to_string()))?;
     let now = Utc::now();
     let validity = chrono::Duration::days(i64::from(args.days));
-    let (pem, record) = ocm_edge_hub::admin::users::issue(&pki, name, args.role, validity, now)
+    let (pem, record) = users::issue(&pki, name, args.role, validity, now)
         .map_err(|e| CliError::Hub(e.to_string()))?;
     ocm_edge_hub::pki::write_file(&out, &pem, true).map_err(|e| CliError::Hub(e.to_string()))?;
-    registry::record_issued(&args.data.data_dir, &record)
-        .map_err(|e| CliError::Hub(e.to_string()))?;
+    users::record_issued(&args.data.data_dir, &record).map_err(|e| CliError::Hub(e.to_string()))?;
     Ok(format!(
         "wrote the credential of user {name} (role {role}, serial {serial}, valid until {until}) to {path}\n\
          give it to {name}, who uses it with `ocm-edge --credentials {path} ...` or copies it to \
@@ -125,8 +124,8 @@ fn create(args: &CreateArgs) -> Result<String, CliError> {
 
 fn list(data_dir: &Path) -> Result<String, CliError> {
     let hub = |e: ocm_edge_hub::pki::PkiError| CliError::Hub(e.to_string());
-    let issued = registry::issued(data_dir).map_err(hub)?;
-    let revoked = registry::revoked_serials(data_dir).map_err(hub)?;
+    let issued = users::issued(data_dir).map_err(hub)?;
+    let revoked = users::revoked_serials(data_dir).map_err(hub)?;
     if issued.is_empty() {
         return Ok(format!(
             "no credential was issued on {} (`ocm-edge user create NAME --role ROLE`)\n",
@@ -156,22 +155,21 @@ fn list(data_dir: &Path) -> Result<String, CliError> {
 
 fn revoke(args: &RevokeArgs) -> Result<String, CliError> {
     let what = match (&args.name, &args.serial) {
-        (_, Some(serial)) => registry::Revoke::Serial(serial),
-        (Some(name), None) => registry::Revoke::User(name),
+        (_, Some(serial)) => users::Revoke::Serial(serial),
+        (Some(name), None) => users::Revoke::User(name),
         (None, None) => {
             return Err(CliError::Usage(
                 "name the user to revoke, or give --serial".to_owned(),
             ));
         }
     };
-    let revoked =
-        registry::revoke(&args.data.data_dir, &what, Utc::now()).map_err(|e| match e {
-            registry::RevokeError::Usage(reason) => CliError::Usage(reason),
-            registry::RevokeError::Io(e) => CliError::Hub(e.to_string()),
-        })?;
+    let revoked = users::revoke(&args.data.data_dir, &what, Utc::now()).map_err(|e| match e {
+        users::RevokeError::Usage(reason) => CliError::Usage(reason),
+        users::RevokeError::Io(e) => CliError::Hub(e.to_string()),
+    })?;
     let whom = match what {
-        registry::Revoke::User(name) => format!("user {name}"),
-        registry::Revoke::Serial(serial) => format!("serial {serial}"),
+        users::Revoke::User(name) => format!("user {name}"),
+        users::Revoke::Serial(serial) => format!("serial {serial}"),
     };
     if revoked.is_empty() {
         return Ok(format!("every credential of {whom} was already revoked\n"));

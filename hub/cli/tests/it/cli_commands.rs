@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
-use ocm_edge_agent::{AgentHandle, ApplierConfig, Registration, start_agent};
+use ocm_edge_agent::{AgentConfig, AgentHandle, ApplierConfig, Registration, start_agent};
 use ocm_edge_cli::client::AdminClient;
 use ocm_edge_hub::{BrokerConfig, HubConfig, start_hub};
 use ocm_edge_schemas::admin::{AdminErrorKind, WorkView};
@@ -13,7 +13,7 @@ use ocm_edge_schemas::api::meta::is_condition_true;
 use ocm_edge_tests::fleet::{Fleet, FleetOptions};
 use serde_json::Value;
 use tokio::io::AsyncBufReadExt;
-use tokio::time::timeout;
+use tokio::time::{Instant, timeout};
 
 use crate::join::wait_registration;
 
@@ -27,8 +27,8 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// A hub as `ocm-edge hub` runs it (its embedded broker with TLS and logins), from the one
-/// harness ([`Fleet`] with `hub_broker`), and the CLI run against it.
+/// A hub as `ocm-edge hub` runs it (its embedded broker with TLS and logins, the hub's defaults),
+/// from the one harness ([`Fleet`] with `hub_broker`), and the CLI run against it.
 struct TestHub {
     fleet: Fleet,
     url: String,
@@ -36,10 +36,13 @@ struct TestHub {
 
 impl TestHub {
     async fn start() -> TestHub {
-        let fleet = Fleet::start_with(FleetOptions {
-            hub_broker: true,
-            ..FleetOptions::default()
-        })
+        let fleet = Fleet::start_with(
+            FleetOptions {
+                hub_broker: true,
+                ..FleetOptions::default()
+            }
+            .hub_defaults(),
+        )
         .await;
         TestHub {
             url: fleet.broker_url().to_owned(),
@@ -81,10 +84,9 @@ impl TestHub {
     /// Starts a simulated agent for `name`, waits for its join request, accepts it with the CLI,
     /// and waits until the agent hears it was accepted.
     async fn accepted_cluster(&self, name: &str) -> AgentHandle {
-        let mut cfg = self.fleet.agent_config(name);
+        let mut cfg = AgentConfig::new(name, &self.url, self.scratch().join(name));
         // The agent trusts the hub by its CA's pin and joins with a token from the CLI, as
         // `ocm-edge hub` tells agents to.
-        cfg.tls.ca_file = None;
         cfg.tls.ca_pin = self.fleet.hub().ca_pin();
         cfg.join_token = Some(self.join_token().await);
         cfg.applier = ApplierConfig::Sim {
@@ -119,10 +121,20 @@ impl TestHub {
         name: &str,
         done: impl Fn(&WorkView) -> bool,
     ) -> WorkView {
-        self.fleet
-            .wait_work(cluster, name, "as the test expects", done)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
+        let admin = self.admin().await;
+        let deadline = Instant::now() + WAIT;
+        let mut poll = tokio::time::interval(Duration::from_millis(100));
+        loop {
+            poll.tick().await;
+            let work = admin.get_work(cluster, name).await.unwrap();
+            if done(&work) {
+                return work;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "work {cluster}/{name} did not get there in {WAIT:?}: {work:#?}"
+            );
+        }
     }
 
     async fn stop(self) {

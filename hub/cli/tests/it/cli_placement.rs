@@ -6,9 +6,22 @@ use std::path::Path;
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
-use ocm_edge_tests::fleet::{Fleet, WAIT};
+use ocm_edge_tests::fleet::{Fleet, FleetOptions, WAIT};
 use ocm_edge_tests::wait::wait_for;
 use tokio::time::timeout;
+
+/// A fleet with the hub on its own defaults (as these tests always ran it) and a patient admin
+/// client: the agents' short keepalive and lease are the harness's.
+async fn fleet() -> Fleet {
+    Fleet::start_with(
+        FleetOptions {
+            admin_timeout: WAIT,
+            ..FleetOptions::default()
+        }
+        .hub_defaults(),
+    )
+    .await
+}
 
 const BIN: &str = env!("CARGO_BIN_EXE_ocm-edge");
 
@@ -44,7 +57,7 @@ fn ok(out: &Output) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn apply_of_a_placement_and_replica_set_yaml_rolls_out_and_the_cli_explains_it() {
-    let mut fleet = Fleet::start().await;
+    let mut fleet = fleet().await;
     let set = ("cluster.open-cluster-management.io/clusterset", "edge");
     fleet
         .start_accepted("edge-1", &[set, ("env", "edge")])
@@ -118,5 +131,6 @@ async fn apply_of_a_placement_and_replica_set_yaml_rolls_out_and_the_cli_explain
     .await;
     assert!(gone.is_ok(), "the set and its works are gone");
 
+    fleet.stop_agents().await;
     fleet.shutdown().await;
 }
