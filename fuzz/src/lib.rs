@@ -186,7 +186,8 @@ pub fn hub_core() -> HubCore {
 
 /// Writes `seeds/` (run after a wire or admin change: `cargo test --manifest-path fuzz/Cargo.toml
 /// -- --ignored write_seeds`): real messages as ocm-edge's agent, hub and CLI build them, maestro's
-/// published events (`../shared/vectors/maestro`, when present), and the CLI's YAML fixtures.
+/// published events (the copies in `schemas/tests/fixtures/vectors/maestro/`), and the CLI's YAML
+/// fixtures.
 #[cfg(test)]
 mod seeds {
     use std::path::{Path, PathBuf};
@@ -470,7 +471,8 @@ mod seeds {
         }
 
         // maestro's events, and the CLI's YAML fixtures.
-        let vectors = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/vectors/maestro");
+        let vectors =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas/tests/fixtures/vectors/maestro");
         for (file, target) in [
             ("cloudevents.agent.json", "hub_agent_message"),
             ("cloudevents.spec.maestro.json", "agent_inbound"),

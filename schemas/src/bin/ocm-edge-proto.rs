@@ -4,7 +4,7 @@
 //! ocm-edge-proto statushash FILE   hex status hash of the status event in FILE (as Go peers compute it)
 //! ocm-edge-proto decode FILE       type, attributes, extensions and a summary of the data
 //! ```
-//! FILE holds one CloudEvent in structured JSON (like `shared/vectors/maestro/*.json`); `-` reads stdin.
+//! FILE holds one CloudEvent in structured JSON (like the maestro events in `schemas/tests/fixtures/vectors/maestro/`); `-` reads stdin.
 //! Exit codes: 0 ok, 1 the event is bad, 2 usage or I/O error.
 
 use std::io::Read;
@@ -72,7 +72,7 @@ fn load(file: &str) -> Result<Event, Failure> {
         code: 1,
         what: format!("{file}: {e}"),
         fix: "FILE must hold one CloudEvent in structured JSON with specversion, id, source, type \
-              (and data); see shared/vectors/maestro/ for examples",
+              (and data); see schemas/tests/fixtures/vectors/maestro/ in ocm-edge for examples",
     })
 }
 

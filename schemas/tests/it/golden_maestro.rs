@@ -1,4 +1,4 @@
-//! Golden tests on events captured from maestro (copies of `shared/vectors/maestro/`).
+//! Golden tests on events captured from maestro (in `schemas/tests/fixtures/vectors/maestro/`).
 
 use cloudevents::{AttributesReader, Data};
 use ocm_edge_schemas::api::work::{ManifestBundle, ManifestBundleStatus, ManifestWorkStatus};

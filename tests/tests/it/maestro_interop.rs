@@ -1,5 +1,6 @@
 //! Interoperability with maestro (the OCM project's MQTT/CloudEvents work server) and OCM work
-//! agents, on the vectors in `fixtures/` (copied from `shared/vectors/maestro/`).
+//! agents, on real maestro events (`tests/fixtures/`, the same as
+//! `schemas/tests/fixtures/vectors/maestro/`).
 
 use std::time::Duration;
 
