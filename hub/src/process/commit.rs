@@ -83,11 +83,12 @@ pub(super) struct Batch {
     pub(super) responses: Vec<PendingResponse>,
     pub(super) subscribed: bool,
     /// Made only of agent reports that the agents give again when a restarted hub asks (work
-    /// statuses, on the status resync; lease renewals, every lease period), deciding nothing and
-    /// publishing nothing: stored without its own fsync ([`Store::write_deferred`]), made
-    /// durable within [`HubConfig::report_flush_every`] or by the next batch that is not. A
-    /// crash loses at most those reports, and the resync brings them back; what the hub decides
-    /// or answers is always on disk before anyone hears of it.
+    /// statuses, on the status resync; lease renewals, every lease period) and of admin requests
+    /// that change nothing (reads), deciding nothing and publishing nothing: stored without its
+    /// own fsync ([`Store::write_deferred`]), made durable within
+    /// [`HubConfig::report_flush_every`] or by the next batch that is not. A crash loses at most
+    /// those reports, and the resync brings them back; what the hub decides is always on disk
+    /// before anyone hears of it (a read may show a report not yet on disk, as between flushes).
     pub(super) deferrable: bool,
 }
 
@@ -215,18 +216,8 @@ impl HubLoop {
         let mut batch = Batch::default();
         let mut reports_only = true;
         for item in items {
-            reports_only &= matches!(
-                &item,
-                Inbound::Malformed
-                    | Inbound::Refused
-                    | Inbound::Agent(
-                        None | Some(
-                            AgentInput::WorkStatus { .. }
-                                | AgentInput::LeaseRenewal { .. }
-                                | AgentInput::SpecResyncRequest { .. }
-                        )
-                    )
-            );
+            let is_admin = matches!(item, Inbound::Admin(_));
+            reports_only &= is_admin || is_report(&item);
             let change = match item {
                 Inbound::Subscribed { intake, refused } => {
                     if !refused.is_empty() {
@@ -245,7 +236,15 @@ impl HubLoop {
                 }
                 Inbound::Malformed => self.core.count(counter::MALFORMED),
                 Inbound::Refused => self.core.count(counter::AGENT_SIGNATURE_REFUSED),
-                Inbound::Admin(received) => self.plan_admin(*received, now, &mut batch),
+                Inbound::Admin(received) => {
+                    let change = self.plan_admin(*received, now, &mut batch);
+                    // A read (or anything else that changes nothing) decides nothing: its answer
+                    // shows the reports as the hub holds them, durable or not, like any read
+                    // between two flushes. A dashboard polling the hub must not cost an fsync
+                    // for every batch of statuses its requests happen to land in.
+                    reports_only &= change.is_empty();
+                    change
+                }
                 Inbound::Agent(Some(mut input)) => {
                     // An agent offers chunked transfers in its birth (first thing on a new
                     // connection) and again, with the chunks it holds, in its spec resync.
@@ -511,6 +510,23 @@ fn outbound_kind(out: &Outbound) -> &'static str {
         Outbound::Spec(_) => "spec",
         Outbound::StatusResyncRequest { .. } => "status resync request",
     }
+}
+
+/// Whether `item` is an agent's report (or a message dropped as malformed or unsigned): what a
+/// restarted hub gets again on its resync, so a batch of them alone may wait for its fsync.
+fn is_report(item: &Inbound) -> bool {
+    matches!(
+        item,
+        Inbound::Malformed
+            | Inbound::Refused
+            | Inbound::Agent(
+                None | Some(
+                    AgentInput::WorkStatus { .. }
+                        | AgentInput::LeaseRenewal { .. }
+                        | AgentInput::SpecResyncRequest { .. }
+                )
+            )
+    )
 }
 
 #[cfg(test)]

@@ -130,7 +130,8 @@ async fn an_agent_killed_with_sigkill_catches_up_with_a_work_updated_while_it_wa
 async fn statuses_a_hub_killed_with_sigkill_had_not_yet_flushed_come_back_on_the_resync() {
     // The hub stores agents' statuses without an fsync each and flushes them later (here: not
     // within the test), so a hub killed after a round of statuses has lost that round, and its
-    // status resync must bring every status back.
+    // status resync must bring every status back. An operator's dashboard polls the hub all
+    // along: its reads, landing in the same batches as the statuses, must not make them durable.
     let clusters = ["c1", "c2", "c3", "c4"];
     let broker = TestBroker::start_async().await;
     let mut fleet = Fleet::on_broker(broker.url(), FleetOptions::default());
@@ -139,6 +140,16 @@ async fn statuses_a_hub_killed_with_sigkill_had_not_yet_flushed_come_back_on_the
     let hub = hub_process_with(&broker.url(), &hub_dir, &no_flush).await;
     fleet.start_agents(&clusters).await;
     fleet.accept_all(&clusters).await;
+    // Three dashboards; each read waits for its answer, then asks again.
+    let mut polling = tokio::task::JoinSet::new();
+    for _ in 0..3 {
+        let dashboard = fleet.new_admin().await;
+        polling.spawn(async move {
+            loop {
+                let _ = dashboard.list_works(None).await;
+            }
+        });
+    }
     let web = |replicas, overwrite| web_with_feedback(&clusters, replicas, overwrite);
     let ready = |replicas: i64| {
         move |w: &WorkView| {
@@ -160,6 +171,7 @@ async fn statuses_a_hub_killed_with_sigkill_had_not_yet_flushed_come_back_on_the
             .unwrap();
     }
     hub.kill9().await;
+    polling.abort_all();
     {
         let store = Store::open(&hub_dir).expect("the killed hub's store opens");
         let stored = store.load().unwrap();
