@@ -194,6 +194,12 @@ pub fn cluster_detail(c: &ClusterView, now: DateTime<Utc>) -> String {
             out.push_str(&format!("  {k}={v}\n"));
         }
     }
+    if !c.reported_labels.is_empty() {
+        out.push_str("Labels the agent sent since acceptance (not used: an accepted cluster's labels are the hub's):\n");
+        for (k, v) in &c.reported_labels {
+            out.push_str(&format!("  {k}={v}\n"));
+        }
+    }
     if !c.claims.is_empty() {
         out.push_str("Claims:\n");
         for claim in &c.claims {
@@ -506,5 +512,22 @@ mod tests {
             row.contains("True") && row.contains("False") && row.contains("Applied"),
             "{row}"
         );
+    }
+
+    #[test]
+    fn a_cluster_shows_the_labels_its_agent_sent_apart_from_the_ones_selected_on() {
+        const SET: &str = "cluster.open-cluster-management.io/clusterset";
+        let c: ClusterView = serde_json::from_value(serde_json::json!({
+            "name": "edge-1", "state": "Accepted", "works": 0,
+            "labels": {SET: "eu"}, "reportedLabels": {SET: "payments"}}))
+        .unwrap();
+        let text = cluster_detail(&c, Utc::now());
+        let (selected, sent) = text
+            .split_once("Labels the agent sent since acceptance")
+            .expect(&text);
+        assert!(selected.contains(&format!("{SET}=eu")), "{text}");
+        assert!(!selected.contains("payments"), "{text}");
+        assert!(sent.contains(&format!("{SET}=payments")), "{text}");
+        assert!(sent.contains("not used"), "{text}");
     }
 }

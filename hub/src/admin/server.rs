@@ -334,6 +334,11 @@ pub fn cluster_view(core: &HubCore, c: &ClusterRecord, now: DateTime<Utc>) -> Cl
         state: c.acceptance,
         available: find_condition(&c.conditions, MANAGED_CLUSTER_CONDITION_AVAILABLE).cloned(),
         labels: c.labels.clone(),
+        reported_labels: if c.reported_labels == c.labels {
+            Default::default()
+        } else {
+            c.reported_labels.clone()
+        },
         claims: c.claims.clone(),
         last_lease: c.last_lease,
         lease_duration_seconds: c.lease_duration_seconds,

@@ -47,7 +47,13 @@ use objects::{ObjectKey, Objects, StoredObject};
 pub struct ClusterRecord {
     pub name: String,
     pub acceptance: ClusterState,
+    /// The labels placements select the cluster by. Taken from the agent's join requests only
+    /// until the cluster is accepted: from then on an agent cannot change them (a cluster that
+    /// labels itself into another cluster set would get that set's works).
     pub labels: BTreeMap<String, String>,
+    /// The labels the agent last sent (shown, never used for selection once accepted).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub reported_labels: BTreeMap<String, String>,
     pub claims: Vec<ManagedClusterClaim>,
     pub lease_duration_seconds: i32,
     /// Conditions the hub owns (accepted / denied / joined / available).
@@ -185,6 +191,9 @@ pub mod counter {
     /// Agent events refused: not signed by the key bound to their cluster at acceptance, or a
     /// join request not signed by the key it carries.
     pub const AGENT_SIGNATURE_REFUSED: &str = "agentEventsRefusedSignature";
+    /// Join requests of accepted clusters carrying other labels than the agent sent before
+    /// (ignored: an accepted cluster's labels are the hub's).
+    pub const AGENT_LABELS_IGNORED: &str = "agentLabelsIgnored";
 }
 
 impl Counters {

@@ -37,8 +37,16 @@ pub fn step(core: &mut HubCore, input: AgentInput, secs: i64) -> Change {
 }
 
 pub fn join(cluster: &str) -> AgentInput {
+    join_labelled(cluster, &[("env", "test")])
+}
+
+/// A join request with `labels` and a 60 s lease.
+pub fn join_labelled(cluster: &str, labels: &[(&str, &str)]) -> AgentInput {
     let mut request = ManagedCluster::new(cluster);
-    request.metadata.labels.insert("env".into(), "test".into());
+    request.metadata.labels = labels
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
     request.spec.lease_duration_seconds = 60;
     AgentInput::JoinRequest {
         cluster: cluster.into(),

@@ -37,8 +37,11 @@ pub enum RegistrationError {
 
 impl HubCore {
     /// A join request (`managedclusters.spec.create_request`). Unknown clusters become Pending;
-    /// known ones get their labels, claims and lease period refreshed. The hub's view is
-    /// published either way so a waiting agent learns where it stands.
+    /// known ones get their claims and lease period refreshed, and their labels while they are
+    /// not accepted: an accepted cluster's labels stay as accepted (the labels it sends are kept
+    /// as reported labels, a change logged and counted), so a cluster holding its own key
+    /// cannot label itself into another cluster set. The hub's view is published either way so
+    /// a waiting agent learns where it stands.
     pub fn join_request(
         &self,
         cluster: &str,
@@ -86,13 +89,29 @@ impl HubCore {
         } else {
             record.agent_key = carried.cloned();
         }
-        record.labels = request.metadata.labels.clone();
+        let sent = &request.metadata.labels;
+        let mut ignored = Change::default();
+        if record.acceptance != ClusterState::Accepted {
+            record.labels = sent.clone();
+        } else if *sent != record.labels && *sent != record.reported_labels {
+            tracing::warn!(
+                %cluster,
+                sent = ?sent,
+                kept = ?record.labels,
+                "an accepted cluster's agent sent other labels; the hub kept the labels it accepted \
+                 (an agent cannot change its cluster's labels or cluster sets once accepted)"
+            );
+            ignored = self.count(counter::AGENT_LABELS_IGNORED);
+        }
+        record.reported_labels = sent.clone();
         record.claims = request.status.cluster_claims.clone();
         record.lease_duration_seconds = lease;
         // An accepted cluster's join request (signed with its bound key) is also how its agent
         // asks for a new certificate.
         self.refresh_certificate(&mut record, Asked::ByAgent, now);
-        self.publish_cluster(record)
+        // The counter first: the cluster's change below applies after it in the same batch.
+        ignored.extend(self.publish_cluster(record));
+        ignored
     }
 
     /// Accepts a cluster (idempotent; also re-accepts a denied one). Publishes the hub's view and
@@ -138,6 +157,7 @@ impl HubCore {
             name: cluster.to_owned(),
             acceptance: ClusterState::Pending,
             labels: Default::default(),
+            reported_labels: Default::default(),
             claims: vec![],
             lease_duration_seconds: lease,
             conditions: vec![],
@@ -298,6 +318,8 @@ pub fn hub_view(record: &ClusterRecord) -> ManagedCluster {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
     use crate::core::testkit::*;
     use crate::core::{AgentInput, Presence};
@@ -329,6 +351,34 @@ mod tests {
             assert!(hub_views(&change).is_empty(), "{name} got an answer");
             assert_eq!(core.counters().get(counter::MALFORMED), 1, "{name}");
         }
+    }
+
+    #[test]
+    fn an_accepted_cluster_cannot_change_its_labels_or_sets_with_a_join_request() {
+        const SET: &str = "cluster.open-cluster-management.io/clusterset";
+        let mut core = core();
+        // Until it is accepted, the cluster's labels follow its join requests.
+        step(&mut core, join_labelled("edge-1", &[(SET, "shop")]), 0);
+        step(&mut core, join_labelled("edge-1", &[(SET, "eu")]), 1);
+        let c = core.accept("edge-1", t(2)).unwrap();
+        core.apply(&c.records);
+        let accepted = BTreeMap::from([(SET.to_owned(), "eu".to_owned())]);
+        assert_eq!(core.cluster("edge-1").unwrap().labels, accepted);
+
+        // Accepted, it asks to be in another set (as at a certificate renewal, signed with its
+        // own key): the hub keeps the labels it accepted and publishes them.
+        let rogue = [(SET, "payments"), ("tier", "canary")];
+        let change = step(&mut core, join_labelled("edge-1", &rogue), 3);
+        let record = core.cluster("edge-1").unwrap();
+        assert_eq!(record.labels, accepted);
+        assert_eq!(record.reported_labels.get(SET).unwrap(), "payments");
+        assert_eq!(hub_views(&change)[0].metadata.labels, accepted);
+        assert_eq!(core.counters().get(counter::AGENT_LABELS_IGNORED), 1);
+        // The same labels again are counted once; the accepted ones are not counted.
+        step(&mut core, join_labelled("edge-1", &rogue), 4);
+        step(&mut core, join_labelled("edge-1", &[(SET, "eu")]), 5);
+        assert_eq!(core.counters().get(counter::AGENT_LABELS_IGNORED), 1);
+        assert_eq!(core.cluster("edge-1").unwrap().labels, accepted);
     }
 
     #[test]

@@ -57,9 +57,14 @@ pub struct ClusterView {
     /// The `ManagedClusterConditionAvailable` condition (absent before the first lease).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub available: Option<Condition>,
-    /// Labels the agent asked to join with.
+    /// The labels placements select the cluster by: those its agent asked to join with, as
+    /// accepted (an accepted cluster's agent cannot change them).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
+    /// The labels the agent sent last, when they differ from `labels` (shown, never used for
+    /// selection).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub reported_labels: BTreeMap<String, String>,
     /// Claims the agent reports (product, platform, kube version, ...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub claims: Vec<ManagedClusterClaim>,

@@ -289,3 +289,73 @@ async fn add_on_placement_scores_from_clusters_steer_a_placement() {
     fleet.stop_agents().await;
     fleet.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_accepted_cluster_labelling_itself_into_another_set_gets_none_of_its_works() {
+    let mut fleet = fleet().await;
+    fleet.start_accepted("edge-1", &[SET_LABEL]).await;
+    fleet
+        .start_accepted("rogue", &[(SET_LABEL.0, "other")])
+        .await;
+    apply_fleet_objects(&fleet).await;
+    let every_edge = json!({
+        "apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+        "metadata": {"name": "every-edge", "namespace": "default"},
+        "spec": {"clusterSets": ["edge"]}});
+    fleet.admin().await.apply_object(every_edge).await.unwrap();
+    wait_placement(&fleet, "every-edge", "the set's one cluster", |p| {
+        decided(p) == vec!["edge-1".to_owned()]
+    })
+    .await;
+    wait_work_on(&fleet, "edge-1").await;
+
+    // A process holding the rogue cluster's key asks to join again, labelled into set `edge`
+    // (as its agent would at a certificate renewal): signed right, so the hub takes it.
+    let peer = AgentPeer::connect(fleet.broker_url(), "ocm-edge", "rogue")
+        .await
+        .signing_with(&fleet.agent_dir("rogue"));
+    let forged = peer.event(
+        "cluster.open-cluster-management.io.v1.managedclusters.spec.create_request",
+        json!({"metadata": {"name": "rogue", "labels": {SET_LABEL.0: SET_LABEL.1}},
+               "spec": {"leaseDurationSeconds": 60}}),
+    );
+    peer.send(&forged).await;
+    let admin = fleet.admin().await;
+    let in_edge = |labels: &std::collections::BTreeMap<String, String>| {
+        labels.get(SET_LABEL.0).map(String::as_str) == Some("edge")
+    };
+    let rogue = wait_for(
+        "the hub to have handled rogue's new labels",
+        WAIT,
+        || async {
+            admin
+                .get_cluster("rogue")
+                .await
+                .ok()
+                .filter(|c| in_edge(&c.reported_labels) || in_edge(&c.labels))
+        },
+    )
+    .await
+    .expect("the forged join request reached the hub");
+    assert_eq!(
+        rogue.labels.get(SET_LABEL.0).map(String::as_str),
+        Some("other"),
+        "the hub kept the set it accepted"
+    );
+    // The join request and the placement's reaction are one batch: what the hub shows now is
+    // what it decided.
+    let p = admin
+        .get_placement(Some("default"), "every-edge")
+        .await
+        .unwrap();
+    assert_eq!(decided(&p), vec!["edge-1".to_owned()]);
+    let web = admin.get_work("rogue", "web").await;
+    assert!(web.is_err(), "rogue got the set's work: {web:?}");
+    assert_eq!(
+        fleet.stats().await.counters.get("agentLabelsIgnored"),
+        Some(&1)
+    );
+
+    fleet.stop_agents().await;
+    fleet.shutdown().await;
+}
