@@ -33,7 +33,7 @@ use clap::{Args, Parser, Subcommand};
 use thiserror::Error;
 
 use crate::client::{AdminClient, AdminError, ConnectOptions};
-use crate::commands::{apply, cluster, delete, hub, placement, rollout, token, user, work};
+use crate::commands::{apply, cluster, delete, hub, placement, rollout, stats, token, user, work};
 
 /// Default broker URL of the CLI (the hub's embedded broker on this machine).
 pub const DEFAULT_BROKER_URL: &str = "mqtts://127.0.0.1:8883";
@@ -169,6 +169,8 @@ pub enum Command {
     Rollout(rollout::RolloutCommand),
     /// Delete a cluster set, binding, placement, add-on score or ManifestWorkReplicaSet.
     Delete(delete::DeleteArgs),
+    /// Show the hub's figures and counters (what it dropped, refused or ignored, and why).
+    Stats(stats::StatsArgs),
     /// Create admin API credentials for users (on the hub's machine).
     #[command(subcommand)]
     User(user::UserCommand),
@@ -230,6 +232,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Placement(cmd) => placement::run_placement(&cli.global, cmd).await,
         Command::Rollout(cmd) => rollout::run(&cli.global, cmd).await,
         Command::Delete(args) => delete::run(&cli.global, args).await,
+        Command::Stats(args) => stats::run(&cli.global, args).await,
         Command::User(cmd) => output::print(&user::run(cmd)?),
         Command::Token(cmd) => output::print(&token::run(cmd)?),
         #[cfg(feature = "demo")]

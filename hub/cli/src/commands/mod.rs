@@ -9,6 +9,7 @@
 //! - [`placement`]: `ocm-edge clusterset list|get` and `ocm-edge placement list|get`.
 //! - [`rollout`]: `ocm-edge rollout status|list` (ManifestWorkReplicaSets).
 //! - [`delete`]: `ocm-edge delete KIND NAME`.
+//! - [`stats`]: `ocm-edge stats` (the hub's counters).
 //! - [`user`]: `ocm-edge user create|list|revoke` (admin API credentials, on the hub's machine).
 //! - [`token`]: `ocm-edge token create|revoke` (join tokens, on the hub's machine).
 
@@ -18,6 +19,7 @@ pub mod delete;
 pub mod hub;
 pub mod placement;
 pub mod rollout;
+pub mod stats;
 pub mod token;
 pub mod user;
 pub mod work;

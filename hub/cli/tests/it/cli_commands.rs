@@ -354,6 +354,22 @@ async fn the_admin_api_refuses_unsigned_requests_and_lets_each_role_do_only_its_
         "{:?}",
         stats.counters
     );
+    // The same through `ocm-edge stats`, which a viewer may run.
+    let out = cli_as(&hub, Some(&viewer), &["stats"]).await;
+    assert_success(&out);
+    let text = stdout(&out);
+    assert!(text.contains("Clusters: 1 accepted"), "{text}");
+    assert!(text.contains("Works:    1"), "{text}");
+    let refused = stats.counters["adminRequestsRefused"];
+    assert!(
+        text.lines()
+            .any(|l| l.contains("adminRequestsRefused") && l.contains(&refused.to_string())),
+        "{text}"
+    );
+    let out = cli_as(&hub, Some(&viewer), &["stats", "-o", "json"]).await;
+    assert_success(&out);
+    assert_eq!(json(&out)["clustersAccepted"], 1, "{}", stdout(&out));
+    assert_eq!(json(&out)["counters"]["adminRequestsRefused"], refused);
     agent.shutdown().await.unwrap();
     hub.stop().await;
 }
