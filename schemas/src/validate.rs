@@ -68,6 +68,16 @@ pub enum ValidationError {
         /// Why, and what a valid name looks like.
         reason: String,
     },
+    /// A label key or value is not a Kubernetes one.
+    #[error("label {key:?}={value:?} is invalid: {reason}")]
+    InvalidLabel {
+        /// The label's key.
+        key: String,
+        /// The label's value.
+        value: String,
+        /// Why, and what a valid label looks like.
+        reason: String,
+    },
 }
 
 fn describe_suffix(describe: &str) -> String {
@@ -284,6 +294,74 @@ pub fn validate_work_name(name: &str) -> Result<(), ValidationError> {
     })
 }
 
+/// Checks a Kubernetes label: the key an optional DNS-1123 subdomain prefix and `/`, then a
+/// name of at most 63 characters (letters, digits, `-`, `_`, `.`, starting and ending with a
+/// letter or digit); the value empty or such a name.
+///
+/// # Errors
+/// [`ValidationError::InvalidLabel`] saying which part breaks which rule.
+pub fn validate_label(key: &str, value: &str) -> Result<(), ValidationError> {
+    let invalid = |reason: String| ValidationError::InvalidLabel {
+        key: key.to_owned(),
+        value: value.to_owned(),
+        reason,
+    };
+    let (prefix, name) = match key.split_once('/') {
+        Some((prefix, name)) => (Some(prefix), name),
+        None => (None, key),
+    };
+    if let Some(prefix) = prefix {
+        let problem = if prefix.len() > MAX_WORK_NAME_LEN {
+            Some(format!("it is {} characters long", prefix.len()))
+        } else {
+            prefix
+                .split('.')
+                .find_map(|part| dns1123_label_problem(part, MAX_CLUSTER_NAME_LEN))
+        };
+        if let Some(problem) = problem {
+            return Err(invalid(format!(
+                "the key's prefix {prefix:?}: {problem}; a prefix is a DNS subdomain \
+                 (lower case letters, digits, '-' and '.') such as example.com"
+            )));
+        }
+    }
+    let rule =
+        "at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit";
+    if let Some(problem) = label_name_problem(name) {
+        return Err(invalid(format!(
+            "the key's name {name:?}: {problem}; {rule}"
+        )));
+    }
+    if !value.is_empty()
+        && let Some(problem) = label_name_problem(value)
+    {
+        return Err(invalid(format!(
+            "the value: {problem}; it is empty or {rule}"
+        )));
+    }
+    Ok(())
+}
+
+fn label_name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some("it is empty".to_string());
+    }
+    if name.len() > MAX_CLUSTER_NAME_LEN {
+        return Some(format!("it is {} characters long", name.len()));
+    }
+    if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+    {
+        return Some(format!("it contains {bad:?}"));
+    }
+    let edge_ok = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    if !edge_ok(name.chars().next()) || !edge_ok(name.chars().last()) {
+        return Some("it does not start and end with a letter or digit".to_string());
+    }
+    None
+}
+
 fn dns1123_label_problem(label: &str, max_len: usize) -> Option<String> {
     if label.is_empty() {
         return Some("it is empty".to_string());
@@ -301,4 +379,36 @@ fn dns1123_label_problem(label: &str, max_len: usize) -> Option<String> {
         return Some("it starts or ends with '-'".to_string());
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_are_checked_as_kubernetes_checks_them() {
+        for (k, v) in [
+            ("tier", "canary"),
+            ("cluster.open-cluster-management.io/clusterset", "eu-west"),
+            ("example.com/Zone_A", "B.2"),
+            ("empty-value", ""),
+        ] {
+            assert_eq!(validate_label(k, v), Ok(()), "{k}={v}");
+        }
+        for (k, v, says) in [
+            ("", "x", "the key's name \"\": it is empty"),
+            ("-tier", "x", "start and end"),
+            ("tier", "a b", "the value: it contains ' '"),
+            ("Example.com/tier", "x", "the key's prefix \"Example.com\""),
+            ("/tier", "x", "the key's prefix \"\": it is empty"),
+            (
+                "tier",
+                &"v".repeat(64),
+                "the value: it is 64 characters long",
+            ),
+        ] {
+            let e = validate_label(k, v).unwrap_err().to_string();
+            assert!(e.contains(says), "{k}={v}: {e}");
+        }
+    }
 }

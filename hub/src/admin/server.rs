@@ -81,6 +81,12 @@ fn plan(
             let change = core.deny(&name, now).map_err(registration_error)?;
             cluster_answer(core, change, &name, now)
         }
+        AdminRequest::LabelCluster { name, set, remove } => {
+            let change = core
+                .label_cluster(&name, &set, &remove)
+                .map_err(registration_error)?;
+            cluster_answer(core, change, &name, now)
+        }
         AdminRequest::AddCluster { name } => {
             let change = core.add_cluster(&name, now).map_err(registration_error)?;
             cluster_answer(core, change, &name, now)
@@ -304,7 +310,7 @@ fn registration_error(e: RegistrationError) -> AdminResponse {
         RegistrationError::AlreadyKnown { .. } => {
             AdminResponse::error(AdminErrorKind::AlreadyExists, e.to_string())
         }
-        RegistrationError::InvalidName(_) => {
+        RegistrationError::InvalidName(_) | RegistrationError::InvalidLabel(_) => {
             AdminResponse::error(AdminErrorKind::Invalid, e.to_string())
         }
     }

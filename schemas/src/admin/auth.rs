@@ -94,8 +94,10 @@ impl AdminRequest {
     /// only [`Role::Viewer`]: the hub answers it `Unsupported` whoever sends it.
     pub fn required_role(&self) -> Role {
         match self {
+            // Who joins, and (through its labels) which cluster sets a cluster is in.
             AdminRequest::AcceptCluster { .. }
             | AdminRequest::DenyCluster { .. }
+            | AdminRequest::LabelCluster { .. }
             | AdminRequest::AddCluster { .. } => Role::Admin,
             request if request.changes_something() => Role::Operator,
             _ => Role::Viewer,
@@ -180,6 +182,15 @@ mod tests {
         );
         assert_eq!(
             AdminRequest::AddCluster { name: name() }.required_role(),
+            Role::Admin
+        );
+        assert_eq!(
+            AdminRequest::LabelCluster {
+                name: name(),
+                set: Default::default(),
+                remove: vec![],
+            }
+            .required_role(),
             Role::Admin
         );
     }

@@ -4,6 +4,7 @@ use serde::de::Error as _;
 use serde::ser::SerializeMap as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
+use std::collections::BTreeMap;
 
 #[cfg(doc)]
 use crate::admin::{AdminErrorKind, AdminPayload};
@@ -56,6 +57,21 @@ pub enum AdminRequest {
     DenyCluster {
         /// Cluster name.
         name: String,
+    },
+    /// Sets and removes labels of a known cluster: the labels placements and cluster sets select
+    /// it by (the `cluster.open-cluster-management.io/clusterset` label is its set). An agent
+    /// cannot change an accepted cluster's labels; this command is how the hub does. Removal
+    /// comes after setting. Answer: [`AdminPayload::Cluster`]; NotFound when unknown, Invalid
+    /// for a label Kubernetes would refuse (nothing changes then).
+    LabelCluster {
+        /// Cluster name.
+        name: String,
+        /// Labels to set (added or overwritten).
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        set: BTreeMap<String, String>,
+        /// Label keys to remove.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        remove: Vec<String>,
     },
     /// Registers and accepts a cluster whose agent never asks to join (OCM's or maestro's own work
     /// agent): accepted at once, with no agent key, so its events are not signed. Answer:
@@ -207,11 +223,12 @@ pub struct WorkRef {
 impl AdminRequest {
     /// Every command this build knows, as it appears in JSON; a request naming another one decodes
     /// as [`AdminRequest::Unknown`].
-    pub const COMMANDS: [&'static str; 19] = [
+    pub const COMMANDS: [&'static str; 20] = [
         "listClusters",
         "getCluster",
         "acceptCluster",
         "denyCluster",
+        "labelCluster",
         "addCluster",
         "createWork",
         "applyManifestWork",
@@ -238,6 +255,7 @@ impl AdminRequest {
             AdminRequest::GetCluster { .. } => "getCluster",
             AdminRequest::AcceptCluster { .. } => "acceptCluster",
             AdminRequest::DenyCluster { .. } => "denyCluster",
+            AdminRequest::LabelCluster { .. } => "labelCluster",
             AdminRequest::AddCluster { .. } => "addCluster",
             AdminRequest::CreateWork(_) => "createWork",
             AdminRequest::ApplyManifestWork { .. } => "applyManifestWork",
@@ -267,6 +285,7 @@ impl AdminRequest {
         match self {
             AdminRequest::AcceptCluster { name }
             | AdminRequest::DenyCluster { name }
+            | AdminRequest::LabelCluster { name, .. }
             | AdminRequest::AddCluster { name } => Some(format!("ocm-edge cluster get {name}")),
             AdminRequest::CreateWork(c) => Some(match c.clusters.as_slice() {
                 [one] => work(&c.name, one),
@@ -292,6 +311,7 @@ impl AdminRequest {
         match self {
             AdminRequest::AcceptCluster { .. }
             | AdminRequest::DenyCluster { .. }
+            | AdminRequest::LabelCluster { .. }
             | AdminRequest::AddCluster { .. }
             | AdminRequest::CreateWork(_)
             | AdminRequest::ApplyManifestWork { .. }
@@ -439,6 +459,7 @@ mod tests {
             json!({"command": "getCluster", "name": "c"}),
             json!({"command": "acceptCluster", "name": "c"}),
             json!({"command": "denyCluster", "name": "c"}),
+            json!({"command": "labelCluster", "name": "c", "set": {"tier": "canary"}, "remove": ["old"]}),
             json!({"command": "addCluster", "name": "c"}),
             json!({"command": "createWork", "name": "w", "clusters": ["c"], "manifests": []}),
             json!({"command": "applyManifestWork", "work": {"metadata": {"name": "w", "namespace": "c"},

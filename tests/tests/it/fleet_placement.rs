@@ -298,16 +298,28 @@ async fn an_accepted_cluster_labelling_itself_into_another_set_gets_none_of_its_
         .start_accepted("rogue", &[(SET_LABEL.0, "other")])
         .await;
     apply_fleet_objects(&fleet).await;
-    let every_edge = json!({
-        "apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
-        "metadata": {"name": "every-edge", "namespace": "default"},
-        "spec": {"clusterSets": ["edge"]}});
-    fleet.admin().await.apply_object(every_edge).await.unwrap();
+    // Every cluster of set `edge` gets the work `everywhere`.
+    for object in [
+        json!({"apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+               "metadata": {"name": "every-edge", "namespace": "default"},
+               "spec": {"clusterSets": ["edge"]}}),
+        json!({"apiVersion": "work.open-cluster-management.io/v1alpha1", "kind": "ManifestWorkReplicaSet",
+               "metadata": {"name": "everywhere", "namespace": "default"},
+               "spec": {"placementRefs": [{"name": "every-edge"}],
+                        "manifestWorkTemplate": {"workload": {"manifests": [
+                            {"apiVersion": "v1", "kind": "ConfigMap",
+                             "metadata": {"name": "everywhere", "namespace": "default"}}]}}}}),
+    ] {
+        fleet.admin().await.apply_object(object).await.unwrap();
+    }
     wait_placement(&fleet, "every-edge", "the set's one cluster", |p| {
         decided(p) == vec!["edge-1".to_owned()]
     })
     .await;
-    wait_work_on(&fleet, "edge-1").await;
+    fleet
+        .wait_work_condition("edge-1", "everywhere", "Applied")
+        .await
+        .unwrap();
 
     // A process holding the rogue cluster's key asks to join again, labelled into set `edge`
     // (as its agent would at a certificate renewal): signed right, so the hub takes it.
@@ -349,12 +361,34 @@ async fn an_accepted_cluster_labelling_itself_into_another_set_gets_none_of_its_
         .await
         .unwrap();
     assert_eq!(decided(&p), vec!["edge-1".to_owned()]);
-    let web = admin.get_work("rogue", "web").await;
-    assert!(web.is_err(), "rogue got the set's work: {web:?}");
+    let everywhere = admin.get_work("rogue", "everywhere").await;
+    assert!(
+        everywhere.is_err(),
+        "rogue got the set's work: {everywhere:?}"
+    );
     assert_eq!(
         fleet.stats().await.counters.get("agentLabelsIgnored"),
         Some(&1)
     );
+
+    // The hub decides: labelled into the set by the admin, the cluster gets the set's work.
+    let relabelled = admin
+        .label_cluster(
+            "rogue",
+            [(SET_LABEL.0.to_owned(), SET_LABEL.1.to_owned())].into(),
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert!(in_edge(&relabelled.labels), "{relabelled:?}");
+    wait_placement(&fleet, "every-edge", "both clusters of the set", |p| {
+        decided(p) == vec!["edge-1".to_owned(), "rogue".to_owned()]
+    })
+    .await;
+    fleet
+        .wait_work_condition("rogue", "everywhere", "Applied")
+        .await
+        .unwrap();
 
     fleet.stop_agents().await;
     fleet.shutdown().await;

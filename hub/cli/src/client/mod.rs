@@ -349,6 +349,25 @@ impl AdminClient {
         self.cluster_call(req).await
     }
 
+    /// Sets the labels `set` and removes the keys `remove` of a cluster; returns its new view.
+    ///
+    /// # Errors
+    /// NotFound when unknown, Invalid for a label Kubernetes would refuse; see
+    /// [`AdminClient::request`].
+    pub async fn label_cluster(
+        &self,
+        name: &str,
+        set: std::collections::BTreeMap<String, String>,
+        remove: Vec<String>,
+    ) -> Result<ClusterView> {
+        let req = AdminRequest::LabelCluster {
+            name: name.to_owned(),
+            set,
+            remove,
+        };
+        self.cluster_call(req).await
+    }
+
     async fn cluster_call(&self, req: AdminRequest) -> Result<ClusterView> {
         let command = req.command();
         match self.request(&req).await? {

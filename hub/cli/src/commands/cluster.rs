@@ -1,4 +1,4 @@
-//! `ocm-edge cluster list|get|accept|deny|add|broker-config`.
+//! `ocm-edge cluster list|get|accept|deny|label|add|broker-config`.
 
 use clap::Subcommand;
 
@@ -32,6 +32,16 @@ pub enum ClusterCommand {
     Deny {
         /// Cluster name.
         name: String,
+    },
+    /// Set or remove a cluster's labels (`k=v` sets, `k-` removes), which placements and cluster
+    /// sets select it by: `cluster.open-cluster-management.io/clusterset=SET` puts it in a set.
+    /// An accepted cluster's agent cannot change them; the hub does, here (admin role).
+    Label {
+        /// Cluster name.
+        name: String,
+        /// `key=value` to set, `key-` to remove.
+        #[arg(required = true, value_name = "KEY=VALUE|KEY-")]
+        labels: Vec<String>,
     },
     /// Add and accept a cluster whose agent never asks to join: OCM's or maestro's own work
     /// agent. It has no agent key, so its statuses are taken unsigned; on the hub's embedded
@@ -198,6 +208,24 @@ pub async fn run(global: &GlobalArgs, cmd: ClusterCommand) -> Result<(), CliErro
                 cluster.name, cluster.state
             )
         }
+        ClusterCommand::Label { name, labels } => {
+            let (set, remove) = label_changes(&labels)?;
+            let cluster = client.label_cluster(&name, set, remove).await?;
+            let labels = cluster
+                .labels
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>();
+            format!(
+                "cluster {} labelled: {}\n",
+                cluster.name,
+                if labels.is_empty() {
+                    "no labels".to_owned()
+                } else {
+                    labels.join(",")
+                }
+            )
+        }
         ClusterCommand::Add { name } => {
             let cluster = client.add_cluster(&name).await?;
             format!(
@@ -212,6 +240,29 @@ pub async fn run(global: &GlobalArgs, cmd: ClusterCommand) -> Result<(), CliErro
     };
     client.disconnect().await;
     print(&text)
+}
+
+/// `k=v` (set) and `k-` (remove) arguments, in the style of `kubectl label`.
+///
+/// # Errors
+/// [`CliError::Usage`] for an argument that is neither, naming it.
+pub fn label_changes(
+    args: &[String],
+) -> Result<(std::collections::BTreeMap<String, String>, Vec<String>), CliError> {
+    let mut set = std::collections::BTreeMap::new();
+    let mut remove = Vec::new();
+    for arg in args {
+        if let Some((k, v)) = arg.split_once('=') {
+            set.insert(k.to_owned(), v.to_owned());
+        } else if let Some(k) = arg.strip_suffix('-').filter(|k| !k.is_empty()) {
+            remove.push(k.to_owned());
+        } else {
+            return Err(CliError::Usage(format!(
+                "{arg:?} is not a label change: give key=value to set a label or key- to remove one"
+            )));
+        }
+    }
+    Ok((set, remove))
 }
 
 #[cfg(test)]

@@ -322,6 +322,13 @@ async fn the_admin_api_refuses_unsigned_requests_and_lets_each_role_do_only_its_
         &out,
         &["forbidden: user \"otto\" (role operator) may not denyCluster"],
     );
+    // Nor which cluster sets a cluster is in (its labels).
+    let set = "cluster.open-cluster-management.io/clusterset=eu";
+    let out = cli_as(&hub, Some(&operator), &["cluster", "label", "edge-1", set]).await;
+    assert_failure_mentioning(
+        &out,
+        &["forbidden: user \"otto\" (role operator) may not labelCluster"],
+    );
 
     // A credential of another hub (same CA name, another key) does not even get in to the
     // broker (the hub's log says why; the client is told only that it was refused).
@@ -342,6 +349,30 @@ async fn the_admin_api_refuses_unsigned_requests_and_lets_each_role_do_only_its_
     let out = hub.cli(&["cluster", "get", "edge-1", "-o", "json"]).await;
     assert_success(&out);
     assert_eq!(json(&out)["state"], "Accepted", "{}", stdout(&out));
+    assert!(
+        json(&out)["labels"].get("tier").is_none(),
+        "{}",
+        stdout(&out)
+    );
+
+    // The admin labels the cluster; a label Kubernetes would refuse changes nothing.
+    let out = hub
+        .cli(&["cluster", "label", "edge-1", "tier=canary", set])
+        .await;
+    assert_success(&out);
+    assert!(stdout(&out).contains("tier=canary"), "{}", stdout(&out));
+    let out = hub
+        .cli(&["cluster", "label", "edge-1", "tier-", "zone=a b"])
+        .await;
+    assert_failure_mentioning(&out, &["\"zone\"=\"a b\"", "nothing was changed"]);
+    let out = hub.cli(&["cluster", "label", "edge-1", "tier"]).await;
+    assert_failure_mentioning(&out, &["\"tier\" is not a label change", "key-"]);
+    let out = hub.cli(&["cluster", "get", "edge-1", "-o", "json"]).await;
+    assert_eq!(json(&out)["labels"]["tier"], "canary", "{}", stdout(&out));
+    let out = hub.cli(&["cluster", "label", "edge-1", "tier-"]).await;
+    assert_success(&out);
+    assert!(!stdout(&out).contains("tier="), "{}", stdout(&out));
+    assert!(stdout(&out).contains(set), "{}", stdout(&out));
     let admin = hub.admin().await;
     let stats = admin.stats().await.unwrap();
     assert!(
