@@ -87,6 +87,12 @@ fn plan(
                 .map_err(registration_error)?;
             cluster_answer(core, change, &name, now)
         }
+        AdminRequest::TaintCluster { name, add, remove } => {
+            let change = core
+                .taint_cluster(&name, &add, &remove, now)
+                .map_err(registration_error)?;
+            cluster_answer(core, change, &name, now)
+        }
         AdminRequest::AddCluster { name } => {
             let change = core.add_cluster(&name, now).map_err(registration_error)?;
             cluster_answer(core, change, &name, now)
@@ -310,7 +316,9 @@ fn registration_error(e: RegistrationError) -> AdminResponse {
         RegistrationError::AlreadyKnown { .. } => {
             AdminResponse::error(AdminErrorKind::AlreadyExists, e.to_string())
         }
-        RegistrationError::InvalidName(_) | RegistrationError::InvalidLabel(_) => {
+        RegistrationError::InvalidName(_)
+        | RegistrationError::InvalidLabel(_)
+        | RegistrationError::InvalidTaint(_) => {
             AdminResponse::error(AdminErrorKind::Invalid, e.to_string())
         }
     }

@@ -35,6 +35,8 @@ pub enum RegistrationError {
     InvalidName(String),
     #[error("{0}; nothing was changed")]
     InvalidLabel(String),
+    #[error("{0}; nothing was changed")]
+    InvalidTaint(String),
 }
 
 impl HubCore {
@@ -127,38 +129,6 @@ impl HubCore {
             .cloned()
             .ok_or_else(|| RegistrationError::UnknownCluster(cluster.to_owned()))?;
         Ok(self.accept_record(record, now))
-    }
-
-    /// Sets the labels `set` and removes the keys `remove` of a known cluster (in that order).
-    /// The hub's view goes to the agent and placements follow at once (a cluster record
-    /// touches the fleet). Nothing changes when a label is invalid or nothing would change.
-    ///
-    /// # Errors
-    /// [`RegistrationError::UnknownCluster`], [`RegistrationError::InvalidLabel`].
-    pub fn label_cluster(
-        &self,
-        cluster: &str,
-        set: &std::collections::BTreeMap<String, String>,
-        remove: &[String],
-    ) -> Result<Change, RegistrationError> {
-        let mut record = self
-            .cluster(cluster)
-            .cloned()
-            .ok_or_else(|| RegistrationError::UnknownCluster(cluster.to_owned()))?;
-        for (k, v) in set {
-            ocm_edge_schemas::validate::validate_label(k, v)
-                .map_err(|e| RegistrationError::InvalidLabel(e.to_string()))?;
-        }
-        let before = record.labels.clone();
-        record.labels.extend(set.clone());
-        for k in remove {
-            record.labels.remove(k);
-        }
-        if record.labels == before {
-            return Ok(Change::default());
-        }
-        tracing::info!(%cluster, labels = ?record.labels, "cluster labelled by the hub");
-        Ok(self.publish_cluster(record))
     }
 
     /// Registers and accepts a cluster whose agent never asks to join (OCM's or maestro's own work
@@ -413,44 +383,6 @@ mod tests {
         step(&mut core, join_labelled("edge-1", &[(SET, "eu")]), 5);
         assert_eq!(core.counters().get(counter::AGENT_LABELS_IGNORED), 1);
         assert_eq!(core.cluster("edge-1").unwrap().labels, accepted);
-    }
-
-    #[test]
-    fn the_hub_labels_a_cluster_and_refuses_an_invalid_label_whole() {
-        const SET: &str = "cluster.open-cluster-management.io/clusterset";
-        let mut core = core();
-        step(
-            &mut core,
-            join_labelled("edge-1", &[(SET, "eu"), ("old", "x")]),
-            0,
-        );
-        let c = core.accept("edge-1", t(1)).unwrap();
-        core.apply(&c.records);
-        let set = BTreeMap::from([
-            (SET.to_owned(), "payments".to_owned()),
-            ("tier".to_owned(), "canary".to_owned()),
-        ]);
-        let change = core
-            .label_cluster("edge-1", &set, &["old".to_owned()])
-            .unwrap();
-        core.apply(&change.records);
-        assert_eq!(core.cluster("edge-1").unwrap().labels, set);
-        assert_eq!(hub_views(&change)[0].metadata.labels, set);
-        // The same again changes nothing and stores nothing.
-        assert!(core.label_cluster("edge-1", &set, &[]).unwrap().is_empty());
-
-        let bad = BTreeMap::from([
-            ("ok".to_owned(), "yes".to_owned()),
-            ("tier".to_owned(), "not valid".to_owned()),
-        ]);
-        let e = core.label_cluster("edge-1", &bad, &[]).unwrap_err();
-        assert!(e.to_string().contains("\"tier\"=\"not valid\""), "{e}");
-        assert!(e.to_string().contains("nothing was changed"), "{e}");
-        assert_eq!(core.cluster("edge-1").unwrap().labels, set);
-        assert_eq!(
-            core.label_cluster("ghost", &set, &[]),
-            Err(RegistrationError::UnknownCluster("ghost".into()))
-        );
     }
 
     #[test]

@@ -3,6 +3,8 @@
 //!
 //! - [`join`]: an agent asks to join (its signed join request), an operator accepts or denies
 //!   (OCM's double opt-in), and the hub publishes its signed view of the cluster. Pure.
+//! - [`labels`]: the labels (so the cluster sets) and the operator's taints of a cluster, the
+//!   hub's to change (`ocm-edge cluster label|taint`), never its agent's once it is accepted.
 //! - [`join_token`]: who may ask to join: expiring HMAC tokens (`ocm-edge token create`).
 //! - [`logins`]: who may log in to the embedded broker, and as whom (the hub, dashboards,
 //!   operators by their credential, clusters by their key or a join token).
@@ -20,6 +22,7 @@ pub mod cluster_ca;
 pub mod evict;
 pub mod join;
 pub mod join_token;
+pub mod labels;
 pub mod logins;
 
 pub use join::{RegistrationError, hub_view};

@@ -98,6 +98,7 @@ impl AdminRequest {
             AdminRequest::AcceptCluster { .. }
             | AdminRequest::DenyCluster { .. }
             | AdminRequest::LabelCluster { .. }
+            | AdminRequest::TaintCluster { .. }
             | AdminRequest::AddCluster { .. } => Role::Admin,
             request if request.changes_something() => Role::Operator,
             _ => Role::Viewer,
@@ -188,6 +189,15 @@ mod tests {
             AdminRequest::LabelCluster {
                 name: name(),
                 set: Default::default(),
+                remove: vec![],
+            }
+            .required_role(),
+            Role::Admin
+        );
+        assert_eq!(
+            AdminRequest::TaintCluster {
+                name: name(),
+                add: vec![],
                 remove: vec![],
             }
             .required_role(),

@@ -73,6 +73,20 @@ pub enum AdminRequest {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         remove: Vec<String>,
     },
+    /// Puts taints on a known cluster (one with the same key and effect is replaced; the hub
+    /// stamps `timeAdded`) and removes the taints of the keys in `remove`. The availability
+    /// taints (`unreachable`, `unavailable`) are the hub's own and refused. Answer:
+    /// [`AdminPayload::Cluster`]; NotFound when unknown, Invalid otherwise (nothing changes then).
+    TaintCluster {
+        /// Cluster name.
+        name: String,
+        /// Taints to put on the cluster (`timeAdded` is ignored).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        add: Vec<crate::api::cluster::Taint>,
+        /// Taint keys to remove.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        remove: Vec<String>,
+    },
     /// Registers and accepts a cluster whose agent never asks to join (OCM's or maestro's own work
     /// agent): accepted at once, with no agent key, so its events are not signed. Answer:
     /// [`AdminPayload::Cluster`]; AlreadyExists when the hub knows a cluster of that name (accept
@@ -223,12 +237,13 @@ pub struct WorkRef {
 impl AdminRequest {
     /// Every command this build knows, as it appears in JSON; a request naming another one decodes
     /// as [`AdminRequest::Unknown`].
-    pub const COMMANDS: [&'static str; 20] = [
+    pub const COMMANDS: [&'static str; 21] = [
         "listClusters",
         "getCluster",
         "acceptCluster",
         "denyCluster",
         "labelCluster",
+        "taintCluster",
         "addCluster",
         "createWork",
         "applyManifestWork",
@@ -256,6 +271,7 @@ impl AdminRequest {
             AdminRequest::AcceptCluster { .. } => "acceptCluster",
             AdminRequest::DenyCluster { .. } => "denyCluster",
             AdminRequest::LabelCluster { .. } => "labelCluster",
+            AdminRequest::TaintCluster { .. } => "taintCluster",
             AdminRequest::AddCluster { .. } => "addCluster",
             AdminRequest::CreateWork(_) => "createWork",
             AdminRequest::ApplyManifestWork { .. } => "applyManifestWork",
@@ -286,6 +302,7 @@ impl AdminRequest {
             AdminRequest::AcceptCluster { name }
             | AdminRequest::DenyCluster { name }
             | AdminRequest::LabelCluster { name, .. }
+            | AdminRequest::TaintCluster { name, .. }
             | AdminRequest::AddCluster { name } => Some(format!("ocm-edge cluster get {name}")),
             AdminRequest::CreateWork(c) => Some(match c.clusters.as_slice() {
                 [one] => work(&c.name, one),
@@ -312,6 +329,7 @@ impl AdminRequest {
             AdminRequest::AcceptCluster { .. }
             | AdminRequest::DenyCluster { .. }
             | AdminRequest::LabelCluster { .. }
+            | AdminRequest::TaintCluster { .. }
             | AdminRequest::AddCluster { .. }
             | AdminRequest::CreateWork(_)
             | AdminRequest::ApplyManifestWork { .. }
@@ -460,6 +478,7 @@ mod tests {
             json!({"command": "acceptCluster", "name": "c"}),
             json!({"command": "denyCluster", "name": "c"}),
             json!({"command": "labelCluster", "name": "c", "set": {"tier": "canary"}, "remove": ["old"]}),
+            json!({"command": "taintCluster", "name": "c", "add": [{"key": "k", "effect": "NoSelect"}], "remove": ["old"]}),
             json!({"command": "addCluster", "name": "c"}),
             json!({"command": "createWork", "name": "w", "clusters": ["c"], "manifests": []}),
             json!({"command": "applyManifestWork", "work": {"metadata": {"name": "w", "namespace": "c"},

@@ -393,3 +393,64 @@ async fn an_accepted_cluster_labelling_itself_into_another_set_gets_none_of_its_
     fleet.stop_agents().await;
     fleet.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_taint_takes_a_cluster_out_of_placements_that_do_not_tolerate_it() {
+    let mut fleet = fleet().await;
+    for name in CLUSTERS {
+        fleet.start_accepted(name, &[SET_LABEL]).await;
+    }
+    apply_fleet_objects(&fleet).await;
+    let admin = fleet.admin().await;
+    for object in [
+        json!({"apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+               "metadata": {"name": "every-edge", "namespace": "default"},
+               "spec": {"clusterSets": ["edge"]}}),
+        json!({"apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+               "metadata": {"name": "maintainers", "namespace": "default"},
+               "spec": {"clusterSets": ["edge"],
+                        "tolerations": [{"key": "maintenance", "operator": "Exists"}]}}),
+    ] {
+        admin.apply_object(object).await.unwrap();
+    }
+    let all: Vec<String> = CLUSTERS.iter().map(|c| (*c).to_owned()).collect();
+    wait_placement(&fleet, "every-edge", "every cluster", |p| decided(p) == all).await;
+
+    let maintenance = ocm_edge_schemas::api::cluster::Taint {
+        key: "maintenance".into(),
+        value: "firmware".into(),
+        effect: ocm_edge_schemas::api::cluster::TaintEffect::NoSelect,
+        time_added: None,
+    };
+    let tainted = admin
+        .taint_cluster("edge-2", vec![maintenance], vec![])
+        .await
+        .unwrap();
+    let stamped = tainted.taints.iter().find(|t| t.key == "maintenance");
+    assert!(
+        stamped.is_some_and(|t| t.time_added.is_some()),
+        "{tainted:?}"
+    );
+    wait_placement(&fleet, "every-edge", "edge-2 left", |p| {
+        decided(p) == vec!["edge-1".to_owned(), "edge-3".to_owned()]
+    })
+    .await;
+    let p = admin
+        .get_placement(Some("default"), "maintainers")
+        .await
+        .unwrap();
+    assert_eq!(
+        decided(&p),
+        all,
+        "a placement tolerating the taint keeps the cluster"
+    );
+
+    admin
+        .taint_cluster("edge-2", vec![], vec!["maintenance".into()])
+        .await
+        .unwrap();
+    wait_placement(&fleet, "every-edge", "edge-2 back", |p| decided(p) == all).await;
+
+    fleet.stop_agents().await;
+    fleet.shutdown().await;
+}

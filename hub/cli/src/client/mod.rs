@@ -368,6 +368,24 @@ impl AdminClient {
         self.cluster_call(req).await
     }
 
+    /// Puts taints on a cluster and removes the taints of the keys `remove`; returns its new view.
+    ///
+    /// # Errors
+    /// NotFound when unknown, Invalid for a bad or reserved taint; see [`AdminClient::request`].
+    pub async fn taint_cluster(
+        &self,
+        name: &str,
+        add: Vec<ocm_edge_schemas::api::cluster::Taint>,
+        remove: Vec<String>,
+    ) -> Result<ClusterView> {
+        let req = AdminRequest::TaintCluster {
+            name: name.to_owned(),
+            add,
+            remove,
+        };
+        self.cluster_call(req).await
+    }
+
     async fn cluster_call(&self, req: AdminRequest) -> Result<ClusterView> {
         let command = req.command();
         match self.request(&req).await? {

@@ -1,4 +1,4 @@
-//! `ocm-edge cluster list|get|accept|deny|label|add|broker-config`.
+//! `ocm-edge cluster list|get|accept|deny|label|taint|add|broker-config`.
 
 use clap::Subcommand;
 
@@ -42,6 +42,17 @@ pub enum ClusterCommand {
         /// `key=value` to set, `key-` to remove.
         #[arg(required = true, value_name = "KEY=VALUE|KEY-")]
         labels: Vec<String>,
+    },
+    /// Put taints on a cluster (`key[=value]:Effect`, Effect one of NoSelect, PreferNoSelect,
+    /// NoSelectIfNew) or remove them (`key-`): placements that do not tolerate a taint leave or
+    /// avoid the cluster at once. The hub stamps when each taint was added (tolerationSeconds
+    /// count from then). The availability taints are the hub's own (admin role).
+    Taint {
+        /// Cluster name.
+        name: String,
+        /// `key[=value]:Effect` to add, `key-` to remove.
+        #[arg(required = true, value_name = "KEY[=VALUE]:EFFECT|KEY-")]
+        taints: Vec<String>,
     },
     /// Add and accept a cluster whose agent never asks to join: OCM's or maestro's own work
     /// agent. It has no agent key, so its statuses are taken unsigned; on the hub's embedded
@@ -226,6 +237,15 @@ pub async fn run(global: &GlobalArgs, cmd: ClusterCommand) -> Result<(), CliErro
                 }
             )
         }
+        ClusterCommand::Taint { name, taints } => {
+            let (add, remove) = taint_changes(&taints)?;
+            let cluster = client.taint_cluster(&name, add, remove).await?;
+            format!(
+                "cluster {} tainted: {}\n",
+                cluster.name,
+                crate::output::taints_text(&cluster.taints)
+            )
+        }
         ClusterCommand::Add { name } => {
             let cluster = client.add_cluster(&name).await?;
             format!(
@@ -263,6 +283,46 @@ pub fn label_changes(
         }
     }
     Ok((set, remove))
+}
+
+/// `key[=value]:Effect` (add) and `key-` (remove) arguments, in the style of `kubectl taint`.
+///
+/// # Errors
+/// [`CliError::Usage`] for an argument that is neither, or an unknown effect, naming it.
+pub fn taint_changes(
+    args: &[String],
+) -> Result<(Vec<ocm_edge_schemas::api::cluster::Taint>, Vec<String>), CliError> {
+    use ocm_edge_schemas::api::cluster::{Taint, TaintEffect};
+    let mut add = Vec::new();
+    let mut remove = Vec::new();
+    for arg in args {
+        if let Some((key_value, effect)) = arg.rsplit_once(':') {
+            let effect = match effect {
+                "NoSelect" => TaintEffect::NoSelect,
+                "PreferNoSelect" => TaintEffect::PreferNoSelect,
+                "NoSelectIfNew" => TaintEffect::NoSelectIfNew,
+                other => {
+                    return Err(CliError::Usage(format!(
+                        "{arg:?}: unknown taint effect {other:?}; use NoSelect, PreferNoSelect or NoSelectIfNew"
+                    )));
+                }
+            };
+            let (key, value) = key_value.split_once('=').unwrap_or((key_value, ""));
+            add.push(Taint {
+                key: key.to_owned(),
+                value: value.to_owned(),
+                effect,
+                time_added: None,
+            });
+        } else if let Some(k) = arg.strip_suffix('-').filter(|k| !k.is_empty()) {
+            remove.push(k.to_owned());
+        } else {
+            return Err(CliError::Usage(format!(
+                "{arg:?} is not a taint change: give key[=value]:Effect to add a taint or key- to remove one"
+            )));
+        }
+    }
+    Ok((add, remove))
 }
 
 #[cfg(test)]

@@ -373,6 +373,52 @@ async fn the_admin_api_refuses_unsigned_requests_and_lets_each_role_do_only_its_
     assert_success(&out);
     assert!(!stdout(&out).contains("tier="), "{}", stdout(&out));
     assert!(stdout(&out).contains(set), "{}", stdout(&out));
+
+    // Taints the same way, with kubectl's syntax; the availability taints are the hub's own.
+    let out = cli_as(
+        &hub,
+        Some(&operator),
+        &["cluster", "taint", "edge-1", "maintenance:NoSelect"],
+    )
+    .await;
+    assert_failure_mentioning(&out, &["may not taintCluster"]);
+    let out = hub
+        .cli(&[
+            "cluster",
+            "taint",
+            "edge-1",
+            "maintenance=firmware:NoSelect",
+        ])
+        .await;
+    assert_success(&out);
+    assert!(stdout(&out).contains("maintenance"), "{}", stdout(&out));
+    let out = hub
+        .cli(&["cluster", "taint", "edge-1", "maintenance:NoSchedule"])
+        .await;
+    assert_failure_mentioning(
+        &out,
+        &["unknown taint effect \"NoSchedule\"", "NoSelectIfNew"],
+    );
+    let unreachable = "cluster.open-cluster-management.io/unreachable-";
+    let out = hub.cli(&["cluster", "taint", "edge-1", unreachable]).await;
+    assert_failure_mentioning(&out, &["is the hub's own", "nothing was changed"]);
+    let out = hub.cli(&["cluster", "get", "edge-1", "-o", "json"]).await;
+    let taint = &json(&out)["taints"][0];
+    assert_eq!(taint["key"], "maintenance", "{}", stdout(&out));
+    assert_eq!(taint["value"], "firmware", "{}", stdout(&out));
+    assert!(taint["timeAdded"].is_string(), "{}", stdout(&out));
+    let out = hub
+        .cli(&["cluster", "taint", "edge-1", "maintenance-"])
+        .await;
+    assert_success(&out);
+    let out = hub.cli(&["cluster", "get", "edge-1", "-o", "json"]).await;
+    assert!(
+        json(&out)
+            .get("taints")
+            .is_none_or(|t| t.as_array().unwrap().is_empty()),
+        "{}",
+        stdout(&out)
+    );
     let admin = hub.admin().await;
     let stats = admin.stats().await.unwrap();
     assert!(
