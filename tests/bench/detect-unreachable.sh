@@ -12,10 +12,15 @@ MODE=${1:-kill}; KA=${KA:-5}; LEASE=${LEASE:-5}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=${BIN:-$ROOT/target/debug}
 D=$(mktemp -d); PORT=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
-B=mqtt://127.0.0.1:$PORT
+B=mqtts://127.0.0.1:$PORT
+# The secure defaults: TLS, a join token, the CLI signing with the hub's first admin credential
+# (found in OCM_EDGE_DATA_DIR with the hub's CA).
+export OCM_EDGE_DATA_DIR=$D/hub
 $BIN/ocm-edge hub --listen 127.0.0.1:$PORT --data-dir $D/hub >$D/hub.log 2>&1 & HUB=$!
 for i in $(seq 50); do $BIN/ocm-edge --broker $B cluster list >/dev/null 2>&1 && break; sleep 0.2; done
-$BIN/ocm-edge-agent --cluster-name e1 --applier sim --broker $B --data-dir $D/a1 --keepalive-seconds $KA --lease-duration-seconds $LEASE >$D/agent.log 2>&1 & AG=$!
+TOKEN=$($BIN/ocm-edge token create --ttl 1h | grep '^oet1\.')
+$BIN/ocm-edge-agent --cluster-name e1 --applier sim --broker $B --broker-ca-file $D/hub/pki/ca.pem --token "$TOKEN" \
+  --data-dir $D/a1 --keepalive-seconds $KA --lease-duration-seconds $LEASE >$D/agent.log 2>&1 & AG=$!
 for i in $(seq 50); do $BIN/ocm-edge --broker $B cluster list 2>/dev/null | grep -q e1 && break; sleep 0.2; done
 $BIN/ocm-edge --broker $B cluster accept e1 >/dev/null
 for i in $(seq 100); do $BIN/ocm-edge --broker $B cluster get e1 -o json 2>/dev/null | grep -q '"True"' && break; sleep 0.2; done

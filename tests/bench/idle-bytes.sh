@@ -7,6 +7,10 @@
 #   cargo build -p ocm-edge-cli -p ocm-edge-agent
 #   sudo SECONDS_IDLE=600 tests/bench/idle-bytes.sh [extra ocm-edge-agent flags...]
 #
+# On the secure defaults a user gets: the hub's TLS listener (8883), a join token, the agent
+# trusting the hub's CA file, the CLI signing with the hub's first admin credential
+# (OCM_EDGE_DATA_DIR). The agent is accepted and given one work, as an operator would.
+#
 # Needs root (ip netns, veth). Prints one RESULT line. CAPTURE=FILE also records the idle window
 # with tcpdump (read it with `tcpdump -nr FILE`).
 set -eu
@@ -19,8 +23,10 @@ HOST_IF=oi0-$$
 EDGE_IF=oi1-$$
 HUB_IP=10.231.$(($$ % 250)).1
 EDGE_IP=10.231.$(($$ % 250)).2
-PORT=1883
-B=mqtt://$HUB_IP:$PORT
+PORT=8883
+B=mqtts://$HUB_IP:$PORT
+# The CLI finds the hub's CA and first admin credential in its data directory.
+export OCM_EDGE_DATA_DIR="$D/hub"
 cleanup() {
   kill -9 ${AG:-} ${HUB:-} 2>/dev/null || true
   wait 2>/dev/null || true
@@ -44,7 +50,9 @@ ip netns exec "$NS" sysctl -qw "net.ipv6.conf.$EDGE_IF.disable_ipv6=1"
 
 "$BIN/ocm-edge" hub --listen "$HUB_IP:$PORT" --data-dir "$D/hub" >"$D/hub.log" 2>&1 & HUB=$!
 for _ in $(seq 50); do "$BIN/ocm-edge" --broker "$B" cluster list >/dev/null 2>&1 && break; sleep 0.2; done
+TOKEN=$("$BIN/ocm-edge" token create --ttl 1h | grep '^oet1\.')
 ip netns exec "$NS" "$BIN/ocm-edge-agent" --cluster-name idle-1 --applier sim --broker "$B" \
+  --broker-ca-file "$D/hub/pki/ca.pem" --token "$TOKEN" \
   --data-dir "$D/agent" "$@" >"$D/agent.log" 2>&1 & AG=$!
 for _ in $(seq 100); do "$BIN/ocm-edge" --broker "$B" cluster list 2>/dev/null | grep -q idle-1 && break; sleep 0.2; done
 "$BIN/ocm-edge" --broker "$B" cluster accept idle-1 >/dev/null
