@@ -109,12 +109,7 @@ pub fn clusters_table(clusters: &[ClusterView], now: DateTime<Utc>) -> String {
             .as_ref()
             .map_or_else(|| "-".to_owned(), |a| a.status.to_string());
         let lease = c.last_lease.map_or_else(|| "-".to_owned(), |t| ago(t, now));
-        let labels = c
-            .labels
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(",");
+        let labels = labels_text(&c.labels);
         table.add_row(vec![
             c.name.clone(),
             c.state.to_string(),
@@ -126,6 +121,15 @@ pub fn clusters_table(clusters: &[ClusterView], now: DateTime<Utc>) -> String {
         ]);
     }
     table.to_string()
+}
+
+/// Labels as `k=v,k2=v2` (empty when there are none).
+pub fn labels_text(labels: &std::collections::BTreeMap<String, String>) -> String {
+    labels
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// Taints as `unreachable:NoSelect` (the OCM key prefix dropped), `-` when none.

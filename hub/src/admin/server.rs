@@ -316,9 +316,7 @@ fn registration_error(e: RegistrationError) -> AdminResponse {
         RegistrationError::AlreadyKnown { .. } => {
             AdminResponse::error(AdminErrorKind::AlreadyExists, e.to_string())
         }
-        RegistrationError::InvalidName(_)
-        | RegistrationError::InvalidLabel(_)
-        | RegistrationError::InvalidTaint(_) => {
+        RegistrationError::InvalidName(_) | RegistrationError::InvalidChange(_) => {
             AdminResponse::error(AdminErrorKind::Invalid, e.to_string())
         }
     }

@@ -210,6 +210,12 @@ pub struct ClusterAvailability {
     taint: Option<Taint>,
 }
 
+/// Whether `key` is one of the taints the hub puts on a cluster from its availability
+/// (`unreachable`, `unavailable`): the hub's own, which no operator sets or removes.
+pub fn is_availability_taint(key: &str) -> bool {
+    key == TAINT_UNREACHABLE || key == TAINT_UNAVAILABLE
+}
+
 impl ClusterAvailability {
     /// Starts tracking a cluster at `now` (when it is accepted, or when the hub first hears of
     /// it). Until it proves alive the condition is absent and the cluster is tainted unreachable,
@@ -243,7 +249,7 @@ impl ClusterAvailability {
         a.heard = a.condition.is_some();
         a.taint = taints
             .iter()
-            .find(|t| t.key == TAINT_UNREACHABLE || t.key == TAINT_UNAVAILABLE)
+            .find(|t| is_availability_taint(&t.key))
             .cloned();
         if let Some(c) = &a.condition {
             let wanted = match c.status {
@@ -379,7 +385,7 @@ impl ClusterAvailability {
                 changed |= conditions.len() != before;
             }
         }
-        let ours = |t: &Taint| t.key == TAINT_UNREACHABLE || t.key == TAINT_UNAVAILABLE;
+        let ours = |t: &Taint| is_availability_taint(&t.key);
         let current: Vec<&Taint> = taints.iter().filter(|t| ours(t)).collect();
         let wanted: Vec<&Taint> = self.taint.iter().collect();
         if current != wanted {

@@ -216,8 +216,8 @@ impl HubLoop {
         let mut batch = Batch::default();
         let mut reports_only = true;
         for item in items {
-            let is_admin = matches!(item, Inbound::Admin(_));
-            reports_only &= is_admin || is_report(&item);
+            // An admin request is judged by what it changes (below).
+            reports_only &= matches!(item, Inbound::Admin(_)) || is_report(&item);
             let change = match item {
                 Inbound::Subscribed { intake, refused } => {
                     if !refused.is_empty() {

@@ -33,10 +33,9 @@ pub enum RegistrationError {
     AlreadyKnown { name: String, state: String },
     #[error("{0} (a cluster added by hand must be a valid ManagedCluster name)")]
     InvalidName(String),
+    /// A label or taint the hub refuses (`cluster label`, `cluster taint`).
     #[error("{0}; nothing was changed")]
-    InvalidLabel(String),
-    #[error("{0}; nothing was changed")]
-    InvalidTaint(String),
+    InvalidChange(String),
 }
 
 impl HubCore {
@@ -124,10 +123,7 @@ impl HubCore {
     /// # Errors
     /// [`RegistrationError::UnknownCluster`] when the cluster never asked to join.
     pub fn accept(&self, cluster: &str, now: DateTime<Utc>) -> Result<Change, RegistrationError> {
-        let record = self
-            .cluster(cluster)
-            .cloned()
-            .ok_or_else(|| RegistrationError::UnknownCluster(cluster.to_owned()))?;
+        let record = self.known_cluster(cluster)?;
         Ok(self.accept_record(record, now))
     }
 
@@ -228,10 +224,7 @@ impl HubCore {
     /// # Errors
     /// [`RegistrationError::UnknownCluster`] when the cluster never asked to join.
     pub fn deny(&self, cluster: &str, now: DateTime<Utc>) -> Result<Change, RegistrationError> {
-        let mut record = self
-            .cluster(cluster)
-            .cloned()
-            .ok_or_else(|| RegistrationError::UnknownCluster(cluster.to_owned()))?;
+        let mut record = self.known_cluster(cluster)?;
         record.acceptance = ClusterState::Denied;
         certificates::revoke(&mut record, now);
         let at = time(now);
@@ -259,6 +252,16 @@ impl HubCore {
     }
 
     /// Stores the record and publishes the hub's view of it.
+    /// A copy of `cluster`'s record to change.
+    ///
+    /// # Errors
+    /// [`RegistrationError::UnknownCluster`] when the hub does not know it.
+    pub(crate) fn known_cluster(&self, cluster: &str) -> Result<ClusterRecord, RegistrationError> {
+        self.cluster(cluster)
+            .cloned()
+            .ok_or_else(|| RegistrationError::UnknownCluster(cluster.to_owned()))
+    }
+
     pub(crate) fn publish_cluster(&self, record: ClusterRecord) -> Change {
         let view = hub_view(&record);
         Change {

@@ -7,27 +7,28 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use ocm_edge_schemas::api::cluster::{TAINT_UNAVAILABLE, TAINT_UNREACHABLE, Taint};
+use ocm_edge_schemas::api::cluster::Taint;
 use ocm_edge_schemas::validate::validate_label;
 
 use super::RegistrationError;
-use crate::core::{Change, ClusterRecord, HubCore, time};
+use crate::availability::is_availability_taint;
+use crate::core::{Change, HubCore, time};
 
 impl HubCore {
     /// Sets the labels `set` and removes the keys `remove` of a known cluster (in that order).
     /// Nothing changes when a label is invalid or nothing would change.
     ///
     /// # Errors
-    /// [`RegistrationError::UnknownCluster`], [`RegistrationError::InvalidLabel`].
+    /// [`RegistrationError::UnknownCluster`], [`RegistrationError::InvalidChange`].
     pub fn label_cluster(
         &self,
         cluster: &str,
         set: &BTreeMap<String, String>,
         remove: &[String],
     ) -> Result<Change, RegistrationError> {
-        let mut record = self.known(cluster)?;
+        let mut record = self.known_cluster(cluster)?;
         for (k, v) in set {
-            validate_label(k, v).map_err(|e| RegistrationError::InvalidLabel(e.to_string()))?;
+            validate_label(k, v).map_err(|e| RegistrationError::InvalidChange(e.to_string()))?;
         }
         let before = record.labels.clone();
         record.labels.extend(set.clone());
@@ -47,7 +48,7 @@ impl HubCore {
     /// `unavailable`) are the hub's own and refused either way.
     ///
     /// # Errors
-    /// [`RegistrationError::UnknownCluster`], [`RegistrationError::InvalidTaint`].
+    /// [`RegistrationError::UnknownCluster`], [`RegistrationError::InvalidChange`].
     pub fn taint_cluster(
         &self,
         cluster: &str,
@@ -55,15 +56,14 @@ impl HubCore {
         remove: &[String],
         now: DateTime<Utc>,
     ) -> Result<Change, RegistrationError> {
-        let mut record = self.known(cluster)?;
-        let reserved = |key: &str| key == TAINT_UNREACHABLE || key == TAINT_UNAVAILABLE;
+        let mut record = self.known_cluster(cluster)?;
         for key in add
             .iter()
             .map(|t| t.key.as_str())
             .chain(remove.iter().map(String::as_str))
         {
-            if reserved(key) {
-                return Err(RegistrationError::InvalidTaint(format!(
+            if is_availability_taint(key) {
+                return Err(RegistrationError::InvalidChange(format!(
                     "taint {key:?} is the hub's own: it follows the cluster's availability \
                      (tolerate it in a placement instead)"
                 )));
@@ -71,7 +71,7 @@ impl HubCore {
         }
         for t in add {
             validate_label(&t.key, &t.value)
-                .map_err(|e| RegistrationError::InvalidTaint(format!("taint: {e}")))?;
+                .map_err(|e| RegistrationError::InvalidChange(format!("taint: {e}")))?;
         }
         let before = record.taints.clone();
         for t in add {
@@ -89,18 +89,12 @@ impl HubCore {
         }
         record
             .taints
-            .retain(|t| reserved(&t.key) || !remove.contains(&t.key));
+            .retain(|t| is_availability_taint(&t.key) || !remove.contains(&t.key));
         if record.taints == before {
             return Ok(Change::default());
         }
         tracing::info!(%cluster, taints = ?record.taints, "cluster taints changed by the hub");
         Ok(self.publish_cluster(record))
-    }
-
-    fn known(&self, cluster: &str) -> Result<ClusterRecord, RegistrationError> {
-        self.cluster(cluster)
-            .cloned()
-            .ok_or_else(|| RegistrationError::UnknownCluster(cluster.to_owned()))
     }
 }
 
@@ -108,7 +102,7 @@ impl HubCore {
 mod tests {
     use std::collections::BTreeMap;
 
-    use ocm_edge_schemas::api::cluster::TaintEffect;
+    use ocm_edge_schemas::api::cluster::{TAINT_UNREACHABLE, TaintEffect};
 
     use super::*;
     use crate::core::testkit::*;

@@ -127,6 +127,24 @@ pub enum TaintEffect {
     NoSelectIfNew,
 }
 
+impl TaintEffect {
+    /// Every effect, in OCM's order.
+    pub const ALL: [TaintEffect; 3] = [
+        TaintEffect::NoSelect,
+        TaintEffect::PreferNoSelect,
+        TaintEffect::NoSelectIfNew,
+    ];
+
+    /// The wire name (as in OCM's YAML).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaintEffect::NoSelect => "NoSelect",
+            TaintEffect::PreferNoSelect => "PreferNoSelect",
+            TaintEffect::NoSelectIfNew => "NoSelectIfNew",
+        }
+    }
+}
+
 /// A taint on a [`ManagedCluster`].
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -27,7 +27,9 @@ const SET_LABEL: (&str, &str) = ("cluster.open-cluster-management.io/clusterset"
 const CLUSTERS: [&str; 3] = ["edge-1", "edge-2", "edge-3"];
 
 async fn apply_fleet_objects(fleet: &Fleet) {
-    for object in [
+    apply(
+        fleet,
+        [
         json!({"apiVersion": "cluster.open-cluster-management.io/v1beta2", "kind": "ManagedClusterSet",
                "metadata": {"name": "edge"}}),
         json!({"apiVersion": "cluster.open-cluster-management.io/v1beta2", "kind": "ManagedClusterSetBinding",
@@ -42,9 +44,24 @@ async fn apply_fleet_objects(fleet: &Fleet) {
                             {"apiVersion": "v1", "kind": "ConfigMap",
                              "metadata": {"name": "web", "namespace": "default"},
                              "data": {"greeting": "hello"}}]}}}}),
-    ] {
-        fleet.admin().await.apply_object(object).await.unwrap();
+        ],
+    )
+    .await;
+}
+
+/// Applies OCM objects through the admin API, failing the test on any refusal.
+async fn apply(fleet: &Fleet, objects: impl IntoIterator<Item = serde_json::Value>) {
+    let admin = fleet.admin().await;
+    for object in objects {
+        admin.apply_object(object).await.unwrap();
     }
+}
+
+/// A Placement of every cluster of set `edge` (no number: all of them).
+fn every_edge() -> serde_json::Value {
+    json!({"apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+           "metadata": {"name": "every-edge", "namespace": "default"},
+           "spec": {"clusterSets": ["edge"]}})
 }
 
 /// Waits until the placement's decisions satisfy `done`.
@@ -299,19 +316,13 @@ async fn an_accepted_cluster_labelling_itself_into_another_set_gets_none_of_its_
         .await;
     apply_fleet_objects(&fleet).await;
     // Every cluster of set `edge` gets the work `everywhere`.
-    for object in [
-        json!({"apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
-               "metadata": {"name": "every-edge", "namespace": "default"},
-               "spec": {"clusterSets": ["edge"]}}),
-        json!({"apiVersion": "work.open-cluster-management.io/v1alpha1", "kind": "ManifestWorkReplicaSet",
+    let everywhere = json!({"apiVersion": "work.open-cluster-management.io/v1alpha1", "kind": "ManifestWorkReplicaSet",
                "metadata": {"name": "everywhere", "namespace": "default"},
                "spec": {"placementRefs": [{"name": "every-edge"}],
                         "manifestWorkTemplate": {"workload": {"manifests": [
                             {"apiVersion": "v1", "kind": "ConfigMap",
-                             "metadata": {"name": "everywhere", "namespace": "default"}}]}}}}),
-    ] {
-        fleet.admin().await.apply_object(object).await.unwrap();
-    }
+                             "metadata": {"name": "everywhere", "namespace": "default"}}]}}}});
+    apply(&fleet, [every_edge(), everywhere]).await;
     wait_placement(&fleet, "every-edge", "the set's one cluster", |p| {
         decided(p) == vec!["edge-1".to_owned()]
     })
@@ -401,18 +412,12 @@ async fn an_operator_taint_takes_a_cluster_out_of_placements_that_do_not_tolerat
         fleet.start_accepted(name, &[SET_LABEL]).await;
     }
     apply_fleet_objects(&fleet).await;
+    let maintainers = json!({"apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+           "metadata": {"name": "maintainers", "namespace": "default"},
+           "spec": {"clusterSets": ["edge"],
+                    "tolerations": [{"key": "maintenance", "operator": "Exists"}]}});
+    apply(&fleet, [every_edge(), maintainers]).await;
     let admin = fleet.admin().await;
-    for object in [
-        json!({"apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
-               "metadata": {"name": "every-edge", "namespace": "default"},
-               "spec": {"clusterSets": ["edge"]}}),
-        json!({"apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
-               "metadata": {"name": "maintainers", "namespace": "default"},
-               "spec": {"clusterSets": ["edge"],
-                        "tolerations": [{"key": "maintenance", "operator": "Exists"}]}}),
-    ] {
-        admin.apply_object(object).await.unwrap();
-    }
     let all: Vec<String> = CLUSTERS.iter().map(|c| (*c).to_owned()).collect();
     wait_placement(&fleet, "every-edge", "every cluster", |p| decided(p) == all).await;
 

@@ -222,18 +222,14 @@ pub async fn run(global: &GlobalArgs, cmd: ClusterCommand) -> Result<(), CliErro
         ClusterCommand::Label { name, labels } => {
             let (set, remove) = label_changes(&labels)?;
             let cluster = client.label_cluster(&name, set, remove).await?;
-            let labels = cluster
-                .labels
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>();
+            let labels = crate::output::labels_text(&cluster.labels);
             format!(
                 "cluster {} labelled: {}\n",
                 cluster.name,
                 if labels.is_empty() {
-                    "no labels".to_owned()
+                    "no labels"
                 } else {
-                    labels.join(",")
+                    &labels
                 }
             )
         }
@@ -297,15 +293,10 @@ pub fn taint_changes(
     let mut remove = Vec::new();
     for arg in args {
         if let Some((key_value, effect)) = arg.rsplit_once(':') {
-            let effect = match effect {
-                "NoSelect" => TaintEffect::NoSelect,
-                "PreferNoSelect" => TaintEffect::PreferNoSelect,
-                "NoSelectIfNew" => TaintEffect::NoSelectIfNew,
-                other => {
-                    return Err(CliError::Usage(format!(
-                        "{arg:?}: unknown taint effect {other:?}; use NoSelect, PreferNoSelect or NoSelectIfNew"
-                    )));
-                }
+            let Some(effect) = TaintEffect::ALL.into_iter().find(|e| e.as_str() == effect) else {
+                return Err(CliError::Usage(format!(
+                    "{arg:?}: unknown taint effect {effect:?}; use NoSelect, PreferNoSelect or NoSelectIfNew"
+                )));
             };
             let (key, value) = key_value.split_once('=').unwrap_or((key_value, ""));
             add.push(Taint {

@@ -66,16 +66,7 @@ pub fn describe_taint(taint: &Taint) -> String {
     } else {
         format!("={}", taint.value)
     };
-    format!("{}{value}:{}", taint.key, effect_name(taint.effect))
-}
-
-/// The wire name of an effect.
-pub fn effect_name(effect: TaintEffect) -> &'static str {
-    match effect {
-        TaintEffect::NoSelect => "NoSelect",
-        TaintEffect::PreferNoSelect => "PreferNoSelect",
-        TaintEffect::NoSelectIfNew => "NoSelectIfNew",
-    }
+    format!("{}{value}:{}", taint.key, taint.effect.as_str())
 }
 
 /// Filters one cluster (`in_decision`: the cluster is in this placement's current decisions).
