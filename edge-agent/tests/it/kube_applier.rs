@@ -541,13 +541,30 @@ async fn e2e_a_crd_and_a_resource_of_it_are_applied_in_turn_on_a_real_cluster() 
     }
     let observed = applied.expect("the custom resource is applied once its CRD is served");
     assert_eq!(observed["spec"]["size"], 3);
-    for manifest in [gadget, crd] {
-        let r = ResourceRef::from_manifest(&Manifest(manifest), 0).unwrap();
-        applier
-            .delete(&r, DeletePropagation::Background)
-            .await
-            .unwrap();
+    let gadget_ref = ResourceRef::from_manifest(&Manifest(gadget), 0).unwrap();
+    let crd_ref = ResourceRef::from_manifest(&Manifest(crd), 0).unwrap();
+    // The CRD deleted first (as a work's delete may order it): its resources go with it.
+    applier
+        .delete(&crd_ref, DeletePropagation::Background)
+        .await
+        .unwrap();
+    let mut gone = false;
+    for _ in 0..300 {
+        if applier.get(&crd_ref, Utc::now()).await.unwrap().is_none() {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    assert!(gone, "the CRD is deleted");
+    // The applier discovered the kind while it was served; now the API server answers its path
+    // with a plain `404 page not found`. The resource is absent, not an error the agent would
+    // retry for ever, and deleting it again is done.
+    assert_eq!(applier.get(&gadget_ref, Utc::now()).await.unwrap(), None);
+    applier
+        .delete(&gadget_ref, DeletePropagation::Background)
+        .await
+        .unwrap();
 }
 
 /// End to end on a real cluster with a controller manager, a scheduler and a node (tests/kube: kwok):
