@@ -163,9 +163,7 @@ pub fn hub_core() -> HubCore {
     );
     core.apply(&joined.records);
     for request in [
-        AdminRequest::AcceptCluster {
-            name: CLUSTER.to_owned(),
-        },
+        AdminRequest::accept_cluster(CLUSTER),
         AdminRequest::CreateWork(CreateWork {
             name: "web".to_owned(),
             clusters: vec![CLUSTER.to_owned()],
@@ -339,9 +337,7 @@ mod seeds {
         for (name, request) in [
             (
                 "accept",
-                AdminRequest::AcceptCluster {
-                    name: CLUSTER.to_owned(),
-                },
+                AdminRequest::accept_cluster(CLUSTER),
             ),
             (
                 "list-works",

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use ocm_edge_mqtt::TlsFiles;
+use ocm_edge_schemas::api::cluster::LABEL_CLUSTER_SET;
 use std::time::Duration;
 
 use ocm_edge_agent::{
@@ -388,7 +389,14 @@ impl Fleet {
             agent = agent.label(k, v);
         }
         agent.start().await;
-        self.accept(cluster).await;
+        // The agent sends them all, but a cluster never chooses its set: the operator does, at
+        // acceptance.
+        let set: BTreeMap<String, String> = labels
+            .iter()
+            .filter(|(k, _)| *k == LABEL_CLUSTER_SET)
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        self.accept_labelled(cluster, set).await;
         self.wait_cluster(cluster, WAIT, "available", is_available)
             .await;
     }
@@ -554,12 +562,20 @@ impl Fleet {
     /// # Panics
     /// When the cluster never asks to join or the accept fails.
     pub async fn accept(&self, cluster: &str) {
+        self.accept_labelled(cluster, BTreeMap::new()).await;
+    }
+
+    /// Accepts `cluster` once it asked to join, setting `labels` (as `cluster accept --label`).
+    ///
+    /// # Panics
+    /// When the hub refuses it or it does not become accepted in time.
+    pub async fn accept_labelled(&self, cluster: &str, labels: BTreeMap<String, String>) {
         self.wait_cluster_state(cluster, ClusterState::Pending)
             .await
             .expect("join request reaches the hub");
         self.admin()
             .await
-            .accept_cluster(cluster)
+            .accept_cluster_labelled(cluster, labels, vec![], false)
             .await
             .expect("accept succeeds");
         self.wait_cluster_state(cluster, ClusterState::Accepted)

@@ -394,7 +394,7 @@ mod tests {
             role: Role::Operator,
         };
         let create = AdminRequest::CreateWork(Default::default());
-        let accept = AdminRequest::AcceptCluster { name: "a".into() };
+        let accept = AdminRequest::accept_cluster("a");
         assert!(authorize(&viewer, &AdminRequest::Stats).is_ok());
         assert_eq!(
             authorize(&viewer, &create).unwrap_err(),

@@ -11,7 +11,10 @@
 //! ```
 
 use chrono::{DateTime, Utc};
-use ocm_edge_schemas::api::cluster::SelectorType;
+use ocm_edge_schemas::api::cluster::{
+    ManagedClusterSetBinding, ManagedClusterSetBindingSpec, SelectorType,
+};
+use ocm_edge_schemas::api::meta::ObjectMeta;
 use ocm_edge_schemas::api::object::OcmObject;
 use serde_json::Value;
 
@@ -31,7 +34,9 @@ type Planned = Result<(Change, AdminPayload), AdminResponse>;
 fn object_error(e: ObjectError) -> AdminResponse {
     let kind = match e {
         ObjectError::NotFound(_) => AdminErrorKind::NotFound,
-        ObjectError::InvalidName(_) | ObjectError::HubOwned { .. } => AdminErrorKind::Invalid,
+        ObjectError::InvalidName(_) | ObjectError::HubOwned { .. } | ObjectError::BuiltIn(_) => {
+            AdminErrorKind::Invalid
+        }
     };
     AdminResponse::error(kind, e.to_string())
 }
@@ -51,6 +56,11 @@ pub fn apply_object(core: &HubCore, object: Value, now: DateTime<Utc>) -> Planne
             other.kind()
         ))
     })?;
+    stored_object(core, stored, now)
+}
+
+/// Applies `stored`; the answer says what was written.
+fn stored_object(core: &HubCore, stored: StoredObject, now: DateTime<Utc>) -> Planned {
     let (change, key, outcome) = core.apply_object(stored, now).map_err(object_error)?;
     Ok((
         change,
@@ -82,7 +92,11 @@ pub fn delete_object(
     } else {
         String::new()
     };
-    let key = ObjectKey::new(kind, namespace, name);
+    forgotten_object(core, ObjectKey::new(kind, namespace, name), now)
+}
+
+/// Deletes the object of `key`; the answer names it.
+fn forgotten_object(core: &HubCore, key: ObjectKey, now: DateTime<Utc>) -> Planned {
     let change = core.delete_object(&key, now).map_err(object_error)?;
     Ok((
         change,
@@ -92,6 +106,54 @@ pub fn delete_object(
             name: key.name,
         }),
     ))
+}
+
+/// BindClusterSet: a ManagedClusterSetBinding named after the set, in `namespace`.
+pub fn bind_cluster_set(
+    core: &HubCore,
+    set: String,
+    namespace: Option<String>,
+    now: DateTime<Utc>,
+) -> Planned {
+    let set_key = ObjectKey::new(ObjectKind::ManagedClusterSet, "", set.clone());
+    if core.objects().get(&set_key).is_none() {
+        return Err(AdminResponse::error(
+            AdminErrorKind::NotFound,
+            format!(
+                "cluster set {set:?} does not exist, so it cannot be bound: create it \
+                 (`ocm-edge apply -f` a ManagedClusterSet) or bind `default` or `global`"
+            ),
+        ));
+    }
+    let namespace = namespace.unwrap_or_else(|| DEFAULT_NAMESPACE.to_owned());
+    let binding = ManagedClusterSetBinding {
+        metadata: ObjectMeta::namespaced(namespace, set.clone()),
+        spec: ManagedClusterSetBindingSpec { cluster_set: set },
+        ..Default::default()
+    };
+    stored_object(core, StoredObject::Binding(Box::new(binding)), now)
+}
+
+/// UnbindClusterSet: deletes the set's binding in `namespace`.
+pub fn unbind_cluster_set(
+    core: &HubCore,
+    set: String,
+    namespace: Option<String>,
+    now: DateTime<Utc>,
+) -> Planned {
+    let namespace = namespace.unwrap_or_else(|| DEFAULT_NAMESPACE.to_owned());
+    let key = ObjectKey::new(ObjectKind::ManagedClusterSetBinding, namespace, set);
+    if core.objects().get(&key).is_none() {
+        return Err(AdminResponse::error(
+            AdminErrorKind::NotFound,
+            format!(
+                "cluster set {:?} is not bound in namespace {:?}: nothing to unbind \
+                 (`ocm-edge clusterset list` shows where each set is bound)",
+                key.name, key.namespace
+            ),
+        ));
+    }
+    forgotten_object(core, key, now)
 }
 
 /// Every cluster set with its accepted members.
@@ -123,6 +185,7 @@ pub fn cluster_sets(core: &HubCore) -> Vec<ClusterSetView> {
                 .to_owned(),
                 clusters: members,
                 bound_namespaces: bound,
+                conditions: s.status.conditions.clone(),
             }
         })
         .collect()

@@ -14,7 +14,7 @@ use ocm_edge_schemas::api::work::{Manifest, ManifestWorkSpec, ManifestsTemplate}
 
 use super::fleet;
 use crate::core::{Change, ClusterRecord, HubCore, Record, WorkKey, WorkRecord};
-use crate::registration::RegistrationError;
+use crate::registration::{LabelEdit, RegistrationError};
 use crate::work::{WorkError, WorkInput};
 use ocm_edge_schemas::admin::{
     AdminErrorKind, AdminPayload, AdminRequest, AdminResponse, ClusterCertificateView,
@@ -73,9 +73,41 @@ fn plan(
                 AdminPayload::Cluster(Box::new(cluster_view(core, record, now))),
             )
         }
-        AdminRequest::AcceptCluster { name } => {
-            let change = core.accept(&name, now).map_err(registration_error)?;
+        AdminRequest::AcceptCluster {
+            name,
+            labels,
+            remove_labels,
+            drop_agent_labels,
+        } => {
+            let edit = LabelEdit {
+                set: labels,
+                remove: remove_labels,
+                drop_agent_labels,
+            };
+            let change = core
+                .accept_with(&name, &edit, now)
+                .map_err(registration_error)?;
             cluster_answer(core, change, &name, now)
+        }
+        AdminRequest::SetClusterSet { set, clusters } => {
+            let change = core
+                .set_cluster_set(&set, &clusters)
+                .map_err(registration_error)?;
+            let views = clusters
+                .iter()
+                .filter_map(|name| {
+                    changed_cluster(&change, name)
+                        .or_else(|| core.cluster(name))
+                        .map(|c| cluster_view(core, c, now))
+                })
+                .collect();
+            (change, AdminPayload::Clusters(views))
+        }
+        AdminRequest::BindClusterSet { set, namespace } => {
+            fleet::bind_cluster_set(core, set, namespace, now)?
+        }
+        AdminRequest::UnbindClusterSet { set, namespace } => {
+            fleet::unbind_cluster_set(core, set, namespace, now)?
         }
         AdminRequest::DenyCluster { name } => {
             let change = core.deny(&name, now).map_err(registration_error)?;
@@ -294,11 +326,7 @@ fn cluster_answer(
     name: &str,
     now: DateTime<Utc>,
 ) -> (Change, AdminPayload) {
-    let record = change.records.iter().find_map(|r| match r {
-        Record::Cluster(c) if c.name == name => Some(c.as_ref()),
-        _ => None,
-    });
-    let view = record
+    let view = changed_cluster(&change, name)
         .or_else(|| core.cluster(name))
         .map(|c| cluster_view(core, c, now));
     match view {
@@ -308,10 +336,21 @@ fn cluster_answer(
     }
 }
 
+/// The record of `name` a change writes, if it writes one.
+fn changed_cluster<'a>(change: &'a Change, name: &str) -> Option<&'a ClusterRecord> {
+    change.records.iter().find_map(|r| match r {
+        Record::Cluster(c) if c.name == name => Some(c.as_ref()),
+        _ => None,
+    })
+}
+
 fn registration_error(e: RegistrationError) -> AdminResponse {
     match e {
-        RegistrationError::UnknownCluster(_) => {
+        RegistrationError::UnknownCluster(_) | RegistrationError::UnknownClusterSet(_) => {
             AdminResponse::error(AdminErrorKind::NotFound, e.to_string())
+        }
+        RegistrationError::NotAccepted(_) => {
+            AdminResponse::error(AdminErrorKind::NotAccepted, e.to_string())
         }
         RegistrationError::AlreadyKnown { .. } => {
             AdminResponse::error(AdminErrorKind::AlreadyExists, e.to_string())
@@ -465,9 +504,7 @@ mod tests {
             (create("db", &["p"], false), AdminErrorKind::NotAccepted),
             (create("DB!", &["a"], false), AdminErrorKind::Invalid),
             (
-                AdminRequest::AcceptCluster {
-                    name: "ghost".into(),
-                },
+                AdminRequest::accept_cluster("ghost"),
                 AdminErrorKind::NotFound,
             ),
             (
@@ -584,7 +621,7 @@ mod tests {
         let mut core = core();
         step(&mut core, join("a"), 0);
         let AdminResponse::Ok(AdminPayload::Cluster(view)) =
-            run(&mut core, AdminRequest::AcceptCluster { name: "a".into() })
+            run(&mut core, AdminRequest::accept_cluster("a"))
         else {
             panic!("accept failed")
         };

@@ -566,13 +566,17 @@ impl HubCore {
             .is_some_and(|c| c.acceptance == ClusterState::Accepted)
     }
 
-    /// Schedules placements, applies their decisions to `self`, then plans replica sets: the
-    /// shell calls this after every batch and at [`HubCore::fleet_requeue_at`]. Each step's records are
-    /// applied before the next step reads them.
+    /// Writes the sets' and bindings' conditions, schedules placements, applies their decisions
+    /// to `self`, then plans replica sets: the shell calls this after every batch and at
+    /// [`HubCore::fleet_requeue_at`]. Each step's records are applied before the next step reads
+    /// them.
     pub fn reconcile_fleet(&mut self, now: DateTime<Utc>) -> Change {
+        // Sets' and bindings' conditions (what `clusterset list` shows; placements read sets
+        // and bindings, not these conditions).
+        let mut change = self.reconcile_cluster_sets(now);
+        self.apply(&change.records);
         // A pass that writes decisions changes what the next one reads (Steady scores, Balance
         // counts): run until nothing changes, bounded.
-        let mut change = Change::default();
         for _ in 0..3 {
             let pass = self.reconcile_placements(now);
             if pass.is_empty() {

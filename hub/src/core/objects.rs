@@ -230,6 +230,12 @@ pub enum ObjectError {
     NotFound(ObjectKey),
     #[error("{kind} objects are written by the hub, not applied: {why}")]
     HubOwned { kind: ObjectKind, why: &'static str },
+    #[error(
+        "{0} is built in: the hub keeps the `default` set (accepted clusters put in no other set) \
+         and the `global` set (every cluster); to stop placing on it, delete its \
+         ManagedClusterSetBindings (`ocm-edge clusterset unbind`)"
+    )]
+    BuiltIn(ObjectKey),
 }
 
 /// The objects, by key.
@@ -388,6 +394,23 @@ impl HubCore {
                 new.requeue_at = old.requeue_at;
                 StoredObject::ReplicaSet(new)
             }
+            // A set's and a binding's conditions are the hub's.
+            (StoredObject::ClusterSet(mut new), Some(StoredObject::ClusterSet(old))) => {
+                new.status = old.status.clone();
+                StoredObject::ClusterSet(new)
+            }
+            (StoredObject::Binding(mut new), Some(StoredObject::Binding(old))) => {
+                new.status = old.status.clone();
+                StoredObject::Binding(new)
+            }
+            (StoredObject::ClusterSet(mut new), None) => {
+                new.status = Default::default();
+                StoredObject::ClusterSet(new)
+            }
+            (StoredObject::Binding(mut new), None) => {
+                new.status = Default::default();
+                StoredObject::Binding(new)
+            }
             (StoredObject::Placement(mut new), None) => {
                 new.placement.status = Default::default();
                 StoredObject::Placement(new)
@@ -450,6 +473,11 @@ impl HubCore {
             .objects()
             .get(key)
             .ok_or_else(|| ObjectError::NotFound(key.clone()))?;
+        if key.kind == ObjectKind::ManagedClusterSet
+            && crate::placement::set_status::is_builtin_set(&key.name)
+        {
+            return Err(ObjectError::BuiltIn(key.clone()));
+        }
         let mut change = Change::default();
         match object {
             StoredObject::ReplicaSet(r) => {

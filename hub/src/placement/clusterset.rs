@@ -12,7 +12,7 @@
 //!   that is not empty;
 //! - the available clusters are the members of the eligible sets that are not being deleted.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use ocm_edge_schemas::api::cluster::{
     LABEL_CLUSTER_SET, ManagedCluster, ManagedClusterSet, ManagedClusterSetBinding, SelectorType,
@@ -23,10 +23,15 @@ use super::plugins::predicate;
 
 /// Whether `set` selects `cluster`.
 pub fn selects(set: &ManagedClusterSet, cluster: &ManagedCluster) -> bool {
+    selects_labels(set, &cluster.metadata.labels)
+}
+
+/// Whether `set` selects a cluster labelled `labels`.
+pub fn selects_labels(set: &ManagedClusterSet, labels: &BTreeMap<String, String>) -> bool {
     let selector = &set.spec.cluster_selector;
     match selector.selector_type.unwrap_or_default() {
         SelectorType::ExclusiveClusterSetLabel => {
-            cluster.metadata.labels.get(LABEL_CLUSTER_SET) == Some(&set.metadata.name)
+            labels.get(LABEL_CLUSTER_SET) == Some(&set.metadata.name)
         }
         // Kubernetes' LabelSelectorAsSelector: nil selects nothing, an invalid selector is an
         // error (nothing is selected here).
@@ -35,8 +40,7 @@ pub fn selects(set: &ManagedClusterSet, cluster: &ManagedCluster) -> bool {
                 label_selector: s.clone(),
                 ..Default::default()
             };
-            predicate::validate_selector(&as_cluster_selector).is_ok()
-                && s.matches(&cluster.metadata.labels)
+            predicate::validate_selector(&as_cluster_selector).is_ok() && s.matches(labels)
         }),
     }
 }

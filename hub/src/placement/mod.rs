@@ -29,6 +29,7 @@ pub mod clusterset;
 pub mod decision;
 pub mod plugins;
 pub mod scheduling;
+pub mod set_status;
 pub mod testkit;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -270,6 +270,11 @@ impl HubLoop {
             batch.change.extend(change);
         }
         if batch.subscribed {
+            // The built-in sets before the views: a cluster labelled into `default` here is
+            // published once, as it ends up.
+            let builtin = self.core.ensure_builtin_cluster_sets();
+            let builtin = self.stage(builtin);
+            batch.change.extend(builtin);
             let mut c = self.core.all_hub_views();
             let unconfirmed = self.core.unconfirmed_specs(now);
             if !unconfirmed.outbound.is_empty() {

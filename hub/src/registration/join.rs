@@ -15,6 +15,7 @@ use ocm_edge_schemas::api::meta::{
 };
 
 use super::certificates::{self, Asked};
+use super::labels::LabelEdit;
 use crate::core::{Change, ClusterRecord, ClusterState, HubCore, Outbound, Record, counter, time};
 
 /// Lease period assumed when a join request does not say (OCM's default).
@@ -36,15 +37,26 @@ pub enum RegistrationError {
     /// A label or taint the hub refuses (`cluster label`, `cluster taint`).
     #[error("{0}; nothing was changed")]
     InvalidChange(String),
+    #[error(
+        "cluster {0:?} is not accepted: a pending cluster's labels are set when it is accepted \
+         (`ocm-edge cluster accept {0} --label k=v` or `--clusterset SET`); nothing was changed"
+    )]
+    NotAccepted(String),
+    #[error(
+        "cluster set {0:?} does not exist: create it (`ocm-edge apply -f` a ManagedClusterSet) \
+         or use `default`; `ocm-edge clusterset list` shows the sets"
+    )]
+    UnknownClusterSet(String),
 }
 
 impl HubCore {
     /// A join request (`managedclusters.spec.create_request`). Unknown clusters become Pending;
     /// known ones get their claims and lease period refreshed, and their labels while they are
-    /// not accepted: an accepted cluster's labels stay as accepted (the labels it sends are kept
-    /// as reported labels, a change logged and counted), so a cluster holding its own key
-    /// cannot label itself into another cluster set. The hub's view is published either way so
-    /// a waiting agent learns where it stands.
+    /// not accepted, but for the set label (a cluster never chooses its set): an accepted
+    /// cluster's labels stay as accepted (the labels it sends are kept as reported labels, a
+    /// change logged and counted), so a cluster holding its own key cannot label itself into
+    /// another cluster set. The hub's view is published either way so a waiting agent learns
+    /// where it stands.
     pub fn join_request(
         &self,
         cluster: &str,
@@ -95,7 +107,8 @@ impl HubCore {
         let sent = &request.metadata.labels;
         let mut ignored = Change::default();
         if record.acceptance != ClusterState::Accepted {
-            record.labels = sent.clone();
+            // Shown to the operator, who takes them at `cluster accept`; never the set label.
+            record.labels = super::labels::from_agent(sent);
         } else if *sent != record.labels && *sent != record.reported_labels {
             tracing::warn!(
                 %cluster,
@@ -117,13 +130,30 @@ impl HubCore {
         ignored
     }
 
-    /// Accepts a cluster (idempotent; also re-accepts a denied one). Publishes the hub's view and
-    /// every work already waiting for the cluster.
+    /// Accepts a cluster with the labels its agent sent (idempotent; also re-accepts a denied
+    /// one). Publishes the hub's view and every work already waiting for the cluster.
     ///
     /// # Errors
     /// [`RegistrationError::UnknownCluster`] when the cluster never asked to join.
     pub fn accept(&self, cluster: &str, now: DateTime<Utc>) -> Result<Change, RegistrationError> {
-        let record = self.known_cluster(cluster)?;
+        self.accept_with(cluster, &LabelEdit::default(), now)
+    }
+
+    /// Accepts a cluster as [`HubCore::accept`] does, with the operator's edit of its labels
+    /// (those its agent sent, but for the set label, unless the edit drops them). A cluster
+    /// accepted into no set goes to `default`.
+    ///
+    /// # Errors
+    /// [`RegistrationError::UnknownCluster`] when the cluster never asked to join,
+    /// [`RegistrationError::InvalidChange`] for an invalid label (nothing changes then).
+    pub fn accept_with(
+        &self,
+        cluster: &str,
+        edit: &LabelEdit,
+        now: DateTime<Utc>,
+    ) -> Result<Change, RegistrationError> {
+        let mut record = self.known_cluster(cluster)?;
+        edit.apply_to(&mut record.labels)?;
         Ok(self.accept_record(record, now))
     }
 
@@ -180,6 +210,7 @@ impl HubCore {
         let cluster = cluster.as_str();
         let was_accepted = record.acceptance == ClusterState::Accepted;
         record.acceptance = ClusterState::Accepted;
+        super::labels::put_in_default_set(&mut record.labels);
         let at = time(now);
         set_condition(
             &mut record.conditions,
@@ -364,12 +395,32 @@ mod tests {
     fn an_accepted_cluster_cannot_change_its_labels_or_sets_with_a_join_request() {
         const SET: &str = "cluster.open-cluster-management.io/clusterset";
         let mut core = core();
-        // Until it is accepted, the cluster's labels follow its join requests.
-        step(&mut core, join_labelled("edge-1", &[(SET, "shop")]), 0);
-        step(&mut core, join_labelled("edge-1", &[(SET, "eu")]), 1);
-        let c = core.accept("edge-1", t(2)).unwrap();
+        // Until it is accepted, the cluster's labels follow its join requests, but for its set:
+        // the set it asks for is only reported.
+        step(
+            &mut core,
+            join_labelled("edge-1", &[(SET, "shop"), ("site", "a")]),
+            0,
+        );
+        let sent = [(SET, "eu"), ("site", "b")];
+        step(&mut core, join_labelled("edge-1", &sent), 1);
+        let pending = core.cluster("edge-1").unwrap();
+        assert_eq!(
+            pending.labels,
+            BTreeMap::from([("site".to_owned(), "b".to_owned())])
+        );
+        assert_eq!(pending.reported_labels.get(SET).unwrap(), "eu");
+        // The operator puts it in that set at acceptance.
+        let edit = LabelEdit {
+            set: BTreeMap::from([(SET.to_owned(), "eu".to_owned())]),
+            ..LabelEdit::default()
+        };
+        let c = core.accept_with("edge-1", &edit, t(2)).unwrap();
         core.apply(&c.records);
-        let accepted = BTreeMap::from([(SET.to_owned(), "eu".to_owned())]);
+        let accepted = BTreeMap::from([
+            (SET.to_owned(), "eu".to_owned()),
+            ("site".to_owned(), "b".to_owned()),
+        ]);
         assert_eq!(core.cluster("edge-1").unwrap().labels, accepted);
 
         // Accepted, it asks to be in another set (as at a certificate renewal, signed with its
@@ -383,7 +434,7 @@ mod tests {
         assert_eq!(core.counters().get(counter::AGENT_LABELS_IGNORED), 1);
         // The same labels again are counted once; the accepted ones are not counted.
         step(&mut core, join_labelled("edge-1", &rogue), 4);
-        step(&mut core, join_labelled("edge-1", &[(SET, "eu")]), 5);
+        step(&mut core, join_labelled("edge-1", &sent), 5);
         assert_eq!(core.counters().get(counter::AGENT_LABELS_IGNORED), 1);
         assert_eq!(core.cluster("edge-1").unwrap().labels, accepted);
     }

@@ -26,3 +26,4 @@ pub mod labels;
 pub mod logins;
 
 pub use join::{RegistrationError, hub_view};
+pub use labels::{LabelEdit, in_a_set, put_in_default_set};

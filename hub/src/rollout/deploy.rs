@@ -252,7 +252,12 @@ mod tests {
                 },
                 0,
             );
-            let c = core.accept(name, t(0)).unwrap();
+            // The operator puts it in the set at acceptance (the agent cannot choose it).
+            let edit = crate::registration::LabelEdit {
+                set: [(LABEL_SET.to_owned(), "edge".to_owned())].into(),
+                ..Default::default()
+            };
+            let c = core.accept_with(name, &edit, t(0)).unwrap();
             core.apply(&c.records);
             step(&mut core, lease(name), 1);
         }

@@ -99,6 +99,7 @@ impl AdminRequest {
             | AdminRequest::DenyCluster { .. }
             | AdminRequest::LabelCluster { .. }
             | AdminRequest::TaintCluster { .. }
+            | AdminRequest::SetClusterSet { .. }
             | AdminRequest::AddCluster { .. } => Role::Admin,
             request if request.changes_something() => Role::Operator,
             _ => Role::Viewer,
@@ -174,7 +175,7 @@ mod tests {
             Role::Operator
         );
         assert_eq!(
-            AdminRequest::AcceptCluster { name: name() }.required_role(),
+            AdminRequest::accept_cluster(name()).required_role(),
             Role::Admin
         );
         assert_eq!(
@@ -184,6 +185,23 @@ mod tests {
         assert_eq!(
             AdminRequest::AddCluster { name: name() }.required_role(),
             Role::Admin
+        );
+        // Which set a cluster is in is who may get its works: OCM's managedclustersets/join.
+        assert_eq!(
+            AdminRequest::SetClusterSet {
+                set: "eu".into(),
+                clusters: vec![name()],
+            }
+            .required_role(),
+            Role::Admin
+        );
+        assert_eq!(
+            AdminRequest::BindClusterSet {
+                set: "eu".into(),
+                namespace: None,
+            }
+            .required_role(),
+            Role::Operator
         );
         assert_eq!(
             AdminRequest::LabelCluster {

@@ -34,6 +34,9 @@ pub struct ClusterSetView {
     pub clusters: Vec<String>,
     /// Namespaces with a ManagedClusterSetBinding to the set.
     pub bound_namespaces: Vec<String>,
+    /// The set's status conditions (`ClusterSetEmpty`), as the hub last wrote them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<crate::api::meta::Condition>,
 }
 
 /// One decided cluster.

@@ -46,11 +46,24 @@ pub enum AdminRequest {
         /// Cluster name.
         name: String,
     },
-    /// Accepts a cluster that asked to join (idempotent; also re-accepts a denied cluster).
-    /// Answer: [`AdminPayload::Cluster`] with the new state; NotFound when it never asked to join.
+    /// Accepts a cluster that asked to join (idempotent; also re-accepts a denied cluster), with
+    /// the labels its agent sent but for the set label (a cluster never chooses its set), edited
+    /// by the operator: `dropAgentLabels` starts from none, then `labels` are set and
+    /// `removeLabels` removed. A cluster accepted into no set goes to the `default` set. Answer:
+    /// [`AdminPayload::Cluster`] with the new state; NotFound when it never asked to join,
+    /// Invalid for a label Kubernetes would refuse (nothing changes then).
     AcceptCluster {
         /// Cluster name.
         name: String,
+        /// Labels to set (`cluster.open-cluster-management.io/clusterset` puts it in a set).
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        labels: BTreeMap<String, String>,
+        /// Label keys to remove.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        remove_labels: Vec<String>,
+        /// Take none of the labels the agent sent.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        drop_agent_labels: bool,
     },
     /// Denies a cluster (idempotent; also revokes an accepted one: its works stay stored but its
     /// events are ignored). Answer: [`AdminPayload::Cluster`]; NotFound when unknown.
@@ -183,8 +196,39 @@ pub enum AdminRequest {
         namespace: Option<String>,
         name: String,
     },
+    /// Puts accepted clusters in an ExclusiveClusterSetLabel set (their
+    /// `cluster.open-cluster-management.io/clusterset` label; a cluster is in one such set at a
+    /// time). All or nothing: the set must exist and select by that label (NotFound, Invalid),
+    /// every cluster must be known and accepted (NotFound, NotAccepted). Answer:
+    /// [`AdminPayload::Clusters`], one per cluster in the order given.
+    SetClusterSet {
+        /// Set name.
+        set: String,
+        /// Clusters to put in it; at least one.
+        clusters: Vec<String>,
+    },
+    /// Binds a cluster set to a namespace (a ManagedClusterSetBinding named after the set), so
+    /// placements there may choose its clusters. Idempotent. Answer: [`AdminPayload::Applied`];
+    /// NotFound when the set does not exist.
+    BindClusterSet {
+        /// Set name.
+        set: String,
+        /// Namespace (`default` when absent).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        namespace: Option<String>,
+    },
+    /// Removes a cluster set's binding from a namespace: placements there stop choosing its
+    /// clusters. Answer: [`AdminPayload::Deleted`]; NotFound when the set is not bound there.
+    UnbindClusterSet {
+        /// Set name.
+        set: String,
+        /// Namespace (`default` when absent).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        namespace: Option<String>,
+    },
     /// Deletes a cluster set, binding, placement (with its decisions), score or replica set (its
-    /// works are deleted first). Answer: [`AdminPayload::Deleted`]; NotFound.
+    /// works are deleted first). Answer: [`AdminPayload::Deleted`]; NotFound; Invalid for the
+    /// built-in `default` and `global` sets.
     DeleteObject {
         /// Kind, as OCM names it or short (`placement`, `clusterset`, `manifestworkreplicaset`).
         kind: String,
@@ -235,9 +279,19 @@ pub struct WorkRef {
 }
 
 impl AdminRequest {
+    /// AcceptCluster with the labels the agent sent, unedited.
+    pub fn accept_cluster(name: impl Into<String>) -> Self {
+        AdminRequest::AcceptCluster {
+            name: name.into(),
+            labels: BTreeMap::new(),
+            remove_labels: vec![],
+            drop_agent_labels: false,
+        }
+    }
+
     /// Every command this build knows, as it appears in JSON; a request naming another one decodes
     /// as [`AdminRequest::Unknown`].
-    pub const COMMANDS: [&'static str; 21] = [
+    pub const COMMANDS: [&'static str; 24] = [
         "listClusters",
         "getCluster",
         "acceptCluster",
@@ -258,6 +312,9 @@ impl AdminRequest {
         "getPlacement",
         "listReplicaSets",
         "getReplicaSet",
+        "setClusterSet",
+        "bindClusterSet",
+        "unbindClusterSet",
         "deleteObject",
     ];
 
@@ -286,6 +343,9 @@ impl AdminRequest {
             AdminRequest::GetPlacement { .. } => "getPlacement",
             AdminRequest::ListReplicaSets { .. } => "listReplicaSets",
             AdminRequest::GetReplicaSet { .. } => "getReplicaSet",
+            AdminRequest::SetClusterSet { .. } => "setClusterSet",
+            AdminRequest::BindClusterSet { .. } => "bindClusterSet",
+            AdminRequest::UnbindClusterSet { .. } => "unbindClusterSet",
             AdminRequest::DeleteObject { .. } => "deleteObject",
             AdminRequest::Unknown { .. } => "unknown",
         }
@@ -299,7 +359,7 @@ impl AdminRequest {
         let work =
             |name: &str, cluster: &str| format!("ocm-edge work get {name} --cluster {cluster}");
         match self {
-            AdminRequest::AcceptCluster { name }
+            AdminRequest::AcceptCluster { name, .. }
             | AdminRequest::DenyCluster { name }
             | AdminRequest::LabelCluster { name, .. }
             | AdminRequest::TaintCluster { name, .. }
@@ -313,6 +373,11 @@ impl AdminRequest {
                 w.metadata.namespace.as_str(),
             )),
             AdminRequest::DeleteWork { cluster, name } => Some(work(name, cluster)),
+            AdminRequest::SetClusterSet { set, .. }
+            | AdminRequest::BindClusterSet { set, .. }
+            | AdminRequest::UnbindClusterSet { set, .. } => {
+                Some(format!("ocm-edge clusterset get {set}"))
+            }
             AdminRequest::ApplyObject { .. } | AdminRequest::DeleteObject { .. } => Some(
                 "ocm-edge placement list, ocm-edge clusterset list or ocm-edge rollout list"
                     .to_owned(),
@@ -335,6 +400,9 @@ impl AdminRequest {
             | AdminRequest::ApplyManifestWork { .. }
             | AdminRequest::DeleteWork { .. }
             | AdminRequest::ApplyObject { .. }
+            | AdminRequest::SetClusterSet { .. }
+            | AdminRequest::BindClusterSet { .. }
+            | AdminRequest::UnbindClusterSet { .. }
             | AdminRequest::DeleteObject { .. } => true,
             AdminRequest::ListClusters { .. }
             | AdminRequest::GetCluster { .. }
@@ -494,6 +562,9 @@ mod tests {
             json!({"command": "getPlacement", "name": "p"}),
             json!({"command": "listReplicaSets"}),
             json!({"command": "getReplicaSet", "name": "r"}),
+            json!({"command": "setClusterSet", "set": "s", "clusters": ["c"]}),
+            json!({"command": "bindClusterSet", "set": "s", "namespace": "n"}),
+            json!({"command": "unbindClusterSet", "set": "s"}),
             json!({"command": "deleteObject", "kind": "Placement", "name": "p"}),
         ];
         assert_eq!(samples.len(), AdminRequest::COMMANDS.len());

@@ -47,8 +47,28 @@ fn every_request_the_cli_sends_validates_against_the_request_schema() {
         AdminRequest::GetCluster {
             name: "edge-1".into(),
         },
+        AdminRequest::accept_cluster("edge-1"),
         AdminRequest::AcceptCluster {
             name: "edge-1".into(),
+            labels: [(
+                "cluster.open-cluster-management.io/clusterset".into(),
+                "eu".into(),
+            )]
+            .into(),
+            remove_labels: vec!["tier".into()],
+            drop_agent_labels: true,
+        },
+        AdminRequest::SetClusterSet {
+            set: "eu".into(),
+            clusters: vec!["edge-1".into(), "edge-2".into()],
+        },
+        AdminRequest::BindClusterSet {
+            set: "eu".into(),
+            namespace: Some("team-a".into()),
+        },
+        AdminRequest::UnbindClusterSet {
+            set: "eu".into(),
+            namespace: None,
         },
         AdminRequest::DenyCluster {
             name: "edge-1".into(),

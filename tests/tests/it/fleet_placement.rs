@@ -314,6 +314,26 @@ async fn an_accepted_cluster_labelling_itself_into_another_set_gets_none_of_its_
     fleet
         .start_accepted("rogue", &[(SET_LABEL.0, "other")])
         .await;
+    // A newcomer whose agent asks for set `edge` from its first join request, accepted without
+    // a set: the set it asked for is only reported, and it lands in `default`.
+    fleet
+        .agent("newcomer")
+        .label(SET_LABEL.0, SET_LABEL.1)
+        .start()
+        .await;
+    fleet.accept("newcomer").await;
+    let newcomer = fleet.admin().await.get_cluster("newcomer").await.unwrap();
+    assert_eq!(
+        newcomer.labels.get(SET_LABEL.0).map(String::as_str),
+        Some("default")
+    );
+    assert_eq!(
+        newcomer
+            .reported_labels
+            .get(SET_LABEL.0)
+            .map(String::as_str),
+        Some("edge")
+    );
     apply_fleet_objects(&fleet).await;
     // Every cluster of set `edge` gets the work `everywhere`.
     let everywhere = json!({"apiVersion": "work.open-cluster-management.io/v1alpha1", "kind": "ManifestWorkReplicaSet",
@@ -376,6 +396,11 @@ async fn an_accepted_cluster_labelling_itself_into_another_set_gets_none_of_its_
     assert!(
         everywhere.is_err(),
         "rogue got the set's work: {everywhere:?}"
+    );
+    let newcomer_work = admin.get_work("newcomer", "everywhere").await;
+    assert!(
+        newcomer_work.is_err(),
+        "newcomer got the set's work: {newcomer_work:?}"
     );
     assert_eq!(
         fleet.stats().await.counters.get("agentLabelsIgnored"),

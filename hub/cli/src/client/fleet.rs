@@ -6,8 +6,8 @@ use serde_json::Value;
 use super::error::unexpected;
 use super::{AdminClient, Result};
 use ocm_edge_schemas::admin::{
-    AdminPayload, AdminRequest, ClusterSetView, ObjectApplied, ObjectDeleted, PlacementView,
-    ReplicaSetView,
+    AdminPayload, AdminRequest, ClusterSetView, ClusterView, ObjectApplied, ObjectDeleted,
+    PlacementView, ReplicaSetView,
 };
 
 impl AdminClient {
@@ -17,10 +17,8 @@ impl AdminClient {
     /// # Errors
     /// Invalid for another kind or a bad name; see [`AdminClient::request`].
     pub async fn apply_object(&self, object: Value) -> Result<ObjectApplied> {
-        match self.request(&AdminRequest::ApplyObject { object }).await? {
-            AdminPayload::Applied(a) => Ok(a),
-            other => Err(unexpected("applyObject", &other)),
-        }
+        self.applied_call(AdminRequest::ApplyObject { object })
+            .await
     }
 
     /// Every cluster set with its members.
@@ -114,6 +112,58 @@ impl AdminClient {
         }
     }
 
+    /// Puts accepted clusters in an ExclusiveClusterSetLabel set; returns their new views.
+    ///
+    /// # Errors
+    /// NotFound (set or cluster), NotAccepted, Invalid (a LabelSelector set); nothing changes
+    /// then; see [`AdminClient::request`].
+    pub async fn set_cluster_set(
+        &self,
+        set: &str,
+        clusters: Vec<String>,
+    ) -> Result<Vec<ClusterView>> {
+        let req = AdminRequest::SetClusterSet {
+            set: set.to_owned(),
+            clusters,
+        };
+        match self.request(&req).await? {
+            AdminPayload::Clusters(c) => Ok(c),
+            other => Err(unexpected("setClusterSet", &other)),
+        }
+    }
+
+    /// Binds a cluster set to a namespace (`default` when `None`).
+    ///
+    /// # Errors
+    /// NotFound when the set does not exist; see [`AdminClient::request`].
+    pub async fn bind_cluster_set(
+        &self,
+        set: &str,
+        namespace: Option<&str>,
+    ) -> Result<ObjectApplied> {
+        let req = AdminRequest::BindClusterSet {
+            set: set.to_owned(),
+            namespace: namespace.map(str::to_owned),
+        };
+        self.applied_call(req).await
+    }
+
+    /// Removes a cluster set's binding from a namespace (`default` when `None`).
+    ///
+    /// # Errors
+    /// NotFound when the set is not bound there; see [`AdminClient::request`].
+    pub async fn unbind_cluster_set(
+        &self,
+        set: &str,
+        namespace: Option<&str>,
+    ) -> Result<ObjectDeleted> {
+        let req = AdminRequest::UnbindClusterSet {
+            set: set.to_owned(),
+            namespace: namespace.map(str::to_owned),
+        };
+        self.deleted_call(req).await
+    }
+
     /// Deletes a cluster set, binding, placement, score or replica set.
     ///
     /// # Errors
@@ -129,9 +179,22 @@ impl AdminClient {
             namespace: namespace.map(str::to_owned),
             name: name.to_owned(),
         };
+        self.deleted_call(req).await
+    }
+
+    async fn applied_call(&self, req: AdminRequest) -> Result<ObjectApplied> {
+        let command = req.command();
+        match self.request(&req).await? {
+            AdminPayload::Applied(a) => Ok(a),
+            other => Err(unexpected(command, &other)),
+        }
+    }
+
+    async fn deleted_call(&self, req: AdminRequest) -> Result<ObjectDeleted> {
+        let command = req.command();
         match self.request(&req).await? {
             AdminPayload::Deleted(d) => Ok(d),
-            other => Err(unexpected("deleteObject", &other)),
+            other => Err(unexpected(command, &other)),
         }
     }
 }

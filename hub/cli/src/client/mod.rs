@@ -320,8 +320,28 @@ impl AdminClient {
     /// # Errors
     /// NotFound when it never asked to join; see [`AdminClient::request`].
     pub async fn accept_cluster(&self, name: &str) -> Result<ClusterView> {
+        self.cluster_call(AdminRequest::accept_cluster(name)).await
+    }
+
+    /// Accepts a cluster with the operator's edit of the labels its agent sent
+    /// (`drop_agent_labels` takes none of them, then `labels` are set and `remove` removed);
+    /// returns its new view.
+    ///
+    /// # Errors
+    /// NotFound when it never asked to join, Invalid for a label Kubernetes would refuse; see
+    /// [`AdminClient::request`].
+    pub async fn accept_cluster_labelled(
+        &self,
+        name: &str,
+        labels: std::collections::BTreeMap<String, String>,
+        remove: Vec<String>,
+        drop_agent_labels: bool,
+    ) -> Result<ClusterView> {
         let req = AdminRequest::AcceptCluster {
             name: name.to_owned(),
+            labels,
+            remove_labels: remove,
+            drop_agent_labels,
         };
         self.cluster_call(req).await
     }

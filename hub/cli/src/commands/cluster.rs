@@ -4,7 +4,8 @@ use clap::Subcommand;
 
 use crate::output::{OutputFormat, cluster_detail, clusters_table, print, to_document};
 use crate::{CliError, GlobalArgs};
-use ocm_edge_schemas::admin::ClusterState;
+use ocm_edge_schemas::admin::{ClusterState, ClusterView};
+use ocm_edge_schemas::api::cluster::LABEL_CLUSTER_SET;
 
 /// Cluster commands.
 #[derive(Debug, Subcommand)]
@@ -23,10 +24,22 @@ pub enum ClusterCommand {
         #[arg(short, long, value_enum, default_value_t)]
         output: OutputFormat,
     },
-    /// Accept a cluster that asked to join, so works can be sent to it.
+    /// Accept a cluster that asked to join, so works can be sent to it. It takes the labels its
+    /// agent sent (`ocm-edge cluster get NAME` shows them), but never a cluster set: give that
+    /// with --clusterset, else the cluster goes to the `default` set (admin role).
     Accept {
         /// Cluster name.
         name: String,
+        /// Put the cluster in this cluster set (its
+        /// `cluster.open-cluster-management.io/clusterset` label).
+        #[arg(long, value_name = "SET")]
+        clusterset: Option<String>,
+        /// Edit the labels: `key=value` sets one, `key-` removes one (repeatable).
+        #[arg(long = "label", value_name = "KEY=VALUE|KEY-")]
+        labels: Vec<String>,
+        /// Take none of the labels the agent sent (then --label and --clusterset apply).
+        #[arg(long)]
+        drop_agent_labels: bool,
     },
     /// Deny a cluster (its events are ignored from now on).
     Deny {
@@ -205,12 +218,20 @@ pub async fn run(global: &GlobalArgs, cmd: ClusterCommand) -> Result<(), CliErro
                 format => to_document(&cluster, format)?,
             }
         }
-        ClusterCommand::Accept { name } => {
-            let cluster = client.accept_cluster(&name).await?;
-            format!(
-                "cluster {} accepted (state {})\n",
-                cluster.name, cluster.state
-            )
+        ClusterCommand::Accept {
+            name,
+            clusterset,
+            labels,
+            drop_agent_labels,
+        } => {
+            let (mut set, remove) = label_changes(&labels)?;
+            if let Some(s) = clusterset {
+                set.insert(LABEL_CLUSTER_SET.to_owned(), s);
+            }
+            let cluster = client
+                .accept_cluster_labelled(&name, set, remove, drop_agent_labels)
+                .await?;
+            accepted_text(&cluster)
         }
         ClusterCommand::Deny { name } => {
             let cluster = client.deny_cluster(&name).await?;
@@ -256,6 +277,26 @@ pub async fn run(global: &GlobalArgs, cmd: ClusterCommand) -> Result<(), CliErro
     };
     client.disconnect().await;
     print(&text)
+}
+
+/// What `cluster accept` says: the state, the labels taken, and the set the agent asked for
+/// when the cluster is not in it (a cluster never chooses its set).
+pub fn accepted_text(cluster: &ClusterView) -> String {
+    let mut text = format!(
+        "cluster {} accepted (state {})\nlabels: {}\n",
+        cluster.name,
+        cluster.state,
+        crate::output::labels_text(&cluster.labels)
+    );
+    let asked = cluster.reported_labels.get(LABEL_CLUSTER_SET);
+    if let Some(asked) = asked.filter(|a| cluster.labels.get(LABEL_CLUSTER_SET) != Some(*a)) {
+        text.push_str(&format!(
+            "its agent asked for cluster set {asked:?}, which a cluster cannot choose: \
+             `ocm-edge clusterset set {asked} --clusters {}` puts it there\n",
+            cluster.name
+        ));
+    }
+    text
 }
 
 /// `k=v` (set) and `k-` (remove) arguments, in the style of `kubectl label`.

@@ -9,7 +9,7 @@ use ocm_edge_schemas::api::placement::PLACEMENT_SATISFIED;
 use crate::output::{OutputFormat, conditions_table, new_table, print, to_document};
 use crate::{CliError, GlobalArgs};
 use ocm_edge_hub::placement::Explanation;
-use ocm_edge_schemas::admin::{ClusterSetView, PlacementView};
+use ocm_edge_schemas::admin::{ClusterSetView, PlacementView, WriteOutcome};
 
 /// Cluster set commands.
 #[derive(Debug, Subcommand)]
@@ -25,6 +25,32 @@ pub enum ClusterSetCommand {
         name: String,
         #[arg(short, long, value_enum, default_value_t)]
         output: OutputFormat,
+    },
+    /// Put accepted clusters in a cluster set (one that selects by membership, such as
+    /// `default`); each leaves the set it was in. All or nothing (admin role).
+    Set {
+        /// Set name.
+        set: String,
+        /// The clusters, comma separated.
+        #[arg(long, required = true, value_delimiter = ',', value_name = "A,B")]
+        clusters: Vec<String>,
+    },
+    /// Bind a cluster set to a namespace, so placements there may choose its clusters.
+    Bind {
+        /// Set name.
+        set: String,
+        /// Namespace [default: default].
+        #[arg(short, long)]
+        namespace: Option<String>,
+    },
+    /// Remove a cluster set's binding from a namespace: placements there stop choosing its
+    /// clusters (their works are deleted as placements drop the clusters).
+    Unbind {
+        /// Set name.
+        set: String,
+        /// Namespace [default: default].
+        #[arg(short, long)]
+        namespace: Option<String>,
     },
 }
 
@@ -180,6 +206,28 @@ pub async fn run_cluster_set(global: &GlobalArgs, cmd: ClusterSetCommand) -> Res
                 OutputFormat::Table => cluster_sets_table(std::slice::from_ref(&set)),
                 format => to_document(&set, format)?,
             }
+        }
+        ClusterSetCommand::Set { set, clusters } => {
+            let views = client.set_cluster_set(&set, clusters).await?;
+            let names: Vec<&str> = views.iter().map(|c| c.name.as_str()).collect();
+            format!("cluster set {set}: {} put in it\n", names.join(", "))
+        }
+        ClusterSetCommand::Bind { set, namespace } => {
+            let a = client.bind_cluster_set(&set, namespace.as_deref()).await?;
+            format!(
+                "cluster set {set} bound to namespace {} ({})\n",
+                a.namespace,
+                match a.outcome {
+                    WriteOutcome::Unchanged => "already bound",
+                    _ => "placements there may choose its clusters",
+                }
+            )
+        }
+        ClusterSetCommand::Unbind { set, namespace } => {
+            let d = client
+                .unbind_cluster_set(&set, namespace.as_deref())
+                .await?;
+            format!("cluster set {set} unbound from namespace {}\n", d.namespace)
         }
     };
     client.disconnect().await;

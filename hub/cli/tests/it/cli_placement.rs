@@ -134,3 +134,130 @@ async fn apply_of_a_placement_and_replica_set_yaml_rolls_out_and_the_cli_explain
     fleet.stop_agents().await;
     fleet.shutdown().await;
 }
+
+#[track_caller]
+fn fails_mentioning(out: &Output, needles: &[&str]) {
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        !out.status.success(),
+        "expected a failure, got success: {err}"
+    );
+    for n in needles {
+        assert!(err.contains(n), "stderr lacks {n:?}:\n{err}");
+    }
+}
+
+/// A cluster chooses no cluster set: the operator takes its labels at `cluster accept` (the
+/// set it asked for only reported), then moves it with `clusterset set` and binds sets with
+/// `clusterset bind|unbind`; the built-in sets hold every cluster and cannot be deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clusters_get_their_sets_from_the_operator_and_clusterset_commands_move_and_bind_them() {
+    use ocm_edge_schemas::admin::ClusterState;
+    const SET: &str = "cluster.open-cluster-management.io/clusterset";
+    let mut fleet = fleet().await;
+    fleet
+        .agent("edge-1")
+        .label(SET, "payments")
+        .label("site", "lyon")
+        .start()
+        .await;
+    fleet.agent("edge-2").start().await;
+    for c in ["edge-1", "edge-2"] {
+        fleet
+            .wait_cluster_state(c, ClusterState::Pending)
+            .await
+            .expect("the join request reaches the hub");
+    }
+
+    let accepted = ok(&ocm_edge(&fleet, &["cluster", "accept", "edge-1"]).await);
+    for label in [format!("{SET}=default"), "site=lyon".to_owned()] {
+        assert!(accepted.contains(&label), "{label}: {accepted}");
+    }
+    assert!(
+        accepted.contains("asked for cluster set \"payments\""),
+        "{accepted}"
+    );
+    let accepted = ok(&ocm_edge(
+        &fleet,
+        &[
+            "cluster",
+            "accept",
+            "edge-2",
+            "--clusterset",
+            "eu",
+            "--label",
+            "tier=canary",
+        ],
+    )
+    .await);
+    for label in [format!("{SET}=eu"), "tier=canary".to_owned()] {
+        assert!(accepted.contains(&label), "{label}: {accepted}");
+    }
+    assert!(!accepted.contains("asked for"), "{accepted}");
+
+    let sets = ok(&ocm_edge(&fleet, &["clusterset", "list", "-o", "json"]).await);
+    let sets: serde_json::Value = serde_json::from_str(&sets).unwrap();
+    let members = |name: &str| {
+        sets.as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap_or_else(|| panic!("no set {name}: {sets}"))["clusters"]
+            .clone()
+    };
+    assert_eq!(members("default"), serde_json::json!(["edge-1"]));
+    assert_eq!(members("global"), serde_json::json!(["edge-1", "edge-2"]));
+
+    // Only a set that exists and selects by membership takes clusters, all or nothing.
+    fails_mentioning(
+        &ocm_edge(&fleet, &["clusterset", "set", "eu", "--clusters", "edge-1"]).await,
+        &["cluster set \"eu\" does not exist"],
+    );
+    fails_mentioning(
+        &ocm_edge(
+            &fleet,
+            &["clusterset", "set", "global", "--clusters", "edge-1"],
+        )
+        .await,
+        &["label selector"],
+    );
+    let file = fleet.dir().join("eu.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: cluster.open-cluster-management.io/v1beta2\nkind: ManagedClusterSet\n\
+         metadata:\n  name: eu\n",
+    )
+    .unwrap();
+    ok(&ocm_edge(&fleet, &["apply", "-f", file.to_str().unwrap()]).await);
+    fails_mentioning(
+        &ocm_edge(
+            &fleet,
+            &["clusterset", "set", "eu", "--clusters", "edge-1,ghost"],
+        )
+        .await,
+        &["\"ghost\" is not known"],
+    );
+    let moved = ok(&ocm_edge(&fleet, &["clusterset", "set", "eu", "--clusters", "edge-1"]).await);
+    assert!(moved.contains("edge-1 put in it"), "{moved}");
+
+    let bound = ok(&ocm_edge(&fleet, &["clusterset", "bind", "eu", "-n", "team-a"]).await);
+    assert!(bound.contains("bound to namespace team-a"), "{bound}");
+    let again = ok(&ocm_edge(&fleet, &["clusterset", "bind", "eu", "-n", "team-a"]).await);
+    assert!(again.contains("already bound"), "{again}");
+    let eu = ok(&ocm_edge(&fleet, &["clusterset", "get", "eu", "-o", "json"]).await);
+    let eu: serde_json::Value = serde_json::from_str(&eu).unwrap();
+    assert_eq!(eu["clusters"], serde_json::json!(["edge-1", "edge-2"]));
+    assert_eq!(eu["boundNamespaces"], serde_json::json!(["team-a"]));
+    assert_eq!(eu["conditions"][0]["type"], "ClusterSetEmpty");
+    assert_eq!(eu["conditions"][0]["message"], "2 ManagedClusters selected");
+
+    ok(&ocm_edge(&fleet, &["clusterset", "unbind", "eu", "-n", "team-a"]).await);
+    fails_mentioning(
+        &ocm_edge(&fleet, &["clusterset", "unbind", "eu", "-n", "team-a"]).await,
+        &["not bound in namespace \"team-a\""],
+    );
+    fails_mentioning(
+        &ocm_edge(&fleet, &["delete", "clusterset", "default"]).await,
+        &["built in"],
+    );
+}
