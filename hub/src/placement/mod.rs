@@ -18,6 +18,8 @@
 //! - [`testkit`]: builders for placement objects (tests, demos).
 //! - [`scheduling`]: the hub core's side: runs [`schedule`] for every Placement the hub holds and
 //!   writes the outcome as records.
+//! - [`set_status`]: OCM's cluster-set controllers: the built-in `default` and `global` sets and
+//!   the `ClusterSetEmpty` / `Bound` conditions of sets and bindings.
 //!
 //! # Shell contract
 //! Call [`schedule`] when anything it reads changes and again at
