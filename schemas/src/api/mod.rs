@@ -2,6 +2,8 @@
 //!
 //! - [`meta`]: ObjectMeta, Condition, Time/MicroTime, LabelSelector, IntOrString, Quantity,
 //!   condition helpers.
+//! - [`quantity`]: a Quantity's exact amount, sums of quantities (node capacity summed), its
+//!   approximate float.
 //! - [`cluster`]: ManagedCluster, ClusterClaim, ManagedClusterSet(Binding), constants.
 //! - [`work`]: ManifestWork and the wire payloads ManifestBundle / ManifestBundleStatus.
 //! - [`placement`]: Placement, PlacementDecision, AddOnPlacementScore.
@@ -17,6 +19,7 @@ pub mod lease;
 pub mod meta;
 pub mod object;
 pub mod placement;
+pub mod quantity;
 pub mod replicaset;
 pub mod work;
 pub mod yaml;
