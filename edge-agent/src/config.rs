@@ -43,6 +43,9 @@ pub const DEFAULT_TRANSFER_STALL: Duration = Duration::from_secs(120);
 pub const MIN_LEASE_DURATION_SECONDS: i32 = 5;
 /// Shortest MQTT keepalive rumqttc accepts.
 pub const MIN_KEEPALIVE: Duration = ocm_edge_mqtt::session::MIN_KEEPALIVE;
+/// Default interval between reads of the cluster's facts (capacity, nodes, version, claims): a
+/// changed fact is reported within a minute, and an unchanged one costs no byte on the wire.
+pub const DEFAULT_FACTS_INTERVAL: Duration = Duration::from_secs(60);
 /// Label and claim that mark a simulated cluster.
 pub const SIMULATED_LABEL: &str = "ocm-edge.io/simulated";
 
@@ -118,6 +121,11 @@ pub struct AgentConfig {
     /// How often a join request is repeated until a hub answers it (a request sent while no hub
     /// listened is lost: the broker keeps nothing). Checked on the health tick.
     pub join_retry: Duration,
+    /// How often the cluster's facts are read again; a change is reported, an unchanged read
+    /// sends nothing. Checked on the health tick.
+    pub facts_interval: Duration,
+    /// What the simulated cluster reports about itself (sim applier only).
+    pub sim_facts: crate::applier::sim::SimFacts,
     /// Field manager for server-side apply when a bundle does not name one.
     pub field_manager: String,
     /// First reconnect delay; doubles up to `reconnect_max`, with jitter (default 0.5 s).
@@ -165,6 +173,8 @@ impl AgentConfig {
             reconcile_interval: Duration::from_secs(10),
             health_interval: Duration::from_secs(5),
             join_retry: DEFAULT_JOIN_RETRY,
+            facts_interval: DEFAULT_FACTS_INTERVAL,
+            sim_facts: crate::applier::sim::SimFacts::default(),
             field_manager: DEFAULT_FIELD_MANAGER.to_owned(),
             reconnect_min: Backoff::default().min,
             reconnect_max: Backoff::default().max,
@@ -222,7 +232,10 @@ impl AgentConfig {
         if self.connect_timeout < Duration::from_secs(1) {
             return Err(ConfigError::ConnectTimeoutTooShort(self.connect_timeout));
         }
-        if self.reconcile_interval.is_zero() || self.health_interval.is_zero() {
+        if self.reconcile_interval.is_zero()
+            || self.health_interval.is_zero()
+            || self.facts_interval.is_zero()
+        {
             return Err(ConfigError::ZeroInterval);
         }
         if let Some(bytes) = self.chunk_bytes
@@ -302,7 +315,7 @@ pub enum ConfigError {
     KeepaliveTooShort(Duration),
     #[error("connect timeout {0:?} is too short: use at least 1 s (30 s by default)")]
     ConnectTimeoutTooShort(Duration),
-    #[error("reconcile and health intervals must be more than zero")]
+    #[error("reconcile, health and facts intervals must be more than zero")]
     ZeroInterval,
     #[error(
         "chunk size {0} bytes is outside {MIN_CHUNK_BYTES}..={max}: pick a size in that range",

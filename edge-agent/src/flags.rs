@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use ocm_edge_mqtt::BrokerArgs;
+use ocm_edge_schemas::api::meta::Quantity;
 
+use crate::applier::sim::SimFacts;
 use crate::config::{AgentConfig, ApplierConfig};
 
 /// A flag's value that clap cannot check alone.
@@ -92,6 +94,28 @@ pub struct Cli {
     /// Seconds until simulated workloads are ready (sim applier).
     #[arg(long, env = "OCM_EDGE_SIM_READY_DELAY", default_value_t = 2.0)]
     pub sim_ready_delay: f64,
+    /// Capacity the simulated cluster reports, NAME=QUANTITY,... (sim applier), e.g.
+    /// `cpu=4,memory=8Gi,pods=110`: placements with the ResourceAllocatableCPU or
+    /// ResourceAllocatableMemory prioritizer rank simulated clusters by its allocatable.
+    #[arg(
+        long,
+        env = "OCM_EDGE_SIM_CAPACITY",
+        value_name = "NAME=QUANTITY",
+        value_delimiter = ','
+    )]
+    pub sim_capacity: Vec<String>,
+    /// Allocatable the simulated cluster reports, as --sim-capacity (sim applier); default: the
+    /// capacity.
+    #[arg(
+        long,
+        env = "OCM_EDGE_SIM_ALLOCATABLE",
+        value_name = "NAME=QUANTITY",
+        value_delimiter = ','
+    )]
+    pub sim_allocatable: Option<Vec<String>>,
+    /// Nodes the simulated cluster reports (sim applier).
+    #[arg(long, env = "OCM_EDGE_SIM_NODES", default_value_t = 1)]
+    pub sim_nodes: u64,
     /// Kubeconfig file (kube applier); default: in-cluster config, then ~/.kube/config.
     #[arg(long, env = "OCM_EDGE_KUBECONFIG", conflicts_with = "in_cluster")]
     pub kubeconfig: Option<PathBuf>,
@@ -101,7 +125,10 @@ pub struct Cli {
     /// Cluster label sent with the join request, k=v (repeatable).
     #[arg(long = "label", env = "OCM_EDGE_LABELS", value_delimiter = ',')]
     pub labels: Vec<String>,
-    /// Cluster claim, k=v (repeatable).
+    /// Cluster claim, k=v (repeatable). Sent beside the claims the agent detects
+    /// (`id.k8s.io`, `kubeversion.open-cluster-management.io`, `platform...` and
+    /// `product.open-cluster-management.io`); a claim given here wins over a detected one of the
+    /// same name.
     #[arg(long = "claim", env = "OCM_EDGE_CLAIMS", value_delimiter = ',')]
     pub claims: Vec<String>,
     /// Lease duration announced to the hub (at least 5), renewed every third of it. The default
@@ -176,8 +203,8 @@ impl Cli {
     /// The agent's configuration for these flags (not yet validated: [`AgentConfig::validate`]).
     ///
     /// # Errors
-    /// [`FlagError`] for a missing cluster name, a label or claim that is not `k=v`, or seconds
-    /// that are not a duration.
+    /// [`FlagError`] for a missing cluster name, a label or claim that is not `k=v`, a simulated
+    /// capacity that is not `NAME=QUANTITY`, or seconds that are not a duration.
     pub fn agent_config(&self) -> Result<AgentConfig, FlagError> {
         let cli = self;
         let Some(cluster_name) = cli.cluster_name.as_deref() else {
@@ -208,6 +235,15 @@ impl Cli {
                 },
             },
         };
+        let capacity = quantities("--sim-capacity", &cli.sim_capacity)?;
+        cfg.sim_facts = SimFacts {
+            allocatable: match &cli.sim_allocatable {
+                Some(items) => quantities("--sim-allocatable", items)?,
+                None => capacity.clone(),
+            },
+            capacity,
+            nodes: cli.sim_nodes,
+        };
         cfg.labels = pairs("--label", &cli.labels)?;
         cfg.claims = pairs("--claim", &cli.claims)?;
         cfg.lease_duration_seconds = cli.lease_duration_seconds;
@@ -226,6 +262,25 @@ fn pairs(what: &str, items: &[String]) -> Result<BTreeMap<String, String>, FlagE
         .map(|kv| match kv.split_once('=') {
             Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
             _ => Err(FlagError(format!("{what} {kv:?} is not k=v"))),
+        })
+        .collect()
+}
+
+/// NAME=QUANTITY pairs, each quantity checked as Kubernetes would check it.
+fn quantities(what: &str, items: &[String]) -> Result<BTreeMap<String, Quantity>, FlagError> {
+    let how = "write NAME=QUANTITY,..., e.g. cpu=4,memory=8Gi,pods=110";
+    pairs(what, items)
+        .map_err(|e| FlagError(format!("{e}: {how}")))?
+        .into_iter()
+        .map(|(name, value)| {
+            let q = Quantity(value);
+            match q.amount() {
+                Ok(_) if q.0.starts_with('-') => Err(FlagError(format!(
+                    "{what} {name}={q}: a capacity cannot be negative; {how}"
+                ))),
+                Ok(_) => Ok((name, q)),
+                Err(e) => Err(FlagError(format!("{what} {name}={q}: {e}; {how}"))),
+            }
         })
         .collect()
 }

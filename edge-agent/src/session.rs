@@ -23,6 +23,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::applier::facts::ClusterFacts;
 #[cfg(feature = "kube")]
 use crate::applier::kube::KubeApplier;
 use crate::applier::sim::{SimApplier, SimControl};
@@ -30,6 +31,7 @@ use crate::applier::{AnyApplier, Applier, ApplyError};
 use crate::config::{AgentConfig, ApplierConfig, ConfigError};
 use crate::events::{AgentIdentity, Inbound, parse_inbound};
 use crate::lease::schedule::LeaseSchedule;
+use crate::lease::status_report::StatusReport;
 use crate::registration::Registration;
 use crate::registration::certificate::ClusterCert;
 use crate::registration::key::AgentKey;
@@ -217,6 +219,7 @@ pub async fn start_agent(cfg: AgentConfig) -> Result<AgentHandle, AgentError> {
     let (applier, sim) = match &cfg.applier {
         ApplierConfig::Sim { ready_delay } => {
             let sim = SimApplier::new(store.database(), *ready_delay)?;
+            sim.set_facts(cfg.sim_facts.clone());
             let control = sim.control();
             (AnyApplier::Sim(sim), Some(control))
         }
@@ -256,6 +259,8 @@ pub async fn start_agent(cfg: AgentConfig) -> Result<AgentHandle, AgentError> {
         agent_events: topic::agent_events(&cfg.source_id, &cfg.cluster_name)?,
         lease: LeaseSchedule::new(cfg.lease_duration_seconds),
         join_retry: LeaseSchedule::every(cfg.join_retry),
+        status_report: StatusReport::new(cfg.facts_interval),
+        facts: None,
         registration: store.registration()?,
         certificate: None,
         on_mtls: false,
@@ -307,6 +312,10 @@ pub(crate) struct Agent {
     /// When the next join request is due while no hub has answered.
     pub(crate) join_retry: LeaseSchedule,
     pub(crate) api_healthy: Option<bool>,
+    /// The cluster's facts as last read (`None`: never read).
+    pub(crate) facts: Option<ClusterFacts>,
+    /// When the facts are read and the status sent again for them.
+    pub(crate) status_report: StatusReport,
     pub(crate) registration: Option<ManagedCluster>,
     /// Whose signature the agent acts on.
     pub(crate) trust: HubTrust,
@@ -537,6 +546,7 @@ impl Agent {
                     self.send_join_request(t);
                 }
                 self.api_healthy = Some(self.applier.health().await);
+                self.read_facts(t).await;
                 self.send_cluster_status(t).await;
                 self.lease.reset();
                 self.renew_lease(t);

@@ -1,20 +1,23 @@
 //! A real cluster through kube-rs: discovery of each kind (cached), server-side apply PATCH with a
 //! field manager and force, CreateOnly (GET, create on 404), Update (GET, PUT when drifted),
-//! ReadOnly (GET only), deletes with a propagation policy, health via `/livez` then `/healthz`.
+//! ReadOnly (GET only), deletes with a propagation policy, health via `/livez` then `/healthz`,
+//! and the cluster's facts from its nodes, version and kube-system namespace.
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
+use k8s_openapi::api::core::v1::{Namespace, Node};
 use kube::api::{
-    Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, PropagationPolicy,
+    Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams, PropagationPolicy,
 };
 use kube::core::GroupVersionKind;
 use kube::discovery::{ApiCapabilities, ApiResource, Scope};
 use kube::{Client, Config};
 use serde_json::Value;
 
+use super::facts::{ClusterFacts, NodeFacts};
 use super::{Applier, ApplyError};
 use crate::work::plan::{ApplyAction, ApplyStrategy, DeletePropagation};
 use crate::work::resource::{ResourceRef, is_subset};
@@ -53,6 +56,24 @@ fn api_error(e: kube::Error) -> ApplyError {
 
 fn is_not_found(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == 404)
+}
+
+fn node_facts(node: Node) -> NodeFacts {
+    let resources = |list: Option<
+        std::collections::BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
+    >| {
+        list.unwrap_or_default()
+            .into_iter()
+            .map(|(k, q)| (k, ocm_edge_schemas::api::meta::Quantity(q.0)))
+            .collect()
+    };
+    let status = node.status.unwrap_or_default();
+    NodeFacts {
+        name: node.metadata.name.unwrap_or_default(),
+        provider_id: node.spec.and_then(|s| s.provider_id).unwrap_or_default(),
+        capacity: resources(status.capacity),
+        allocatable: resources(status.allocatable),
+    }
 }
 
 fn without_status(manifest: &Value) -> Value {
@@ -273,6 +294,28 @@ impl Applier for KubeApplier {
             .await
             .ok()
             .map(|i| i.git_version)
+    }
+
+    async fn facts(&self) -> Result<ClusterFacts, ApplyError> {
+        let nodes = Api::<Node>::all(self.client.clone())
+            .list(&ListParams::default())
+            .await
+            .map_err(api_error)?;
+        let nodes: Vec<NodeFacts> = nodes.items.into_iter().map(node_facts).collect();
+        let version = self.version().await;
+        // OCM's `id.k8s.io`: the kube-system namespace's uid, which lives as long as the
+        // cluster. Without the right to read it the claim is left out, not the facts.
+        let id = Api::<Namespace>::all(self.client.clone())
+            .get_opt("kube-system")
+            .await
+            .ok()
+            .flatten()
+            .and_then(|ns| ns.metadata.uid);
+        Ok(ClusterFacts::from_nodes(
+            &nodes,
+            version.as_deref(),
+            id.as_deref(),
+        ))
     }
 
     fn simulated(&self) -> bool {

@@ -3,6 +3,8 @@
 //! - [`sim`]: a simulated cluster kept in the agent's redb file (demos, tests, scale runs).
 //! - [`sim_control`]: the simulated cluster's control socket, so drift can be put in from outside
 //!   (`ocm-edge-agent sim ...`).
+//! - [`facts`]: what a cluster reports about itself (capacity and allocatable summed over its
+//!   nodes, node count, version, OCM's well-known claims); pure.
 //! - [`kube`]: a real cluster through kube-rs (discovery, server-side apply, deletes with propagation).
 //!
 //! Appliers are the IO edge: they carry objects in and out and decide nothing about bundles.
@@ -12,9 +14,11 @@ use std::future::Future;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+use self::facts::ClusterFacts;
 use crate::work::plan::{ApplyAction, DeletePropagation};
 use crate::work::resource::ResourceRef;
 
+pub mod facts;
 #[cfg(feature = "kube")]
 pub mod kube;
 pub mod sim;
@@ -79,6 +83,12 @@ pub trait Applier: Send + Sync {
     /// The Kubernetes version (`v1.31.0`), when known.
     fn version(&self) -> impl Future<Output = Option<String>> + Send;
 
+    /// The cluster's capacity, allocatable, node count, version and well-known claims.
+    ///
+    /// # Errors
+    /// [`ApplyError`] when the API server cannot be asked (the caller keeps what it last read).
+    fn facts(&self) -> impl Future<Output = Result<ClusterFacts, ApplyError>> + Send;
+
     /// Whether this is a simulated cluster (reported in statuses, labels and claims).
     fn simulated(&self) -> bool;
 }
@@ -137,6 +147,14 @@ impl Applier for AnyApplier {
             AnyApplier::Sim(a) => a.version().await,
             #[cfg(feature = "kube")]
             AnyApplier::Kube(a) => a.version().await,
+        }
+    }
+
+    async fn facts(&self) -> Result<ClusterFacts, ApplyError> {
+        match self {
+            AnyApplier::Sim(a) => a.facts().await,
+            #[cfg(feature = "kube")]
+            AnyApplier::Kube(a) => a.facts().await,
         }
     }
 

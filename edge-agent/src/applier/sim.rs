@@ -6,14 +6,17 @@
 //! [`SimControl`] lets tests and the demo look inside, inject drift (modify or delete an object,
 //! which the next reconcile corrects) and take the simulated API server down.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
+use ocm_edge_schemas::api::meta::Quantity;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::facts::ClusterFacts;
 use super::{Applier, ApplyError};
 use crate::work::plan::{ApplyAction, ApplyStrategy, DeletePropagation};
 use crate::work::resource::{ResourceRef, is_subset};
@@ -26,6 +29,29 @@ pub const BUILTIN_NAMESPACES: &[&str] =
 
 /// Kubernetes version the simulated cluster reports.
 pub const SIM_VERSION: &str = "v1.31.0-ocm-edge-sim";
+
+/// What the simulated cluster says about itself (`--sim-capacity`, `--sim-allocatable`,
+/// `--sim-nodes`): nothing but one node unless given, so a fleet of simulated clusters scores
+/// alike until told otherwise.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SimFacts {
+    /// Capacity, e.g. `cpu: 4`, `memory: 8Gi`, `pods: 110`.
+    pub capacity: BTreeMap<String, Quantity>,
+    /// Allocatable (the flags make it the capacity unless given).
+    pub allocatable: BTreeMap<String, Quantity>,
+    /// How many nodes the cluster has.
+    pub nodes: u64,
+}
+
+impl Default for SimFacts {
+    fn default() -> Self {
+        SimFacts {
+            capacity: BTreeMap::new(),
+            allocatable: BTreeMap::new(),
+            nodes: 1,
+        }
+    }
+}
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct SimObject {
@@ -40,6 +66,7 @@ struct Inner {
     db: Arc<Database>,
     ready_delay: chrono::Duration,
     healthy: AtomicBool,
+    facts: Mutex<SimFacts>,
 }
 
 /// The simulated cluster as an [`Applier`].
@@ -84,6 +111,7 @@ impl SimApplier {
                 ready_delay: chrono::Duration::from_std(ready_delay)
                     .unwrap_or(chrono::Duration::MAX),
                 healthy: AtomicBool::new(true),
+                facts: Mutex::new(SimFacts::default()),
             }),
         })
     }
@@ -93,6 +121,11 @@ impl SimApplier {
         SimControl {
             inner: Arc::downgrade(&self.inner),
         }
+    }
+
+    /// Sets what the cluster reports about itself.
+    pub fn set_facts(&self, facts: SimFacts) {
+        self.inner.set_facts(facts);
     }
 
     fn check_up(&self) -> Result<(), ApplyError> {
@@ -118,6 +151,12 @@ impl SimApplier {
 }
 
 impl Inner {
+    fn set_facts(&self, facts: SimFacts) {
+        if let Ok(mut f) = self.facts.lock() {
+            *f = facts;
+        }
+    }
+
     fn load(&self, k: &str) -> Result<Option<SimObject>, ApplyError> {
         let tx = self.db.begin_read().map_err(db_err)?;
         let t = tx.open_table(OBJECTS).map_err(db_err)?;
@@ -380,6 +419,23 @@ impl Applier for SimApplier {
         Some(SIM_VERSION.to_owned())
     }
 
+    async fn facts(&self) -> Result<ClusterFacts, ApplyError> {
+        self.check_up()?;
+        let sim = self
+            .inner
+            .facts
+            .lock()
+            .map_err(|_| ApplyError::Api("simulated cluster facts: a writer panicked".into()))?
+            .clone();
+        // The claims as a real cluster without nodes would detect them (platform and product
+        // `Other`); the simulated cluster has no kube-system namespace uid to claim as its id.
+        let mut facts = ClusterFacts::from_nodes(&[], Some(SIM_VERSION), None);
+        facts.capacity = sim.capacity;
+        facts.allocatable = sim.allocatable;
+        facts.nodes = sim.nodes;
+        Ok(facts)
+    }
+
     fn simulated(&self) -> bool {
         true
     }
@@ -437,6 +493,14 @@ impl SimControl {
                 inner.save(&k, &o).is_ok()
             }
             _ => false,
+        }
+    }
+
+    /// Changes what the cluster reports about itself (a node added, memory upgraded): the agent
+    /// reports it at its next facts check.
+    pub fn set_facts(&self, facts: SimFacts) {
+        if let Some(inner) = self.inner.upgrade() {
+            inner.set_facts(facts);
         }
     }
 

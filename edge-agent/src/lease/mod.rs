@@ -1,9 +1,11 @@
 //! Proofs of life (OCM's lease controller on the spoke): lease renewals every third of the lease
-//! duration ([`schedule`]), and the cluster status (claims, version,
-//! `ManagedClusterConditionAvailable` from the API server's health) on connect and on every
-//! health change. The periodic tick lives here too and hands on to registration and transfers.
+//! duration ([`schedule`]), and the cluster status (facts: capacity, allocatable, node count,
+//! version, claims; `ManagedClusterConditionAvailable` from the API server's health) on connect,
+//! on every health change, after a join request and when the facts change ([`status_report`]).
+//! The periodic tick lives here too and hands on to registration and transfers.
 
 pub mod schedule;
+pub mod status_report;
 
 use chrono::{DateTime, Utc};
 use ocm_edge_schemas::api::cluster::{MANAGED_CLUSTER_CONDITION_AVAILABLE, ManagedCluster};
@@ -13,12 +15,40 @@ use crate::applier::Applier;
 use crate::session::Agent;
 
 impl Agent {
+    /// Reads the cluster's facts; on failure keeps the last ones read (the hub keeps the status
+    /// it last heard, so a status without them would wipe its capacity while the API server is
+    /// away).
+    pub(crate) async fn read_facts(&mut self, t: DateTime<Utc>) {
+        self.status_report.read(t);
+        match self.applier.facts().await {
+            Ok(facts) => {
+                if self.facts.as_ref() != Some(&facts) && !facts.unreadable.is_empty() {
+                    // A node's quantity the API server sent that does not parse: left out of the
+                    // sums, said and counted once per change, not every minute.
+                    tracing::warn!(unreadable = ?facts.unreadable, "node quantities left out of the cluster's capacity");
+                    let n = facts.unreadable.len() as u64;
+                    self.bump(|c| c.dropped_malformed += n);
+                }
+                self.facts = Some(facts);
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "cannot read the cluster's facts; keeping the last ones")
+            }
+        }
+    }
+
     pub(crate) async fn send_cluster_status(&mut self, t: DateTime<Utc>) {
         let mut cluster = ManagedCluster::new(self.cfg.cluster_name.clone());
         cluster.metadata.labels = self.labels();
-        cluster.status.cluster_claims = self.claims();
-        if let Some(v) = self.applier.version().await {
-            cluster.status.version.kubernetes = v;
+        let operator_claims = self.claims();
+        match &self.facts {
+            Some(facts) => facts.write_into(&mut cluster.status, &operator_claims),
+            None => {
+                cluster.status.cluster_claims = operator_claims;
+                if let Some(v) = self.applier.version().await {
+                    cluster.status.version.kubernetes = v;
+                }
+            }
         }
         let healthy = self.api_healthy.unwrap_or(false);
         let sim = if self.applier.simulated() {
@@ -43,9 +73,11 @@ impl Agent {
         };
         available.last_transition_time = Some(Time::new(t));
         cluster.status.conditions = vec![available];
+        let join_requests = self.counters.borrow().join_requests;
         if let Ok(ev) = self.id.cluster_status(&cluster, t)
             && self.send(&ev)
         {
+            self.status_report.sent(self.facts.as_ref(), join_requests);
             self.bump(|c| c.cluster_statuses += 1);
         }
     }
@@ -70,6 +102,18 @@ impl Agent {
             self.send_cluster_status(t).await;
         }
         self.registration_tick(t);
+        if self.publisher.is_some() {
+            if self.status_report.read_due(t) {
+                self.read_facts(t).await;
+            }
+            let join_requests = self.counters.borrow().join_requests;
+            if self
+                .status_report
+                .must_send(self.facts.as_ref(), join_requests)
+            {
+                self.send_cluster_status(t).await;
+            }
+        }
         self.renew_lease(t);
         self.repair_stalled_transfer(t);
     }

@@ -43,6 +43,10 @@ pub const CLAIM_PLATFORM: &str = "platform.open-cluster-management.io";
 /// Reserved claim: the product (e.g. K3s, KinD, MicroK8s).
 pub const CLAIM_PRODUCT: &str = "product.open-cluster-management.io";
 
+/// Capacity key for the number of nodes the agent counted (OCM's API has no field for it; its
+/// add-ons count node-derived things in capacity the same way, e.g. `socket_worker`).
+pub const CAPACITY_NODES: &str = "nodes";
+
 /// A cluster managed by the hub.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
