@@ -25,6 +25,9 @@ fn help_lists_every_flag() {
         "--source-id",
         "--applier",
         "--sim-ready-delay",
+        "--sim-capacity",
+        "--sim-allocatable",
+        "--sim-nodes",
         "--kubeconfig",
         "--in-cluster",
         "--label",
@@ -98,4 +101,40 @@ fn a_label_that_is_not_key_value_is_refused() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("not k=v"));
+}
+
+/// Runs the sim agent with `args` (no broker is reached: it must refuse before) and returns its
+/// error output; it must fail.
+fn refused_sim(args: &[&str], env: &[(&str, &str)]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let out = agent()
+        .args(["--cluster-name", "edge-1", "--applier", "sim", "--data-dir"])
+        .arg(dir.path())
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "the agent started with {args:?}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn a_simulated_capacity_that_is_not_a_quantity_names_the_flag_and_how_to_write_it() {
+    let err = refused_sim(&["--sim-capacity", "cpu=4,memory=8GB"], &[]);
+    assert!(
+        err.contains("--sim-capacity memory=8GB")
+            && err.contains("not a Kubernetes quantity")
+            && err.contains("cpu=4,memory=8Gi,pods=110"),
+        "{err}"
+    );
+    let err = refused_sim(&["--sim-allocatable", "cpu"], &[]);
+    assert!(
+        err.contains("--sim-allocatable \"cpu\" is not k=v") && err.contains("NAME=QUANTITY"),
+        "{err}"
+    );
+    let err = refused_sim(&[], &[("OCM_EDGE_SIM_CAPACITY", "cpu=-2")]);
+    assert!(
+        err.contains("--sim-capacity cpu=-2") && err.contains("negative"),
+        "{err}"
+    );
 }
