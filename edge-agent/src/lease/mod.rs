@@ -11,6 +11,7 @@ use chrono::{DateTime, Utc};
 use ocm_edge_schemas::api::cluster::{MANAGED_CLUSTER_CONDITION_AVAILABLE, ManagedCluster};
 use ocm_edge_schemas::api::meta::{Condition, ConditionStatus, Time};
 
+use self::status_report::HubAnswer;
 use crate::applier::Applier;
 use crate::session::Agent;
 
@@ -34,6 +35,13 @@ impl Agent {
             Err(e) => {
                 tracing::debug!(error = %e, "cannot read the cluster's facts; keeping the last ones")
             }
+        }
+    }
+
+    fn hub_answer(&self) -> HubAnswer {
+        HubAnswer {
+            registration: self.registration_state(),
+            join_requests: self.counters.borrow().join_requests,
         }
     }
 
@@ -73,11 +81,11 @@ impl Agent {
         };
         available.last_transition_time = Some(Time::new(t));
         cluster.status.conditions = vec![available];
-        let join_requests = self.counters.borrow().join_requests;
+        let hub = self.hub_answer();
         if let Ok(ev) = self.id.cluster_status(&cluster, t)
             && self.send(&ev)
         {
-            self.status_report.sent(self.facts.as_ref(), join_requests);
+            self.status_report.sent(self.facts.as_ref(), hub);
             self.bump(|c| c.cluster_statuses += 1);
         }
     }
@@ -106,11 +114,8 @@ impl Agent {
             if self.status_report.read_due(t) {
                 self.read_facts(t).await;
             }
-            let join_requests = self.counters.borrow().join_requests;
-            if self
-                .status_report
-                .must_send(self.facts.as_ref(), join_requests)
-            {
+            let hub = self.hub_answer();
+            if self.status_report.must_send(self.facts.as_ref(), hub) {
                 self.send_cluster_status(t).await;
             }
         }

@@ -3,14 +3,17 @@
 //!
 //! The facts are read every `interval` (a minute by default) on the health tick, never with a
 //! lease renewal, and the status goes out only when they differ from the last status sent, so an
-//! idle cluster whose facts stay put costs no byte more. It also follows every join request: the
-//! hub takes a join request's claims as the cluster's claims, and a join request carries only
-//! the operator's, so the status after it puts the detected ones back.
+//! idle cluster whose facts stay put costs no byte more. It also goes out when the hub's answer
+//! to the join request changes (the hub drops the statuses of a cluster it has not accepted, so
+//! the one sent on connect is lost until then), and after every join request (the hub takes a
+//! join request's claims as the cluster's, and it carries only the operator's: the status after
+//! it puts the detected ones back).
 
 use chrono::{DateTime, Utc};
 
 use super::schedule::LeaseSchedule;
 use crate::applier::facts::ClusterFacts;
+use crate::registration::Registration;
 
 /// What the last cluster status carried, and when the facts are next read.
 #[derive(Debug, Clone)]
@@ -22,7 +25,16 @@ pub struct StatusReport {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Sent {
     facts: Option<ClusterFacts>,
-    join_requests: u64,
+    hub: HubAnswer,
+}
+
+/// Where the cluster stands with the hub when a status is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HubAnswer {
+    /// The hub's answer to the join request, as last heard.
+    pub registration: Registration,
+    /// Join requests sent so far.
+    pub join_requests: u64,
 }
 
 impl StatusReport {
@@ -44,20 +56,20 @@ impl StatusReport {
         self.reads.renewed(now);
     }
 
-    /// Whether a status must go out for `facts` (the last read; `None`: never read) after
-    /// `join_requests` join requests: true when either differs from the last status sent, or
-    /// none was sent.
-    pub fn must_send(&self, facts: Option<&ClusterFacts>, join_requests: u64) -> bool {
+    /// Whether a status must go out for `facts` (the last read; `None`: never read) where the
+    /// cluster stands at `hub`: true when either differs from the last status sent, or none was
+    /// sent.
+    pub fn must_send(&self, facts: Option<&ClusterFacts>, hub: HubAnswer) -> bool {
         self.sent
             .as_ref()
-            .is_none_or(|sent| sent.facts.as_ref() != facts || sent.join_requests != join_requests)
+            .is_none_or(|sent| sent.facts.as_ref() != facts || sent.hub != hub)
     }
 
-    /// A status carrying `facts` went out after `join_requests` join requests.
-    pub fn sent(&mut self, facts: Option<&ClusterFacts>, join_requests: u64) {
+    /// A status carrying `facts` went out where the cluster stood at `hub`.
+    pub fn sent(&mut self, facts: Option<&ClusterFacts>, hub: HubAnswer) {
         self.sent = Some(Sent {
             facts: facts.cloned(),
-            join_requests,
+            hub,
         });
     }
 }
@@ -73,6 +85,13 @@ mod tests {
 
     fn t(s: i64) -> DateTime<Utc> {
         Utc.timestamp_opt(1_700_000_000 + s, 0).unwrap()
+    }
+
+    fn accepted(join_requests: u64) -> HubAnswer {
+        HubAnswer {
+            registration: Registration::Accepted,
+            join_requests,
+        }
     }
 
     fn facts(cpu: &str) -> ClusterFacts {
@@ -98,30 +117,43 @@ mod tests {
     fn unchanged_facts_send_nothing_and_changed_ones_send_once() {
         let mut report = StatusReport::new(Duration::from_secs(60));
         assert!(
-            report.must_send(Some(&facts("4")), 0),
+            report.must_send(Some(&facts("4")), accepted(0)),
             "nothing was sent yet"
         );
-        report.sent(Some(&facts("4")), 0);
-        assert!(!report.must_send(Some(&facts("4")), 0));
-        assert!(report.must_send(Some(&facts("8")), 0));
-        report.sent(Some(&facts("8")), 0);
-        assert!(!report.must_send(Some(&facts("8")), 0));
+        report.sent(Some(&facts("4")), accepted(0));
+        assert!(!report.must_send(Some(&facts("4")), accepted(0)));
+        assert!(report.must_send(Some(&facts("8")), accepted(0)));
+        report.sent(Some(&facts("8")), accepted(0));
+        assert!(!report.must_send(Some(&facts("8")), accepted(0)));
     }
 
     #[test]
     fn facts_read_for_the_first_time_are_sent() {
         let mut report = StatusReport::new(Duration::from_secs(60));
         // Connected while the API server was down: a status without facts.
-        report.sent(None, 0);
-        assert!(!report.must_send(None, 0));
-        assert!(report.must_send(Some(&facts("4")), 0));
+        report.sent(None, accepted(0));
+        assert!(!report.must_send(None, accepted(0)));
+        assert!(report.must_send(Some(&facts("4")), accepted(0)));
     }
 
     #[test]
     fn a_join_request_since_the_last_status_sends_the_status_again() {
         let mut report = StatusReport::new(Duration::from_secs(60));
-        report.sent(Some(&facts("4")), 1);
-        assert!(!report.must_send(Some(&facts("4")), 1));
-        assert!(report.must_send(Some(&facts("4")), 2));
+        report.sent(Some(&facts("4")), accepted(1));
+        assert!(!report.must_send(Some(&facts("4")), accepted(1)));
+        assert!(report.must_send(Some(&facts("4")), accepted(2)));
+    }
+
+    #[test]
+    fn the_hubs_acceptance_sends_the_status_again() {
+        let mut report = StatusReport::new(Duration::from_secs(60));
+        let pending = HubAnswer {
+            registration: Registration::Pending,
+            join_requests: 1,
+        };
+        // Sent on connect, while pending: the hub drops it.
+        report.sent(Some(&facts("4")), pending);
+        assert!(!report.must_send(Some(&facts("4")), pending));
+        assert!(report.must_send(Some(&facts("4")), accepted(1)));
     }
 }

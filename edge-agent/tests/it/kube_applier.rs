@@ -712,6 +712,78 @@ async fn e2e_version_and_health_of_a_real_cluster() {
     assert!(applier.version().await.unwrap().starts_with('v'));
 }
 
+/// End to end on a real cluster: the facts are what the API server says of its nodes, summed,
+/// with OCM's well-known claims (the id is the kube-system namespace's uid).
+#[tokio::test]
+async fn e2e_facts_of_a_real_cluster_are_its_nodes_summed_with_the_well_known_claims() {
+    use k8s_openapi::api::core::v1::{Namespace, Node};
+    use ocm_edge_schemas::api::cluster::{
+        CLAIM_ID, CLAIM_KUBE_VERSION, CLAIM_PLATFORM, CLAIM_PRODUCT,
+    };
+    use ocm_edge_schemas::api::meta::Quantity;
+    use ocm_edge_schemas::api::quantity::Amount;
+
+    let Some(path) = ocm_edge_tests::kube::kubeconfig(
+        "e2e_facts_of_a_real_cluster_are_its_nodes_summed_with_the_well_known_claims",
+    ) else {
+        return;
+    };
+    let applier = KubeApplier::connect(Some(&path)).await.unwrap();
+    let facts = applier.facts().await.unwrap();
+
+    // What the API server says, read here on its own.
+    let config = kube::Config::from_custom_kubeconfig(
+        kube::config::Kubeconfig::read_from(&path).unwrap(),
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .unwrap();
+    let client = kube::Client::try_from(config).unwrap();
+    let nodes = kube::Api::<Node>::all(client.clone())
+        .list(&kube::api::ListParams::default())
+        .await
+        .unwrap()
+        .items;
+    assert!(!nodes.is_empty(), "the control plane has its kwok node");
+    assert_eq!(facts.nodes, nodes.len() as u64);
+    for resource in ["cpu", "memory", "pods"] {
+        let mut capacity = Amount::ZERO;
+        let mut allocatable = Amount::ZERO;
+        for node in &nodes {
+            let status = node.status.clone().unwrap_or_default();
+            let amount = |list: Option<std::collections::BTreeMap<String, _>>| {
+                let q: k8s_openapi::apimachinery::pkg::api::resource::Quantity =
+                    list.unwrap_or_default().remove(resource).expect(resource);
+                Quantity(q.0).amount().unwrap()
+            };
+            capacity = capacity.checked_add(amount(status.capacity)).unwrap();
+            allocatable = allocatable.checked_add(amount(status.allocatable)).unwrap();
+        }
+        assert_eq!(
+            facts.capacity[resource].amount().unwrap(),
+            capacity,
+            "{resource}"
+        );
+        assert_eq!(
+            facts.allocatable[resource].amount().unwrap(),
+            allocatable,
+            "{resource}"
+        );
+    }
+    let kube_system = kube::Api::<Namespace>::all(client)
+        .get("kube-system")
+        .await
+        .unwrap();
+    let version = applier.version().await.unwrap();
+    assert_eq!(facts.claims[CLAIM_ID], kube_system.metadata.uid.unwrap());
+    assert_eq!(facts.claims[CLAIM_KUBE_VERSION], version);
+    assert_eq!(facts.version.as_deref(), Some(version.as_str()));
+    // A plain control plane with kwok nodes: neither K3s nor KinD, on no cloud.
+    assert_eq!(facts.claims[CLAIM_PRODUCT], "Other");
+    assert_eq!(facts.claims[CLAIM_PLATFORM], "Other");
+    assert!(facts.unreadable.is_empty(), "{:?}", facts.unreadable);
+}
+
 #[tokio::test]
 async fn ssa_with_ignore_fields_reads_the_object_first_and_leaves_the_fields_out() {
     let (applier, server) = scripted(vec![

@@ -3,6 +3,11 @@
 //! placement moves to another cluster and the work follows; when the agent returns the taint
 //! goes; a placement that tolerates the taint for N seconds keeps the cluster until then.
 
+use std::time::Duration;
+
+use clap::Parser;
+use ocm_edge_agent::applier::sim::SimFacts;
+use ocm_edge_agent::flags::Cli;
 use ocm_edge_schemas::admin::PlacementView;
 use ocm_edge_schemas::api::cluster::TAINT_UNREACHABLE;
 use ocm_edge_tests::fleet::{Fleet, FleetOptions, WAIT, is_available, is_unreachable};
@@ -480,6 +485,104 @@ async fn an_operator_taint_takes_a_cluster_out_of_placements_that_do_not_tolerat
         .await
         .unwrap();
     wait_placement(&fleet, "every-edge", "edge-2 back", |p| decided(p) == all).await;
+
+    fleet.stop_agents().await;
+    fleet.shutdown().await;
+}
+
+/// What `ocm-edge-agent --applier sim --sim-capacity CAPACITY` reports (parsed by the agent's
+/// own flags).
+fn sim_capacity(capacity: &str) -> SimFacts {
+    let cli = Cli::try_parse_from([
+        "ocm-edge-agent",
+        "--cluster-name",
+        "any",
+        "--applier",
+        "sim",
+        "--sim-capacity",
+        capacity,
+    ])
+    .unwrap();
+    cli.agent_config().unwrap().sim_facts
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_placement_ranked_by_allocatable_cpu_picks_the_roomiest_clusters_and_follows_a_change() {
+    let mut fleet = fleet().await;
+    for (name, capacity) in [
+        ("edge-1", "cpu=2,memory=4Gi,pods=110"),
+        ("edge-2", "cpu=8,memory=4Gi,pods=110"),
+        ("edge-3", "cpu=4500m,memory=4Gi,pods=110"),
+    ] {
+        fleet
+            .agent(name)
+            .label(SET_LABEL.0, SET_LABEL.1)
+            .configure(|c| {
+                c.sim_facts = sim_capacity(capacity);
+                // Read often (on a tick as often), so the test sees a change within a second,
+                // and several reads of unchanged facts within a few.
+                c.facts_interval = Duration::from_millis(500);
+                c.health_interval = Duration::from_millis(500);
+            })
+            .start()
+            .await;
+        fleet.accept(name).await;
+        fleet
+            .wait_cluster(name, WAIT, "available", is_available)
+            .await;
+    }
+    apply_fleet_objects(&fleet).await;
+    apply(
+        &fleet,
+        [json!({"apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+               "metadata": {"name": "roomy-cpu", "namespace": "default"},
+               "spec": {"numberOfClusters": 2, "clusterSets": ["edge"],
+                        "prioritizerPolicy": {"mode": "Exact", "configurations": [
+                           {"scoreCoordinate": {"type": "BuiltIn", "builtIn": "ResourceAllocatableCPU"},
+                            "weight": 1}]}}})],
+    )
+    .await;
+    let sorted = |p: &PlacementView| {
+        let mut d = decided(p);
+        d.sort();
+        d
+    };
+    let p = wait_placement(&fleet, "roomy-cpu", "the two clusters with most CPU", |p| {
+        sorted(p) == ["edge-2", "edge-3"]
+    })
+    .await;
+    let why = p.explanation.unwrap();
+    assert!(
+        why.cluster("edge-2")
+            .unwrap()
+            .score_text()
+            .unwrap()
+            .contains("100"),
+        "the roomiest cluster scores the most: {why}"
+    );
+
+    // edge-1 grows to 16 CPUs (a node added): its agent reports it at its next read, and the
+    // placement takes it instead of the now smallest edge-3.
+    let mut grown = sim_capacity("cpu=16,memory=8Gi,pods=220");
+    grown.nodes = 2;
+    let sent_before = fleet.counters("edge-1").cluster_statuses;
+    fleet.sim("edge-1").set_facts(grown);
+    wait_placement(&fleet, "roomy-cpu", "a move to the grown cluster", |p| {
+        sorted(p) == ["edge-1", "edge-2"]
+    })
+    .await;
+    // One status for the change, not one per read.
+    let sent = fleet.counters("edge-1").cluster_statuses - sent_before;
+    assert_eq!(sent, 1, "cluster statuses sent for one change");
+    // Unchanged facts send nothing more over a few reads.
+    let settled = fleet.counters("edge-1").cluster_statuses;
+    let more = wait_for(
+        "another cluster status from edge-1",
+        Duration::from_secs(3),
+        || async { (fleet.counters("edge-1").cluster_statuses != settled).then_some(()) },
+    )
+    .await;
+    assert!(more.is_err(), "unchanged facts were sent again");
 
     fleet.stop_agents().await;
     fleet.shutdown().await;

@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 use ocm_edge_agent::applier::kube::KubeApplier;
+use ocm_edge_schemas::api::cluster::{CLAIM_ID, CLAIM_KUBE_VERSION, CLAIM_PRODUCT};
 use ocm_edge_schemas::api::meta::ConditionStatus;
 use ocm_edge_schemas::api::work::ManifestWork;
 use ocm_edge_tests::fleet::{Fleet, FleetOptions};
@@ -115,6 +116,23 @@ async fn e2e_a_work_goes_through_the_real_agent_binary_to_a_real_api_server_and_
         .spawn()
         .unwrap();
     fleet.accept(CLUSTER).await;
+    // The agent reports the real cluster's facts once accepted: its id and product claims.
+    let view = fleet
+        .wait_cluster(CLUSTER, WAIT, "with the real cluster's claims", |c| {
+            c.claims.iter().any(|c| c.name == CLAIM_ID)
+        })
+        .await;
+    let claim = |name: &str| {
+        view.claims
+            .iter()
+            .find(|c| c.name == name)
+            .map(|c| c.value.clone())
+    };
+    assert_eq!(claim(CLAIM_PRODUCT).as_deref(), Some("Other"), "{view:?}");
+    assert!(
+        claim(CLAIM_KUBE_VERSION).is_some_and(|v| v.starts_with('v')),
+        "{view:?}"
+    );
     let hub = fleet.admin().await;
     hub.apply_manifest_work(manifest_work("blue", true))
         .await
