@@ -25,8 +25,9 @@
 //!   SUBACK, and the ocm-edge cluster events: birth on every CONNACK and the MQTT will (presence
 //!   `{"state","connectionSeq"}`, the same number for both; a new number per connection, persisted),
 //!   the join request on each connect until the hub's view says accepted or denied, the cluster status
-//!   (claims, version, ManagedClusterConditionAvailable from the API server's health) on connect and on
-//!   every health change, and lease renewals on connect and then every third of the lease duration.
+//!   (claims, version, capacity and allocatable summed over the nodes, ManagedClusterConditionAvailable
+//!   from the API server's health) on connect, on every health change, after a join request, when
+//!   the hub's answer changes and when the facts (read once a minute) change, and lease renewals on connect and then every third of the lease duration.
 //! - A graceful stop publishes presence offline, then DISCONNECT (so no will); a killed agent leaves
 //!   its will to the broker.
 //!
