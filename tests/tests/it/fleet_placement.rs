@@ -516,7 +516,6 @@ async fn a_placement_ranked_by_allocatable_cpu_picks_the_roomiest_clusters_and_f
     ] {
         fleet
             .agent(name)
-            .label(SET_LABEL.0, SET_LABEL.1)
             .configure(|c| {
                 c.sim_facts = sim_capacity(capacity);
                 // Read often (on a tick as often), so the test sees a change within a second,
@@ -526,7 +525,13 @@ async fn a_placement_ranked_by_allocatable_cpu_picks_the_roomiest_clusters_and_f
             })
             .start()
             .await;
-        fleet.accept(name).await;
+        // The operator puts it in the set (the agent's set label is only reported).
+        fleet
+            .accept_labelled(
+                name,
+                [(SET_LABEL.0.to_owned(), SET_LABEL.1.to_owned())].into(),
+            )
+            .await;
         fleet
             .wait_cluster(name, WAIT, "available", is_available)
             .await;
