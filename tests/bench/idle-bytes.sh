@@ -11,7 +11,8 @@
 # trusting the hub's CA file, the CLI signing with the hub's first admin credential
 # (OCM_EDGE_DATA_DIR). The agent is accepted and given one work, as an operator would.
 #
-# Needs root (ip netns, veth). Prints one RESULT line. CAPTURE=FILE also records the idle window
+# Needs root (ip netns, veth). Prints one RESULT line, with the agent process's resident memory
+# (VmRSS) at the end of the idle window. CAPTURE=FILE also records the idle window
 # with tcpdump (read it with `tcpdump -nr FILE`).
 set -eu
 IDLE=${SECONDS_IDLE:-600}
@@ -84,7 +85,8 @@ if [ -n "${CAPTURE:-}" ]; then tcpdump -i "$HOST_IF" -w "$CAPTURE" >/dev/null 2>
 sleep "$IDLE"
 if [ -n "${CAP:-}" ]; then kill "$CAP"; fi
 rx1=$(cat "$STATS/rx_bytes"); tx1=$(cat "$STATS/tx_bytes"); rp1=$(cat "$STATS/rx_packets"); tp1=$(cat "$STATS/tx_packets")
+rss_kb=$(awk '/^VmRSS:/ {print $2}' "/proc/$AG/status")
 up=$((rx1 - rx0)); down=$((tx1 - tx0)); packets=$((rp1 - rp0 + tp1 - tp0))
 per_day=$(( (up + down) * 86400 / IDLE ))
 echo "idle ${IDLE} s: edge->hub ${up} B, hub->edge ${down} B, ${packets} frames; agent flags: ${*:-defaults}"
-echo "RESULT idle_seconds=$IDLE bytes_up=$up bytes_down=$down frames=$packets bytes_per_day=$per_day mb_per_day=$(echo "scale=2; $per_day / 1000000" | bc)"
+echo "RESULT idle_seconds=$IDLE bytes_up=$up bytes_down=$down frames=$packets bytes_per_day=$per_day mb_per_day=$(echo "scale=2; $per_day / 1000000" | bc) agent_rss_kb=$rss_kb"
