@@ -95,11 +95,7 @@ fn plan(
                 .map_err(registration_error)?;
             let views = clusters
                 .iter()
-                .filter_map(|name| {
-                    changed_cluster(&change, name)
-                        .or_else(|| core.cluster(name))
-                        .map(|c| cluster_view(core, c, now))
-                })
+                .filter_map(|name| view_after(core, &change, name, now))
                 .collect();
             (change, AdminPayload::Clusters(views))
         }
@@ -326,22 +322,29 @@ fn cluster_answer(
     name: &str,
     now: DateTime<Utc>,
 ) -> (Change, AdminPayload) {
-    let view = changed_cluster(&change, name)
-        .or_else(|| core.cluster(name))
-        .map(|c| cluster_view(core, c, now));
-    match view {
+    match view_after(core, &change, name, now) {
         Some(v) => (change, AdminPayload::Cluster(Box::new(v))),
         // The core always returns the record it changed; an empty list is still an answer.
         None => (change, AdminPayload::Clusters(vec![])),
     }
 }
 
-/// The record of `name` a change writes, if it writes one.
-fn changed_cluster<'a>(change: &'a Change, name: &str) -> Option<&'a ClusterRecord> {
-    change.records.iter().find_map(|r| match r {
-        Record::Cluster(c) if c.name == name => Some(c.as_ref()),
-        _ => None,
-    })
+/// The view of `name` as it is once `change` applies (the record it writes, else the stored one).
+fn view_after(
+    core: &HubCore,
+    change: &Change,
+    name: &str,
+    now: DateTime<Utc>,
+) -> Option<ClusterView> {
+    change
+        .records
+        .iter()
+        .find_map(|r| match r {
+            Record::Cluster(c) if c.name == name => Some(c.as_ref()),
+            _ => None,
+        })
+        .or_else(|| core.cluster(name))
+        .map(|c| cluster_view(core, c, now))
 }
 
 fn registration_error(e: RegistrationError) -> AdminResponse {

@@ -102,17 +102,20 @@ impl HubCore {
     /// Creates the `default` and `global` sets when they are missing (run when the hub starts;
     /// also labels into `default` an accepted cluster stored without any set, as a hub of an
     /// earlier version accepted them).
-    pub fn ensure_builtin_cluster_sets(&self) -> Change {
+    pub fn ensure_builtin_cluster_sets(&self, now: DateTime<Utc>) -> Change {
         let mut change = Change::default();
         for set in [default_set(), global_set()] {
             let key = ObjectKey::new(ObjectKind::ManagedClusterSet, "", &set.metadata.name);
-            if self.objects().get(&key).is_none() {
-                tracing::info!(set = %set.metadata.name, "created the built-in cluster set");
-                change
-                    .records
-                    .push(Record::Object(Box::new(StoredObject::ClusterSet(
-                        Box::new(set),
-                    ))));
+            if self.objects().get(&key).is_some() {
+                continue;
+            }
+            // Created as an operator's apply creates one (uid, creation time, generation).
+            match self.apply_object(StoredObject::ClusterSet(Box::new(set)), now) {
+                Ok((created, _, _)) => {
+                    tracing::info!(set = %key.name, "created the built-in cluster set");
+                    change.extend(created);
+                }
+                Err(e) => tracing::error!(error = %e, "cannot create a built-in cluster set"),
             }
         }
         for record in self.clusters() {
@@ -197,10 +200,11 @@ mod tests {
     #[test]
     fn the_hub_creates_default_and_global_once_and_a_new_cluster_lands_in_default() {
         let mut core = core();
-        let created = core.ensure_builtin_cluster_sets();
+        let created = core.ensure_builtin_cluster_sets(t(0));
         assert_eq!(created.records.len(), 2);
         core.apply(&created.records);
-        assert!(core.ensure_builtin_cluster_sets().is_empty());
+        assert!(core.ensure_builtin_cluster_sets(t(0)).is_empty());
+        assert!(!set_of(&core, DEFAULT_CLUSTER_SET).metadata.uid.is_empty());
 
         step(&mut core, join("edge-1"), 0);
         let accepted = core.accept("edge-1", t(1)).unwrap();

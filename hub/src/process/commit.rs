@@ -272,7 +272,7 @@ impl HubLoop {
         if batch.subscribed {
             // The built-in sets before the views: a cluster labelled into `default` here is
             // published once, as it ends up.
-            let builtin = self.core.ensure_builtin_cluster_sets();
+            let builtin = self.core.ensure_builtin_cluster_sets(now);
             let builtin = self.stage(builtin);
             batch.change.extend(builtin);
             let mut c = self.core.all_hub_views();

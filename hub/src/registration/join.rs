@@ -282,7 +282,6 @@ impl HubCore {
         Ok(self.publish_cluster(record))
     }
 
-    /// Stores the record and publishes the hub's view of it.
     /// A copy of `cluster`'s record to change.
     ///
     /// # Errors
@@ -293,6 +292,7 @@ impl HubCore {
             .ok_or_else(|| RegistrationError::UnknownCluster(cluster.to_owned()))
     }
 
+    /// Stores the record and publishes the hub's view of it.
     pub(crate) fn publish_cluster(&self, record: ClusterRecord) -> Change {
         let view = hub_view(&record);
         Change {

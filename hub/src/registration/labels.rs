@@ -43,8 +43,8 @@ pub fn from_agent(sent: &BTreeMap<String, String>) -> BTreeMap<String, String> {
 }
 
 /// A change of a cluster's labels by an operator: `drop_agent_labels` starts from none, then
-/// `set` is added (overwriting) and the keys in `remove` are removed. A cluster left in no set
-/// goes to `default`.
+/// `set` is added (overwriting) and the keys in `remove` are removed. (Who applies it puts a
+/// cluster left in no set in `default`: [`put_in_default_set`].)
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LabelEdit {
     /// Labels to set.
@@ -71,7 +71,6 @@ impl LabelEdit {
         for k in &self.remove {
             labels.remove(k);
         }
-        put_in_default_set(labels);
         Ok(())
     }
 }
@@ -101,6 +100,7 @@ impl HubCore {
             drop_agent_labels: false,
         }
         .apply_to(&mut record.labels)?;
+        put_in_default_set(&mut record.labels);
         if record.labels == before {
             return Ok(Change::default());
         }
@@ -315,7 +315,7 @@ mod tests {
     fn clusterset_set_moves_accepted_clusters_all_or_nothing() {
         const SET: &str = "cluster.open-cluster-management.io/clusterset";
         let mut core = core();
-        let builtin = core.ensure_builtin_cluster_sets();
+        let builtin = core.ensure_builtin_cluster_sets(t(0));
         core.apply(&builtin.records);
         for name in ["edge-1", "edge-2", "edge-3"] {
             step(&mut core, join(name), 0);
