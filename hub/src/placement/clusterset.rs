@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use ocm_edge_schemas::api::cluster::{
     LABEL_CLUSTER_SET, ManagedCluster, ManagedClusterSet, ManagedClusterSetBinding, SelectorType,
 };
-use ocm_edge_schemas::api::placement::{ClusterSelector, Placement};
+use ocm_edge_schemas::api::placement::Placement;
 
 use super::plugins::predicate;
 
@@ -35,13 +35,10 @@ pub fn selects_labels(set: &ManagedClusterSet, labels: &BTreeMap<String, String>
         }
         // Kubernetes' LabelSelectorAsSelector: nil selects nothing, an invalid selector is an
         // error (nothing is selected here).
-        SelectorType::LabelSelector => selector.label_selector.as_ref().is_some_and(|s| {
-            let as_cluster_selector = ClusterSelector {
-                label_selector: s.clone(),
-                ..Default::default()
-            };
-            predicate::validate_selector(&as_cluster_selector).is_ok() && s.matches(labels)
-        }),
+        SelectorType::LabelSelector => selector
+            .label_selector
+            .as_ref()
+            .is_some_and(|s| predicate::validate_label_selector(s).is_ok() && s.matches(labels)),
     }
 }
 

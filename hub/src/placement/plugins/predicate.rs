@@ -40,12 +40,24 @@ pub fn validate(placement: &Placement) -> Result<(), Misconfiguration> {
 /// # Errors
 /// In/NotIn without values, Exists/DoesNotExist with values, an empty key.
 pub fn validate_selector(selector: &ClusterSelector) -> Result<(), String> {
-    let label = selector.label_selector.match_expressions.iter();
-    let claim = selector.claim_selector.match_expressions.iter();
-    for (kind, r) in label
-        .map(|r| ("label", r))
-        .chain(claim.map(|r| ("claim", r)))
-    {
+    validate_label_selector(&selector.label_selector)?;
+    validate_requirements("claim", &selector.claim_selector.match_expressions)
+}
+
+/// Validates a label selector's requirements, as [`validate_selector`] does (a cluster set's
+/// LabelSelector).
+///
+/// # Errors
+/// In/NotIn without values, Exists/DoesNotExist with values, an empty key.
+pub fn validate_label_selector(selector: &LabelSelector) -> Result<(), String> {
+    validate_requirements("label", &selector.match_expressions)
+}
+
+fn validate_requirements(
+    kind: &str,
+    requirements: &[LabelSelectorRequirement],
+) -> Result<(), String> {
+    for r in requirements {
         if r.key.is_empty() {
             return Err(format!("{kind} requirement has an empty key"));
         }
