@@ -40,7 +40,7 @@ use serde::{Deserialize, Serialize};
 use crate::availability::{AvailabilityConfig, ClusterAvailability};
 use crate::registration::certificates;
 use crate::work::spec_clock;
-use objects::{ObjectKey, Objects, StoredObject};
+use objects::{ObjectKey, ObjectKind, Objects, StoredObject};
 
 /// Everything the hub keeps about one cluster.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -341,6 +341,18 @@ pub struct HubCore {
     spec_clock: spec_clock::SpecClock,
     /// Issues accepted clusters' certificates (none: the hub issues none).
     certificates: Option<certificates::CertificatePolicy>,
+    /// Whether what the sets' and bindings' conditions depend on (a cluster's labels or
+    /// acceptance, a set, a binding) changed since they were last written: work statuses, which
+    /// make most fleet batches, do not, so [`HubCore::reconcile_fleet`] skips that pass for them.
+    set_conditions_stale: bool,
+}
+
+/// Whether objects of `kind` are what the sets' and bindings' conditions read.
+fn is_set_or_binding(kind: ObjectKind) -> bool {
+    matches!(
+        kind,
+        ObjectKind::ManagedClusterSet | ObjectKind::ManagedClusterSetBinding
+    )
 }
 
 /// Most presences of unknown clusters kept in memory.
@@ -358,6 +370,7 @@ impl HubCore {
             objects: Objects::default(),
             spec_clock: spec_clock::SpecClock::default(),
             certificates: None,
+            set_conditions_stale: true,
         }
     }
 
@@ -440,7 +453,9 @@ impl HubCore {
         for r in records {
             match r {
                 Record::Cluster(c) => {
-                    self.clusters.insert(c.name.clone(), (**c).clone());
+                    let old = self.clusters.insert(c.name.clone(), (**c).clone());
+                    self.set_conditions_stale |= old
+                        .is_none_or(|old| old.labels != c.labels || old.acceptance != c.acceptance);
                 }
                 Record::Work(w) => {
                     self.by_resource_id
@@ -453,7 +468,14 @@ impl HubCore {
                     }
                 }
                 Record::Counters(c) => self.counters = c.clone(),
-                Record::Object(_) | Record::ForgetObject(_) => self.objects.apply(r),
+                Record::Object(o) => {
+                    self.set_conditions_stale |= is_set_or_binding(o.kind());
+                    self.objects.apply(r);
+                }
+                Record::ForgetObject(key) => {
+                    self.set_conditions_stale |= is_set_or_binding(key.kind);
+                    self.objects.apply(r);
+                }
                 // The clock moved when it stamped; this only stores it.
                 Record::SpecClock(_) => {}
                 Record::UnknownPresence(cluster, p) => {
@@ -573,8 +595,13 @@ impl HubCore {
     pub fn reconcile_fleet(&mut self, now: DateTime<Utc>) -> Change {
         // Sets' and bindings' conditions (what `clusterset list` shows; placements read sets
         // and bindings, not these conditions).
-        let mut change = self.reconcile_cluster_sets(now);
-        self.apply(&change.records);
+        let mut change = Change::default();
+        if self.set_conditions_stale {
+            change = self.reconcile_cluster_sets(now);
+            self.apply(&change.records);
+            // Its own records are conditions only: nothing they depend on.
+            self.set_conditions_stale = false;
+        }
         // A pass that writes decisions changes what the next one reads (Steady scores, Balance
         // counts): run until nothing changes, bounded.
         for _ in 0..3 {

@@ -286,4 +286,29 @@ mod tests {
             (ConditionStatus::False, "ClusterSetNotFound")
         );
     }
+
+    #[test]
+    fn the_fleet_reconcile_writes_set_conditions_when_a_label_changes_and_skips_them_otherwise() {
+        let mut core = core();
+        let (c, _, _) = core
+            .apply_object(StoredObject::ClusterSet(Box::new(mk_set("eu"))), t(0))
+            .unwrap();
+        core.apply(&c.records);
+        step(&mut core, join("edge-1"), 0);
+        let c = core.accept("edge-1", t(1)).unwrap();
+        core.apply(&c.records);
+        core.reconcile_fleet(t(1));
+        let empty = |core: &HubCore| {
+            is_condition_true(&set_of(core, "eu").status.conditions, CLUSTER_SET_EMPTY)
+        };
+        assert!(empty(&core));
+        // A lease renewal changes no label: nothing for the sets to write.
+        step(&mut core, lease("edge-1"), 2);
+        assert!(core.reconcile_fleet(t(2)).is_empty());
+        let labels = BTreeMap::from([(LABEL_CLUSTER_SET.to_owned(), "eu".to_owned())]);
+        let c = core.label_cluster("edge-1", &labels, &[]).unwrap();
+        core.apply(&c.records);
+        core.reconcile_fleet(t(3));
+        assert!(!empty(&core));
+    }
 }
