@@ -187,12 +187,15 @@ async fn clusters_get_their_sets_from_the_operator_and_clusterset_commands_move_
             "eu",
             "--label",
             "tier=canary",
+            "--drop-agent-labels",
         ],
     )
     .await);
     for label in [format!("{SET}=eu"), "tier=canary".to_owned()] {
         assert!(accepted.contains(&label), "{label}: {accepted}");
     }
+    // The label its (simulated) agent sent is dropped; the operator's are kept.
+    assert!(!accepted.contains("ocm-edge.io/simulated"), "{accepted}");
     assert!(!accepted.contains("asked for"), "{accepted}");
 
     let sets = ok(&ocm_edge(&fleet, &["clusterset", "list", "-o", "json"]).await);
