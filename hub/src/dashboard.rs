@@ -63,7 +63,12 @@ impl Dirty {
                     self.clusters.insert(key.cluster.clone());
                     self.summary = true;
                 }
+                Record::ForgetCluster(name) => {
+                    self.clusters.insert(name.clone());
+                    self.summary = true;
+                }
                 Record::Counters(_)
+                | Record::RemovedRevoked(_)
                 | Record::UnknownPresence(..)
                 | Record::Object(_)
                 | Record::ForgetObject(_)
@@ -89,12 +94,15 @@ pub fn render(core: &HubCore, dirty: &Dirty) -> Vec<DashboardMessage> {
     let source = &core.config().source_id;
     let mut out = Vec::new();
     for name in &dirty.clusters {
-        if let (Some(c), Ok(t)) = (core.cluster(name), topic::dashboard_cluster(source, name)) {
-            out.push(DashboardMessage {
-                topic: t,
-                payload: compact(&cluster_json(core, c)),
-            });
-        }
+        let Ok(t) = topic::dashboard_cluster(source, name) else {
+            continue;
+        };
+        // A removed cluster's retained view is cleared (an empty payload).
+        let payload = core
+            .cluster(name)
+            .map(|c| compact(&cluster_json(core, c)))
+            .unwrap_or_default();
+        out.push(DashboardMessage { topic: t, payload });
     }
     for key in &dirty.works {
         let Ok(t) = topic::dashboard_work(source, &key.cluster, &key.name) else {

@@ -17,6 +17,7 @@ use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinitio
 
 use crate::core::objects::{ObjectKey, StoredObject};
 use crate::core::{ClusterRecord, Counters, Record, WorkKey, WorkRecord};
+use crate::registration::certificates::RevokedCertificate;
 
 const CLUSTERS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("clusters");
 const WORKS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("works");
@@ -26,6 +27,8 @@ const OBJECTS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("objects"
 const COUNTERS_KEY: &str = "counters";
 /// The last `ce-time` stamped into a spec event (RFC 3339, in JSON).
 const SPEC_CLOCK_KEY: &str = "spec-clock";
+/// Meta key of the removed clusters' revoked certificates ([`Record::RemovedRevoked`]).
+const REMOVED_REVOKED_KEY: &str = "removed-revoked";
 
 /// File name of the hub's database inside the data directory.
 pub const DB_FILE: &str = "hub.redb";
@@ -71,6 +74,8 @@ pub struct Loaded {
     pub objects: Vec<StoredObject>,
     /// The last time stamped into a spec event ([`crate::work::spec_clock`]).
     pub spec_clock: Option<DateTime<Utc>>,
+    /// The revoked certificates of removed clusters ([`Record::RemovedRevoked`]).
+    pub removed_revoked: Vec<(String, RevokedCertificate)>,
 }
 
 fn object_key(key: &ObjectKey) -> String {
@@ -170,6 +175,14 @@ impl Store {
                             .remove(work_key(key).as_str())
                             .map_err(|e| self.db_err(e))?;
                     }
+                    Record::ForgetCluster(name) => {
+                        clusters.remove(name.as_str()).map_err(|e| self.db_err(e))?;
+                    }
+                    Record::RemovedRevoked(list) => {
+                        let v = to_json(list);
+                        meta.insert(REMOVED_REVOKED_KEY, v.as_slice())
+                            .map_err(|e| self.db_err(e))?;
+                    }
                     // In memory only (see its docs).
                     Record::UnknownPresence(..) => {}
                     Record::Object(o) => {
@@ -234,6 +247,9 @@ impl Store {
         if let Some(v) = meta.get(SPEC_CLOCK_KEY).map_err(|e| self.db_err(e))? {
             loaded.spec_clock = Some(self.decode(SPEC_CLOCK_KEY, v.value())?);
         }
+        if let Some(v) = meta.get(REMOVED_REVOKED_KEY).map_err(|e| self.db_err(e))? {
+            loaded.removed_revoked = self.decode(REMOVED_REVOKED_KEY, v.value())?;
+        }
         Ok(loaded)
     }
 
@@ -265,6 +281,14 @@ mod tests {
         let change = plan(core);
         store.write(&change.records).unwrap();
         core.apply(&change.records);
+    }
+
+    /// Records of every cluster and work `core` holds.
+    fn everything(core: &HubCore) -> Vec<Record> {
+        core.clusters()
+            .map(|c| Record::Cluster(Box::new(c.clone())))
+            .chain(core.works().map(|w| Record::Work(Box::new(w.clone()))))
+            .collect()
     }
 
     /// Set in the child process of the crash test: the store directory it writes to.
@@ -450,12 +474,7 @@ mod tests {
         {
             let store = Store::open(dir.path()).unwrap();
             let mut core = core_with_work("a", "web");
-            let all: Vec<_> = core
-                .clusters()
-                .map(|c| Record::Cluster(Box::new(c.clone())))
-                .chain(core.works().map(|w| Record::Work(Box::new(w.clone()))))
-                .collect();
-            store.write(&all).unwrap();
+            store.write(&everything(&core)).unwrap();
             persist(&store, &mut core, |_| crate::core::Change {
                 records: vec![Record::ForgetWork(WorkKey::new("a", "web"))],
                 outbound: vec![],
@@ -464,5 +483,31 @@ mod tests {
         let loaded = Store::open(dir.path()).unwrap().load().unwrap();
         assert_eq!(loaded.clusters.len(), 1);
         assert!(loaded.works.is_empty());
+    }
+
+    #[test]
+    fn a_removed_cluster_stays_forgotten_and_its_revoked_certificates_kept_after_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let revoked = RevokedCertificate {
+            serial: "0a".into(),
+            revoked_at: t(1),
+            not_after: t(100),
+        };
+        {
+            let store = Store::open(dir.path()).unwrap();
+            let mut core = core_with_work("a", "web");
+            store.write(&everything(&core)).unwrap();
+            persist(&store, &mut core, |core| {
+                let mut change = core.remove_cluster("a", true, t(1)).unwrap();
+                change
+                    .records
+                    .push(Record::RemovedRevoked(vec![("a".into(), revoked.clone())]));
+                change
+            });
+        }
+        let loaded = Store::open(dir.path()).unwrap().load().unwrap();
+        assert!(loaded.clusters.is_empty());
+        assert!(loaded.works.is_empty());
+        assert_eq!(loaded.removed_revoked, [("a".to_owned(), revoked)]);
     }
 }

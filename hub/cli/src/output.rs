@@ -110,9 +110,13 @@ pub fn clusters_table(clusters: &[ClusterView], now: DateTime<Utc>) -> String {
             .map_or_else(|| "-".to_owned(), |a| a.status.to_string());
         let lease = c.last_lease.map_or_else(|| "-".to_owned(), |t| ago(t, now));
         let labels = labels_text(&c.labels);
+        let state = match c.removing {
+            Some(_) => format!("{} (removing)", c.state),
+            None => c.state.to_string(),
+        };
         table.add_row(vec![
             c.name.clone(),
-            c.state.to_string(),
+            state,
             available,
             taints_text(&c.taints),
             lease,
@@ -155,6 +159,15 @@ pub fn cluster_detail(c: &ClusterView, now: DateTime<Utc>) -> String {
     let mut out = String::new();
     out.push_str(&format!("Cluster:     {}\n", c.name));
     out.push_str(&format!("State:       {}\n", c.state));
+    if let Some(since) = c.removing {
+        out.push_str(&format!(
+            "Removing:    since {since} ({}): the hub forgets it once its agent removed its {} \
+             work(s) (`ocm-edge cluster remove {} --force` forgets it now)\n",
+            ago(since, now),
+            c.works,
+            c.name
+        ));
+    }
     let available = c.available.as_ref().map_or_else(
         || "-".to_owned(),
         |a| format!("{} ({})", a.status, a.reason),
@@ -192,6 +205,17 @@ pub fn cluster_detail(c: &ClusterView, now: DateTime<Utc>) -> String {
         out.push_str(&format!("Kubernetes:  {v}\n"));
     }
     out.push_str(&format!("Works:       {}\n", c.works));
+    // What the ResourceAllocatable prioritizers rank by, as the agent reports it.
+    for (title, amounts) in [("Capacity:", &c.capacity), ("Allocatable:", &c.allocatable)] {
+        if !amounts.is_empty() {
+            let text = amounts
+                .iter()
+                .map(|(k, v)| format!("{k}={}", v.0))
+                .collect::<Vec<_>>()
+                .join(" ");
+            out.push_str(&format!("{title:<12} {text}\n"));
+        }
+    }
     if !c.labels.is_empty() {
         out.push_str("Labels:\n");
         for (k, v) in &c.labels {

@@ -109,6 +109,25 @@ fn plan(
             let change = core.deny(&name, now).map_err(registration_error)?;
             cluster_answer(core, change, &name, now)
         }
+        AdminRequest::RemoveCluster { name, force } => {
+            let change = core
+                .remove_cluster(&name, force, now)
+                .map_err(registration_error)?;
+            let forgotten = change
+                .records
+                .iter()
+                .any(|r| matches!(r, Record::ForgetCluster(c) if *c == name));
+            if forgotten {
+                // The view as it was, marked removed: nothing of it is left to show.
+                let record = core.known_cluster(&name).map_err(registration_error)?;
+                let mut view = cluster_view(core, &record, now);
+                view.removed = true;
+                view.works = 0;
+                (change, AdminPayload::Cluster(Box::new(view)))
+            } else {
+                cluster_answer(core, change, &name, now)
+            }
+        }
         AdminRequest::LabelCluster { name, set, remove } => {
             let change = core
                 .label_cluster(&name, &set, &remove)
@@ -367,7 +386,7 @@ fn registration_error(e: RegistrationError) -> AdminResponse {
 fn work_error(e: WorkError) -> AdminResponse {
     let kind = match &e {
         WorkError::UnknownCluster(_) | WorkError::NotFound(_) => AdminErrorKind::NotFound,
-        WorkError::NotAccepted(_) => AdminErrorKind::NotAccepted,
+        WorkError::NotAccepted(_) | WorkError::BeingRemoved(_) => AdminErrorKind::NotAccepted,
         WorkError::AlreadyExists(_) | WorkError::BeingDeleted(_) => AdminErrorKind::AlreadyExists,
         WorkError::Invalid(_) => AdminErrorKind::Invalid,
     };
@@ -406,6 +425,10 @@ pub fn cluster_view(core: &HubCore, c: &ClusterRecord, now: DateTime<Utc>) -> Cl
         conditions: c.conditions.clone(),
         taints: c.taints.clone(),
         works: u32::try_from(core.works_of(&c.name).count()).unwrap_or(u32::MAX),
+        capacity: c.reported.capacity.clone(),
+        allocatable: c.reported.allocatable.clone(),
+        removing: c.removing,
+        removed: false,
     }
 }
 

@@ -82,6 +82,11 @@ pub struct ClusterRecord {
     /// Its certificates revoked before their end (kept until then, for the revocation list).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub revoked_certificates: Vec<certificates::RevokedCertificate>,
+    /// When its removal started (`ocm-edge cluster remove`): its works are being deleted, and
+    /// the hub forgets it once its agent confirmed the last
+    /// ([`crate::registration::removal`]). Stored, so a restarted hub finishes the removal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub removing: Option<Time>,
 }
 
 impl ClusterRecord {
@@ -91,6 +96,12 @@ impl ClusterRecord {
         self.certificate
             .as_ref()
             .filter(|_| self.acceptance == ClusterState::Accepted)
+    }
+
+    /// Whether placements may choose it and works may be written to it: accepted and not being
+    /// removed.
+    pub fn is_schedulable(&self) -> bool {
+        self.acceptance == ClusterState::Accepted && self.removing.is_none()
     }
 
     /// The agent key the hub holds this cluster's events to: set and accepted.
@@ -194,6 +205,8 @@ pub mod counter {
     /// Join requests of accepted clusters carrying other labels than the agent sent before
     /// (ignored: an accepted cluster's labels are the hub's).
     pub const AGENT_LABELS_IGNORED: &str = "agentLabelsIgnored";
+    /// Clusters the hub forgot: removed (`ocm-edge cluster remove`) or unjoined by their agent.
+    pub const CLUSTERS_REMOVED: &str = "clustersRemoved";
 }
 
 impl Counters {
@@ -212,6 +225,11 @@ pub enum Record {
     Cluster(Box<ClusterRecord>),
     Work(Box<WorkRecord>),
     ForgetWork(WorkKey),
+    /// A removed cluster: its record goes (its works are forgotten by their own records).
+    ForgetCluster(String),
+    /// The revoked, not yet ended certificates of removed clusters, with their clusters (a full
+    /// snapshot): the revocation list keeps them after the clusters' records are gone.
+    RemovedRevoked(Vec<(String, certificates::RevokedCertificate)>),
     Counters(Counters),
     /// The birth or will of a cluster the hub does not know yet (the agent publishes its birth
     /// just before its join request). Kept in memory only, so the join can take the agent's
@@ -291,6 +309,12 @@ pub enum AgentInput {
         cluster: String,
         score: Box<ocm_edge_schemas::api::placement::AddOnPlacementScore>,
     },
+    /// `managedclusters.spec.delete_request`: the agent left (`ocm-edge-agent unjoin`).
+    Unjoin {
+        cluster: String,
+        /// It left what it applied on the cluster.
+        kept_resources: bool,
+    },
     /// `manifestbundles.spec.resync_request`.
     SpecResyncRequest {
         cluster: String,
@@ -308,6 +332,7 @@ impl AgentInput {
             | AgentInput::LeaseRenewal { cluster, .. }
             | AgentInput::Presence { cluster, .. }
             | AgentInput::SpecResyncRequest { cluster, .. }
+            | AgentInput::Unjoin { cluster, .. }
             | AgentInput::AddOnScore { cluster, .. } => cluster,
             AgentInput::WorkStatus { event, .. } => &event.cluster,
         }
@@ -341,6 +366,8 @@ pub struct HubCore {
     spec_clock: spec_clock::SpecClock,
     /// Issues accepted clusters' certificates (none: the hub issues none).
     certificates: Option<certificates::CertificatePolicy>,
+    /// The revoked certificates of removed clusters ([`Record::RemovedRevoked`]).
+    removed_revoked: Vec<(String, certificates::RevokedCertificate)>,
     /// Whether what the sets' and bindings' conditions depend on (a cluster's labels or
     /// acceptance, a set, a binding) changed since they were last written: work statuses, which
     /// make most fleet batches, do not, so [`HubCore::reconcile_fleet`] skips that pass for them.
@@ -370,6 +397,7 @@ impl HubCore {
             objects: Objects::default(),
             spec_clock: spec_clock::SpecClock::default(),
             certificates: None,
+            removed_revoked: vec![],
             set_conditions_stale: true,
         }
     }
@@ -467,6 +495,10 @@ impl HubCore {
                         self.by_resource_id.remove(&w.resource_id);
                     }
                 }
+                Record::ForgetCluster(name) => {
+                    self.set_conditions_stale |= self.clusters.remove(name).is_some();
+                }
+                Record::RemovedRevoked(list) => self.removed_revoked = list.clone(),
                 Record::Counters(c) => self.counters = c.clone(),
                 Record::Object(o) => {
                     self.set_conditions_stale |= is_set_or_binding(o.kind());
@@ -554,6 +586,19 @@ impl HubCore {
     /// Cluster sets, bindings, placements, decisions, scores and replica sets.
     pub fn objects(&self) -> &Objects {
         &self.objects
+    }
+
+    /// The revoked certificates of removed clusters the store loaded.
+    pub fn restore_removed_revoked(
+        &mut self,
+        list: Vec<(String, certificates::RevokedCertificate)>,
+    ) {
+        self.removed_revoked = list;
+    }
+
+    /// The revoked certificates of removed clusters ([`Record::RemovedRevoked`]).
+    pub(crate) fn removed_revoked(&self) -> &[(String, certificates::RevokedCertificate)] {
+        &self.removed_revoked
     }
 
     /// Adds the objects the store loaded (after [`HubCore::restore`]).
@@ -647,16 +692,22 @@ impl HubCore {
             // instead: its view, and no work.
             AgentInput::SpecResyncRequest { cluster, .. } if !self.is_accepted(&cluster) => {
                 let mut change = self.count(counter::IGNORED_NOT_ACCEPTED);
-                if let Some(c) = self.clusters.get(&cluster) {
-                    change.outbound.push(Outbound::HubView(Box::new(
-                        crate::registration::hub_view(c),
-                    )));
-                }
+                let view = match self.clusters.get(&cluster) {
+                    Some(c) => crate::registration::hub_view(c),
+                    // Removed (or never joined): its agent, which may still hold an accepted
+                    // view, learns that it must join again.
+                    None => crate::registration::removal::unknown_view(&cluster, now),
+                };
+                change.outbound.push(Outbound::HubView(Box::new(view)));
                 change
             }
             other if !self.is_accepted(other.cluster()) => {
                 self.count(counter::IGNORED_NOT_ACCEPTED)
             }
+            AgentInput::Unjoin {
+                cluster,
+                kept_resources,
+            } => self.unjoin(&cluster, kept_resources, now),
             AgentInput::ClusterStatus { cluster, status } => {
                 self.cluster_status(&cluster, *status, now)
             }

@@ -10,15 +10,15 @@ use ocm_edge_schemas::api::cluster::ManagedCluster;
 use ocm_edge_schemas::api::placement::PlacementDecision;
 
 use crate::core::objects::{ObjectKey, ObjectKind, PlacementRecord, StoredObject};
-use crate::core::{Change, ClusterState, HubCore, Record};
+use crate::core::{Change, HubCore, Record};
 use crate::placement::{SchedulingInput, schedule, should_schedule};
 use crate::registration::hub_view;
 
 impl HubCore {
-    /// The accepted clusters as ManagedClusters (what placements choose from).
+    /// The accepted clusters not being removed, as ManagedClusters (what placements choose from).
     pub fn managed_clusters(&self) -> Vec<ManagedCluster> {
         self.clusters()
-            .filter(|c| c.acceptance == ClusterState::Accepted)
+            .filter(|c| c.is_schedulable())
             .map(hub_view)
             .collect()
     }

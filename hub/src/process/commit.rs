@@ -201,11 +201,10 @@ impl HubLoop {
         self.core.apply(&change.records);
         // Only a cluster with revoked certificates can change the list (a lease renewal of
         // any other does not cost a pass over the fleet).
-        if change
-            .records
-            .iter()
-            .any(|r| matches!(r, Record::Cluster(c) if !c.revoked_certificates.is_empty()))
-        {
+        if change.records.iter().any(|r| {
+            matches!(r, Record::Cluster(c) if !c.revoked_certificates.is_empty())
+                || matches!(r, Record::RemovedRevoked(_))
+        }) {
             self.write_crl_if_changed();
         }
         change
@@ -355,6 +354,11 @@ impl HubLoop {
                 Record::Cluster(c) => Some(&**c),
                 _ => None,
             }));
+        // A removed cluster's login goes with its record: its agent gets back in only as a
+        // cluster asking to join (a join token), its session and what was queued for it dropped.
+        let removed = self
+            .keys
+            .forget(super::forgotten_clusters(&batch.change.records));
         if let Some(broker) = &self.login_broker {
             for (cluster, standing) in &changed {
                 let client_id = crate::registration::logins::agent_client_id(cluster);
@@ -363,6 +367,10 @@ impl HubLoop {
                     Some(Standing::Accepted(_)) => broker.enforce_login(&client_id).await,
                     None => {}
                 }
+            }
+            for cluster in &removed {
+                let client_id = crate::registration::logins::agent_client_id(cluster);
+                broker.drop_session(&client_id).await;
             }
         }
         let now = Utc::now();
@@ -483,7 +491,11 @@ fn touches_fleet(change: &Change) -> bool {
     change.records.iter().any(|r| {
         matches!(
             r,
-            Record::Object(_) | Record::ForgetObject(_) | Record::Work(_) | Record::ForgetWork(_)
+            Record::Object(_)
+                | Record::ForgetObject(_)
+                | Record::Work(_)
+                | Record::ForgetWork(_)
+                | Record::ForgetCluster(_)
         )
     }) || change
         .outbound

@@ -155,6 +155,15 @@ pub fn decode_agent_event(cluster: &str, event: &Event) -> Result<Option<AgentIn
                 .ok()
                 .flatten(),
         }),
+        ClusterEvent::Unjoin(env) => Some(AgentInput::Unjoin {
+            cluster,
+            kept_resources: env
+                .data
+                .metadata
+                .annotations
+                .get(ocm_edge_schemas::wire::cluster_events::KEPT_RESOURCES_ANNOTATION)
+                .is_some_and(|v| v == "true"),
+        }),
         // The hub's own view coming back, or a type we do not handle.
         ClusterEvent::HubView(_) | ClusterEvent::Unknown { .. } => None,
     })

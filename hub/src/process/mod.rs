@@ -65,6 +65,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::config::HubConfig;
+use crate::core::Record;
 use crate::pki::PkiError;
 use crate::store::StoreError;
 
@@ -259,4 +260,12 @@ pub async fn run_hub(
             result.unwrap_or_else(|e| Err(HubError::Task(e.to_string())))
         }
     }
+}
+
+/// The clusters `records` forget (removed, or unjoined by their agents).
+fn forgotten_clusters(records: &[Record]) -> impl Iterator<Item = &str> {
+    records.iter().filter_map(|r| match r {
+        Record::ForgetCluster(name) => Some(name.as_str()),
+        _ => None,
+    })
 }

@@ -18,6 +18,7 @@ use ocm_edge_schemas::wire::topic;
 use tokio::sync::{mpsc, watch};
 
 use super::commit::HubLoop;
+use super::forgotten_clusters;
 use super::intake::Intake;
 use super::replies::Answered;
 use super::{EMBEDDED_KEEPALIVE, HUB_INFLIGHT, HUB_QUEUE, HubError, HubHandle, MAX_INTAKES};
@@ -167,6 +168,14 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
         loaded.spec_clock,
     );
     core.restore_objects(loaded.objects);
+    core.restore_removed_revoked(loaded.removed_revoked);
+    // A removal whose last work the hub forgot before it stopped: finished now.
+    let finished = core.unfinished_removals(Utc::now());
+    if !finished.records.is_empty() {
+        store.write(&finished.records)?;
+        core.apply(&finished.records);
+        keys.forget(forgotten_clusters(&finished.records));
+    }
     core.set_grace_start(Utc::now());
     // Each accepted cluster's client certificate, for brokers that take certificates as
     // identities; the revocation list written again at every start (it must never lapse).

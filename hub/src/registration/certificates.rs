@@ -159,6 +159,8 @@ impl HubCore {
         let mut all: Vec<(String, RevokedCertificate)> = self
             .clusters()
             .flat_map(|c| c.revoked_certificates.iter().map(|r| (c.name.clone(), r)))
+            // A removed cluster's record is gone; its certificates stay revoked until they end.
+            .chain(self.removed_revoked().iter().map(|(c, r)| (c.clone(), r)))
             .filter(|(_, r)| r.not_after > now)
             .map(|(c, r)| (c, r.clone()))
             .collect();
@@ -269,6 +271,32 @@ mod tests {
                 .cloned(),
             _ => None,
         })
+    }
+
+    #[test]
+    fn a_removed_clusters_certificate_stays_revoked_until_it_ends() {
+        let (mut core, _) = core_issuing();
+        join_and_accept(&mut core, "edge-1", "KEY1", t(0));
+        join_and_accept(&mut core, "edge-2", "KEY2", t(0));
+        for (cluster, at) in [("edge-1", 10), ("edge-2", 20)] {
+            let c = core.remove_cluster(cluster, false, t(at)).unwrap();
+            core.apply(&c.records);
+        }
+        assert!(core.cluster("edge-1").is_none() && core.cluster("edge-2").is_none());
+        let listed = core.revoked_certificates(t(30));
+        assert_eq!(
+            listed
+                .iter()
+                .map(|(c, r)| (c.as_str(), r.serial.as_str()))
+                .collect::<Vec<_>>(),
+            [("edge-1", "01"), ("edge-2", "02")],
+            "both removals are in the list, the second kept the first"
+        );
+        assert!(
+            core.revoked_certificates(t(0) + Duration::days(31))
+                .is_empty(),
+            "dropped once the certificates ended"
+        );
     }
 
     #[test]

@@ -200,6 +200,7 @@ impl HubCore {
             agent_key: None,
             certificate: None,
             revoked_certificates: vec![],
+            removing: None,
         }
     }
 
@@ -540,7 +541,14 @@ mod tests {
             },
             t(6),
         );
-        assert!(unknown.outbound.is_empty());
+        // An unknown (e.g. removed) cluster hears that the hub does not know it, and no work.
+        let views = hub_views(&unknown);
+        assert_eq!(unknown.outbound.len(), 1, "{:?}", unknown.outbound);
+        assert!(!views[0].spec.hub_accepts_client);
+        assert!(!is_condition_true(
+            &views[0].status.conditions,
+            HUB_ACCEPTED_MANAGED_CLUSTER
+        ));
     }
 
     #[test]

@@ -98,6 +98,15 @@ impl Standings {
         changed
     }
 
+    /// Drops removed clusters; returns those that had a standing (whose sessions to drop).
+    pub fn forget<'a>(&self, clusters: impl Iterator<Item = &'a str>) -> Vec<String> {
+        let mut map = self.0.write().unwrap_or_else(PoisonError::into_inner);
+        clusters
+            .filter(|c| map.remove(*c).is_some())
+            .map(str::to_owned)
+            .collect()
+    }
+
     /// The key bound to an accepted cluster.
     pub(crate) fn bound(&self, cluster: &str) -> Option<Vec<u8>> {
         match self

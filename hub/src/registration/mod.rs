@@ -11,6 +11,8 @@
 //! - [`certificates`]: when an accepted cluster gets, renews and loses its TLS client certificate
 //!   (for brokers that take certificates as identities). Pure.
 //! - [`cluster_ca`]: the CA that issues those certificates and writes their revocation list.
+//! - [`removal`]: `ocm-edge cluster remove` and an agent's unjoin: the cluster's works removed,
+//!   its key and certificate revoked, its record forgotten. Pure.
 //! - [`evict`]: drops a denied cluster's live session on an external broker's certificate
 //!   listener.
 //!
@@ -24,6 +26,7 @@ pub mod join;
 pub mod join_token;
 pub mod labels;
 pub mod logins;
+pub mod removal;
 
 pub use join::{RegistrationError, hub_view};
 pub use labels::{LabelEdit, in_a_set, put_in_default_set};

@@ -15,7 +15,7 @@ use ocm_edge_schemas::api::placement::LABEL_PLACEMENT;
 use ocm_edge_schemas::api::replicaset::{LABEL_MANIFEST_WORK_REPLICA_SET, LABEL_PLACEMENT_NAME};
 
 use crate::core::objects::{ObjectKey, ObjectKind, ReplicaSetRecord, StoredObject};
-use crate::core::{Change, ClusterState, HubCore, Record, WorkKey, WorkRecord};
+use crate::core::{Change, HubCore, Record, WorkKey, WorkRecord};
 use crate::rollout::{ClusterDecision, ClusterWork, TemplateState, plan_replica_set};
 use crate::work::WorkInput;
 
@@ -138,15 +138,13 @@ impl HubCore {
         // One copy of the template, shared by the works of every cluster it goes to.
         let shared_template = Arc::new(template.clone());
         for (cluster, placement) in &plan.to_apply {
-            let accepted = self
-                .cluster(cluster)
-                .is_some_and(|c| c.acceptance == ClusterState::Accepted);
+            let accepted = self.cluster(cluster).is_some_and(|c| c.is_schedulable());
             let wk = WorkKey::new(cluster.clone(), r.set.metadata.name.clone());
             let foreign = self.work(&wk).is_some() && !owned.contains_key(cluster);
             if !accepted || foreign {
                 tracing::warn!(
                     set = %key, %cluster,
-                    "replica set cannot place its work (cluster not accepted, or a work of that name not owned by the set)"
+                    "replica set cannot place its work (cluster not accepted or being removed, or a work of that name not owned by the set)"
                 );
                 continue;
             }

@@ -54,6 +54,11 @@ pub enum WorkError {
     BeingDeleted(WorkKey),
     #[error("invalid work: {0}")]
     Invalid(String),
+    #[error(
+        "cluster {0:?} is being removed (`ocm-edge cluster remove`): it takes no new work; \
+         `ocm-edge cluster get {0}` shows how many works its agent has still to remove"
+    )]
+    BeingRemoved(String),
 }
 
 /// The desired state of a work, as an operator gives it.
@@ -85,6 +90,9 @@ impl HubCore {
                 None => return Err(WorkError::UnknownCluster(cluster.clone())),
                 Some(c) if c.acceptance != ClusterState::Accepted => {
                     return Err(WorkError::NotAccepted(cluster.clone()));
+                }
+                Some(c) if c.removing.is_some() => {
+                    return Err(WorkError::BeingRemoved(cluster.clone()));
                 }
                 Some(_) => {}
             }
@@ -224,6 +232,10 @@ impl HubCore {
         let sequence_id = Some(report.sequence_id).filter(|s| !s.is_empty());
         if is_condition_true(&status.conditions, WORK_DELETED) {
             if work.deleting.is_some() {
+                // The last work of a cluster being removed: the cluster goes with it.
+                if let Some(forget) = self.removal_done_after_last_work(&work.key.cluster, now) {
+                    return forget;
+                }
                 return Change {
                     records: vec![Record::ForgetWork(work.key.clone())],
                     outbound: vec![],

@@ -97,6 +97,7 @@ impl AdminRequest {
             // Who joins, and (through its labels) which cluster sets a cluster is in.
             AdminRequest::AcceptCluster { .. }
             | AdminRequest::DenyCluster { .. }
+            | AdminRequest::RemoveCluster { .. }
             | AdminRequest::LabelCluster { .. }
             | AdminRequest::TaintCluster { .. }
             | AdminRequest::SetClusterSet { .. }
@@ -184,6 +185,14 @@ mod tests {
         );
         assert_eq!(
             AdminRequest::AddCluster { name: name() }.required_role(),
+            Role::Admin
+        );
+        assert_eq!(
+            AdminRequest::RemoveCluster {
+                name: name(),
+                force: false
+            }
+            .required_role(),
             Role::Admin
         );
         // Which set a cluster is in is who may get its works: OCM's managedclustersets/join.

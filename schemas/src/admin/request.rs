@@ -71,6 +71,22 @@ pub enum AdminRequest {
         /// Cluster name.
         name: String,
     },
+    /// Removes a cluster from the hub (OCM's ManagedCluster deletion): the hub asks its agent to
+    /// remove every work it applied (each per its `deleteOption`), and once the agent confirmed
+    /// them all it revokes the cluster's key and certificate, drops its broker session and
+    /// forgets its record, works and statuses. A cluster that is not accepted, or holds no work,
+    /// is forgotten at once; `force` forgets an accepted one without waiting for its agent (what
+    /// the agent applied stays on the cluster). A removed cluster's agent must join again (it
+    /// is then Pending). Asked again while it is being removed, the deletes are sent again.
+    /// Answer: [`AdminPayload::Cluster`], with `removing` set while the agent removes its works
+    /// and `removed` once the hub forgot it; NotFound when the hub does not know it.
+    RemoveCluster {
+        /// Cluster name.
+        name: String,
+        /// Forget the cluster now, without waiting for its agent.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        force: bool,
+    },
     /// Sets and removes labels of a known cluster: the labels placements and cluster sets select
     /// it by (the `cluster.open-cluster-management.io/clusterset` label is its set). An agent
     /// cannot change an accepted cluster's labels; this command is how the hub does. Removal
@@ -291,11 +307,12 @@ impl AdminRequest {
 
     /// Every command this build knows, as it appears in JSON; a request naming another one decodes
     /// as [`AdminRequest::Unknown`].
-    pub const COMMANDS: [&'static str; 24] = [
+    pub const COMMANDS: [&'static str; 25] = [
         "listClusters",
         "getCluster",
         "acceptCluster",
         "denyCluster",
+        "removeCluster",
         "labelCluster",
         "taintCluster",
         "addCluster",
@@ -327,6 +344,7 @@ impl AdminRequest {
             AdminRequest::GetCluster { .. } => "getCluster",
             AdminRequest::AcceptCluster { .. } => "acceptCluster",
             AdminRequest::DenyCluster { .. } => "denyCluster",
+            AdminRequest::RemoveCluster { .. } => "removeCluster",
             AdminRequest::LabelCluster { .. } => "labelCluster",
             AdminRequest::TaintCluster { .. } => "taintCluster",
             AdminRequest::AddCluster { .. } => "addCluster",
@@ -361,6 +379,7 @@ impl AdminRequest {
         match self {
             AdminRequest::AcceptCluster { name, .. }
             | AdminRequest::DenyCluster { name }
+            | AdminRequest::RemoveCluster { name, .. }
             | AdminRequest::LabelCluster { name, .. }
             | AdminRequest::TaintCluster { name, .. }
             | AdminRequest::AddCluster { name } => Some(format!("ocm-edge cluster get {name}")),
@@ -393,6 +412,7 @@ impl AdminRequest {
         match self {
             AdminRequest::AcceptCluster { .. }
             | AdminRequest::DenyCluster { .. }
+            | AdminRequest::RemoveCluster { .. }
             | AdminRequest::LabelCluster { .. }
             | AdminRequest::TaintCluster { .. }
             | AdminRequest::AddCluster { .. }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::api::cluster::{ManagedClusterClaim, Taint};
-use crate::api::meta::{Condition, Time};
+use crate::api::meta::{Condition, Quantity, Time};
 use crate::api::work::{ManifestCondition, ManifestWorkSpec};
 
 /// Registration state of a cluster.
@@ -95,6 +95,19 @@ pub struct ClusterView {
     /// How many works the hub holds for the cluster.
     #[serde(default)]
     pub works: u32,
+    /// What the cluster has (`cpu`, `memory`, `pods`, `nodes`), as its agent reports.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub capacity: BTreeMap<String, Quantity>,
+    /// What of it workloads may use, as its agent reports.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub allocatable: BTreeMap<String, Quantity>,
+    /// When its removal started (`ocm-edge cluster remove`): the hub forgets it once its agent
+    /// confirmed every work removed (`works` counts those left).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub removing: Option<Time>,
+    /// Set only in the answer to a removal: the hub forgot the cluster.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub removed: bool,
 }
 
 /// Identity of one manifest of a work's spec, for listings before any status arrives.

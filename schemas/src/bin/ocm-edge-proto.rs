@@ -151,7 +151,10 @@ fn decode(file: &str, event: &Event) -> Result<(), Failure> {
                 );
                 Ok(())
             }
-            ClusterEvent::JoinRequest(c) | ClusterEvent::HubView(c) | ClusterEvent::Status(c) => {
+            ClusterEvent::JoinRequest(c)
+            | ClusterEvent::Unjoin(c)
+            | ClusterEvent::HubView(c)
+            | ClusterEvent::Status(c) => {
                 println!("data:        ManagedCluster {}", c.data.metadata.name);
                 Ok(())
             }

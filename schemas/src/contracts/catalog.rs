@@ -316,6 +316,16 @@ fn messages() -> Vec<MessageSpec> {
             payload: files::MANAGED_CLUSTER,
         },
         MessageSpec {
+            id: "clusterUnjoin",
+            title: "ManagedCluster unjoin",
+            summary: "The agent leaves the hub (`ocm-edge-agent unjoin`): it removed what it applied, or kept it when the annotation edge.open-cluster-management.io/kept-resources is \"true\", and wiped its store and key. Signed with the key bound at acceptance; the hub then forgets the cluster, its works and statuses.",
+            envelope: ce(
+                ty(&MANAGED_CLUSTERS, Spec, DeleteRequest),
+                cluster_extensions(),
+            ),
+            payload: files::MANAGED_CLUSTER,
+        },
+        MessageSpec {
             id: "clusterHubView",
             title: "ManagedCluster: the hub's view",
             summary: "hubAcceptsClient, taints and conditions (HubAcceptedManagedCluster, ...); carries the hub's signing certificate, from which agents learn its key.",
@@ -454,6 +464,7 @@ fn channels() -> Vec<ChannelSpec> {
                 "workStatusUpdate",
                 "workStatusResyncResponse",
                 "clusterJoinRequest",
+                "clusterUnjoin",
                 "clusterStatus",
                 "leaseRenew",
                 "addOnPlacementScore",

@@ -5,6 +5,7 @@
 //! |---|---|---|
 //! | [`ClusterEvent::JoinRequest`] | `cluster.open-cluster-management.io.v1.managedclusters.spec.create_request` | agent to hub |
 //! | [`ClusterEvent::HubView`] | `...managedclusters.spec.update_request` | hub to agent |
+//! | [`ClusterEvent::Unjoin`] | `...managedclusters.spec.delete_request` | agent to hub |
 //! | [`ClusterEvent::Status`] | `...managedclusters.status.update_request` | agent to hub |
 //! | [`ClusterEvent::Lease`] | `coordination.k8s.io.v1.leases.spec.update_request` | agent to hub |
 //! | [`ClusterEvent::Presence`] | `edge.open-cluster-management.io.v1alpha1.presences.status.update_request` | agent to hub (birth and MQTT will) |
@@ -23,6 +24,10 @@ use crate::api::cluster::ManagedCluster;
 use crate::api::lease::Lease;
 use cloudevents::{AttributesReader, AttributesWriter, Event};
 use serde::{Deserialize, Serialize};
+
+/// Annotation of an unjoin's ManagedCluster: `"true"` when the agent left what it applied on the
+/// cluster (`ocm-edge-agent unjoin --keep-resources`).
+pub const KEPT_RESOURCES_ANNOTATION: &str = "edge.open-cluster-management.io/kept-resources";
 
 /// Whether an agent's MQTT session is up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
@@ -56,6 +61,10 @@ pub struct ClusterEnvelope<T> {
 pub enum ClusterEvent {
     /// Agent asks to join (name, labels, spec.leaseDurationSeconds, status.clusterClaims).
     JoinRequest(ClusterEnvelope<ManagedCluster>),
+    /// The agent leaves the hub (`ocm-edge-agent unjoin`): it removed what it applied (or kept
+    /// it, as `KEPT_RESOURCES_ANNOTATION` says) and wipes its store and key; the hub forgets the
+    /// cluster. Data: the ManagedCluster by name.
+    Unjoin(ClusterEnvelope<ManagedCluster>),
     /// The hub's view of the cluster (hubAcceptsClient, taints, conditions).
     HubView(ClusterEnvelope<ManagedCluster>),
     /// The agent's cluster status (claims, capacity, allocatable, version, conditions).
@@ -75,6 +84,9 @@ fn ty(event: &ClusterEvent) -> Option<EventType> {
         }
         ClusterEvent::HubView(_) => {
             MANAGED_CLUSTERS.event_type(SubResource::Spec, Action::UpdateRequest)
+        }
+        ClusterEvent::Unjoin(_) => {
+            MANAGED_CLUSTERS.event_type(SubResource::Spec, Action::DeleteRequest)
         }
         ClusterEvent::Status(_) => {
             MANAGED_CLUSTERS.event_type(SubResource::Status, Action::UpdateRequest)
@@ -116,7 +128,9 @@ impl ClusterEvent {
         let unknown = || WorkEventError::Build("an unknown cluster event cannot be sent".into());
         let t = ty(self).ok_or_else(unknown)?;
         match self {
-            Self::JoinRequest(env) | Self::HubView(env) | Self::Status(env) => build(t, env),
+            Self::JoinRequest(env) | Self::Unjoin(env) | Self::HubView(env) | Self::Status(env) => {
+                build(t, env)
+            }
             Self::Lease(env) => build(t, env),
             Self::Presence(env) => build(t, env),
             Self::Unknown { .. } => Err(unknown()),
@@ -191,6 +205,9 @@ impl ClusterEvent {
                 }
                 (Spec, UpdateRequest) => {
                     Self::HubView(typed(event, envelope("ManagedCluster")?, "ManagedCluster")?)
+                }
+                (Spec, DeleteRequest) => {
+                    Self::Unjoin(typed(event, envelope("ManagedCluster")?, "ManagedCluster")?)
                 }
                 (Status, UpdateRequest) => {
                     Self::Status(typed(event, envelope("ManagedCluster")?, "ManagedCluster")?)

@@ -180,6 +180,14 @@ fn every_event() -> Vec<(&'static str, &'static str, MqttMessage)> {
             ))),
         ),
         (
+            "clusterUnjoin",
+            AGENT_TOPIC,
+            cluster(ClusterEvent::Unjoin(cluster_env(
+                ManagedCluster::new("edge-1"),
+                "",
+            ))),
+        ),
+        (
             "clusterHubView",
             HUB_TOPIC,
             cluster(ClusterEvent::HubView(cluster_env(

@@ -369,6 +369,19 @@ impl AdminClient {
         self.cluster_call(req).await
     }
 
+    /// Removes a cluster (`force`: without waiting for its agent); returns its view, with
+    /// `removing` set while its agent removes its works, `removed` once the hub forgot it.
+    ///
+    /// # Errors
+    /// NotFound when unknown (or already removed); see [`AdminClient::request`].
+    pub async fn remove_cluster(&self, name: &str, force: bool) -> Result<ClusterView> {
+        let req = AdminRequest::RemoveCluster {
+            name: name.to_owned(),
+            force,
+        };
+        self.cluster_call(req).await
+    }
+
     /// Sets the labels `set` and removes the keys `remove` of a cluster; returns its new view.
     ///
     /// # Errors

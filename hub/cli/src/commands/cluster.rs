@@ -1,4 +1,4 @@
-//! `ocm-edge cluster list|get|accept|deny|label|taint|add|broker-config`.
+//! `ocm-edge cluster list|get|accept|deny|remove|label|taint|add|broker-config`.
 
 use clap::Subcommand;
 
@@ -45,6 +45,24 @@ pub enum ClusterCommand {
     Deny {
         /// Cluster name.
         name: String,
+    },
+    /// Remove a cluster from the hub: its agent removes every work it applied (each per its
+    /// deleteOption), then the hub revokes its key and certificate, drops its broker login and
+    /// forgets it, its works and statuses. Its agent can come back only by joining again
+    /// (admin role).
+    Remove {
+        /// Cluster name.
+        name: String,
+        /// Wait until the hub has forgotten the cluster (its agent confirmed every work removed).
+        #[arg(long)]
+        wait: bool,
+        /// How long --wait waits, e.g. `5m`.
+        #[arg(long, default_value = "5m", value_parser = crate::parse_duration, value_name = "DURATION", requires = "wait")]
+        wait_timeout: std::time::Duration,
+        /// Forget the cluster now, without waiting for its agent (for a cluster that will never
+        /// answer): what its agent applied stays on the cluster.
+        #[arg(long, conflicts_with = "wait")]
+        force: bool,
     },
     /// Set or remove a cluster's labels (`k=v` sets, `k-` removes), which placements and cluster
     /// sets select it by: `cluster.open-cluster-management.io/clusterset=SET` puts it in a set.
@@ -240,6 +258,26 @@ pub async fn run(global: &GlobalArgs, cmd: ClusterCommand) -> Result<(), CliErro
                 cluster.name, cluster.state
             )
         }
+        ClusterCommand::Remove {
+            name,
+            wait,
+            wait_timeout,
+            force,
+        } => {
+            let cluster = client.remove_cluster(&name, force).await?;
+            if cluster.removed {
+                removed_text(&cluster)
+            } else if wait {
+                wait_removed(&client, &cluster, wait_timeout).await?
+            } else {
+                format!(
+                    "removing cluster {name}: its agent removes its {works} work(s), then the hub \
+                     forgets it (`ocm-edge cluster get {name}` shows the works left; \
+                     `--wait` waits for it, `--force` forgets it without its agent)\n",
+                    works = cluster.works,
+                )
+            }
+        }
         ClusterCommand::Label { name, labels } => {
             let (set, remove) = label_changes(&labels)?;
             let cluster = client.label_cluster(&name, set, remove).await?;
@@ -277,6 +315,56 @@ pub async fn run(global: &GlobalArgs, cmd: ClusterCommand) -> Result<(), CliErro
     };
     client.disconnect().await;
     print(&text)
+}
+
+/// What `cluster remove` says once the hub forgot the cluster.
+fn removed_text(cluster: &ClusterView) -> String {
+    format!(
+        "cluster {} removed: its key and certificate are revoked and the hub forgot it; its agent \
+         can come back only by joining again (`ocm-edge token create`, then `ocm-edge cluster \
+         accept`)\n",
+        cluster.name
+    )
+}
+
+/// Waits until the hub has forgotten `removing` (its answer to a get is NotFound), for at most
+/// `timeout`, asking once a second.
+///
+/// # Errors
+/// [`CliError::Usage`] when it is still there at the end, saying how many works are left and
+/// what to do.
+async fn wait_removed(
+    client: &crate::client::AdminClient,
+    removing: &ClusterView,
+    timeout: std::time::Duration,
+) -> Result<String, CliError> {
+    use ocm_edge_schemas::admin::AdminErrorKind;
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let last = match client.get_cluster(&removing.name).await {
+            Err(e) if e.hub_kind() == Some(AdminErrorKind::NotFound) => {
+                return Ok(removed_text(removing));
+            }
+            Err(e) => return Err(e.into()),
+            Ok(view) => view,
+        };
+        if tokio::time::Instant::now() >= deadline {
+            return Err(CliError::Usage(format!(
+                "cluster {name} is still being removed after {secs} s: its agent has not \
+                 confirmed {works} work(s) removed (is it connected? `ocm-edge cluster get {name}` \
+                 shows its availability). Wait longer with --wait-timeout, or run `ocm-edge \
+                 cluster remove {name} --force` to forget it without its agent (what it applied \
+                 stays on the cluster)",
+                name = removing.name,
+                secs = timeout.as_secs(),
+                works = last.works,
+            )));
+        }
+        tokio::time::sleep_until(
+            (tokio::time::Instant::now() + std::time::Duration::from_secs(1)).min(deadline),
+        )
+        .await;
+    }
 }
 
 /// What `cluster accept` says: the state, the labels taken, and the set the agent asked for
