@@ -157,6 +157,23 @@ impl AgentIdentity {
         ClusterEvent::JoinRequest(self.envelope(cluster.clone(), now)).to_event()
     }
 
+    /// The unjoin (ManagedCluster delete_request): the agent leaves the hub, having removed
+    /// what it applied unless `kept_resources`.
+    pub fn unjoin(
+        &self,
+        kept_resources: bool,
+        now: DateTime<Utc>,
+    ) -> Result<Event, WorkEventError> {
+        let mut cluster = ManagedCluster::new(self.cluster.clone());
+        if kept_resources {
+            cluster.metadata.annotations.insert(
+                ocm_edge_schemas::wire::cluster_events::KEPT_RESOURCES_ANNOTATION.to_owned(),
+                "true".to_owned(),
+            );
+        }
+        ClusterEvent::Unjoin(self.envelope(cluster, now)).to_event()
+    }
+
     /// The cluster status (ManagedCluster status.update_request).
     pub fn cluster_status(
         &self,

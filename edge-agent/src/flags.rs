@@ -31,12 +31,7 @@ pub enum ApplierKind {
 
 /// ocm-edge edge agent: applies ManifestWorks received over MQTT and reports their status.
 #[derive(Debug, Parser)]
-#[command(
-    name = "ocm-edge-agent",
-    version,
-    subcommand_negates_reqs = true,
-    args_conflicts_with_subcommands = true
-)]
+#[command(name = "ocm-edge-agent", version, subcommand_negates_reqs = true)]
 pub struct Cli {
     /// Change the simulated cluster of a running `--applier sim` agent (drift from outside).
     #[command(subcommand)]
@@ -171,6 +166,19 @@ pub enum Command {
         data_dir: PathBuf,
         #[command(subcommand)]
         action: SimAction,
+    },
+    /// Leave the hub, with the agent stopped and its flags given before `unjoin` (or its
+    /// OCM_EDGE_* environment): removes what every work applied (per each work's deleteOption),
+    /// tells the hub (a signed unjoin through the broker; the hub forgets the cluster), then
+    /// wipes the agent's store, key and certificate. Nothing is wiped until the hub is told: a
+    /// run that stops part way can be run again.
+    Unjoin {
+        /// Leave what the works applied on the cluster.
+        #[arg(long)]
+        keep_resources: bool,
+        /// How long to wait for resources to go and for the broker, each.
+        #[arg(long, default_value = "60", value_name = "SECONDS")]
+        timeout_seconds: u64,
     },
 }
 

@@ -15,6 +15,7 @@
 //! - [`applier`]: the [`applier::Applier`] trait, the simulated cluster ([`SimControl`], with its
 //!   control socket) and kube-rs.
 //! - [`store`]: the redb file.
+//! - [`unjoin`]: `ocm-edge-agent unjoin`, the edge side of a cluster's removal.
 //! - [`events`]: parse hub events, build agent events (on `ocm_edge_schemas::wire`).
 //! - [`config`]: [`AgentConfig`], [`ApplierConfig`]; [`flags`]: the `ocm-edge-agent` command line.
 //!
@@ -45,6 +46,7 @@ pub mod registration;
 pub mod session;
 pub mod store;
 pub mod transfer;
+pub mod unjoin;
 pub mod work;
 
 pub use applier::sim::SimControl;

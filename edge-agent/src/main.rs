@@ -69,8 +69,31 @@ async fn main() -> anyhow::Result<()> {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
-    if let Some(Command::Sim { data_dir, action }) = cli.command {
-        return run_sim(&data_dir, action).await;
+    match cli.command {
+        Some(Command::Sim { data_dir, action }) => return run_sim(&data_dir, action).await,
+        Some(Command::Unjoin {
+            keep_resources,
+            timeout_seconds,
+        }) => {
+            let cfg = cli.agent_config()?;
+            let done = ocm_edge_agent::unjoin::unjoin(
+                &cfg,
+                keep_resources,
+                std::time::Duration::from_secs(timeout_seconds),
+            )
+            .await?;
+            println!(
+                "cluster {} unjoined: {} work(s), {} resource(s) removed, {} left on the cluster; \
+                 the hub forgets the cluster; store and key wiped from {}",
+                cfg.cluster_name,
+                done.works,
+                done.deleted,
+                done.kept,
+                cfg.data_dir.display()
+            );
+            return Ok(());
+        }
+        None => {}
     }
     let cfg = cli.agent_config()?;
     cfg.validate().context("invalid configuration")?;

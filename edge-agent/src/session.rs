@@ -216,27 +216,7 @@ pub async fn start_agent(cfg: AgentConfig) -> Result<AgentHandle, AgentError> {
         key = key.id(),
         "this agent's signing key: the hub shows it with the cluster (`ocm-edge cluster get`); compare before accepting"
     );
-    let (applier, sim) = match &cfg.applier {
-        ApplierConfig::Sim { ready_delay } => {
-            let sim = SimApplier::new(store.database(), *ready_delay)?;
-            sim.set_facts(cfg.sim_facts.clone());
-            let control = sim.control();
-            (AnyApplier::Sim(sim), Some(control))
-        }
-        #[cfg(feature = "kube")]
-        ApplierConfig::Kube { kubeconfig } => (
-            AnyApplier::Kube(KubeApplier::connect(kubeconfig.as_deref()).await?),
-            None,
-        ),
-        #[cfg(not(feature = "kube"))]
-        ApplierConfig::Kube { .. } => {
-            return Err(AgentError::Applier(ApplyError::Unavailable(
-                "this build of the agent has no kube applier (built without the `kube` feature); \
-                 use `--applier sim` or a default build"
-                    .into(),
-            )));
-        }
-    };
+    let (applier, sim) = applier_for(&cfg, &store).await?;
     let outbox = Outbox::from_records(store.all_status()?);
     let trust = if cfg.accept_unsigned_from.is_some() {
         tracing::warn!(
@@ -295,6 +275,64 @@ pub async fn start_agent(cfg: AgentConfig) -> Result<AgentHandle, AgentError> {
         stop,
         task,
     })
+}
+
+/// The applier `cfg` names, over `store` (the sim keeps its cluster there), and the sim's
+/// control when it is the sim.
+pub(crate) async fn applier_for(
+    cfg: &AgentConfig,
+    store: &Store,
+) -> Result<(AnyApplier, Option<SimControl>), AgentError> {
+    Ok(match &cfg.applier {
+        ApplierConfig::Sim { ready_delay } => {
+            let sim = SimApplier::new(store.database(), *ready_delay)?;
+            sim.set_facts(cfg.sim_facts.clone());
+            let control = sim.control();
+            (AnyApplier::Sim(sim), Some(control))
+        }
+        #[cfg(feature = "kube")]
+        ApplierConfig::Kube { kubeconfig } => (
+            AnyApplier::Kube(KubeApplier::connect(kubeconfig.as_deref()).await?),
+            None,
+        ),
+        #[cfg(not(feature = "kube"))]
+        ApplierConfig::Kube { .. } => {
+            return Err(AgentError::Applier(ApplyError::Unavailable(
+                "this build of the agent has no kube applier (built without the `kube` feature); \
+                 use `--applier sim` or a default build"
+                    .into(),
+            )));
+        }
+    })
+}
+
+/// How the agent logs in to `url` with `tls`: a password given for an external broker, else,
+/// over TLS only, the proof of the agent's own key (and its join token), which the hub's
+/// embedded broker asks for; never in plaintext, where anyone on the path could take it.
+pub(crate) fn login_config(
+    cfg: &AgentConfig,
+    key: &AgentKey,
+    url: BrokerUrl,
+    tls: ocm_edge_mqtt::TlsFiles,
+) -> SessionConfig {
+    let client_id = ocm_edge_mqtt::acl::agent_client_id(&cfg.cluster_name);
+    let credentials = cfg.broker_credentials().or_else(|| {
+        url.is_tls().then(|| Credentials {
+            username: cfg.cluster_name.clone(),
+            password: key.login_password(&cfg.cluster_name, &client_id, cfg.join_token.as_deref()),
+        })
+    });
+    let mut session_cfg = SessionConfig::new(url, client_id);
+    session_cfg.keepalive = cfg.keepalive;
+    session_cfg.connect_timeout = cfg.connect_timeout;
+    session_cfg.receive_maximum = Some(cfg.receive_maximum);
+    session_cfg.credentials = credentials;
+    session_cfg.tls = tls;
+    session_cfg.backoff = ocm_edge_mqtt::Backoff {
+        min: cfg.reconnect_min,
+        max: cfg.reconnect_max,
+    };
+    session_cfg
 }
 
 pub(crate) struct Agent {
@@ -361,10 +399,6 @@ impl Agent {
         let will_id = self.id.clone();
         let will_topic = self.agent_events.clone();
         let will_key = Arc::clone(&self.key);
-        let client_id = ocm_edge_mqtt::acl::agent_client_id(&self.cfg.cluster_name);
-        // A password given for an external broker, else, over TLS only, the proof of the
-        // agent's own key (and its join token), which the hub's embedded broker asks for; never
-        // in plaintext, where anyone on the path could take it.
         let mut url = self.cfg.broker_url()?;
         let mut tls = self.cfg.tls.clone();
         self.on_mtls = false;
@@ -382,26 +416,7 @@ impl Agent {
             self.on_mtls = true;
             tracing::info!(broker = %url, "logging in with the cluster's certificate");
         }
-        let credentials = self.cfg.broker_credentials().or_else(|| {
-            url.is_tls().then(|| Credentials {
-                username: self.cfg.cluster_name.clone(),
-                password: self.key.login_password(
-                    &self.cfg.cluster_name,
-                    &client_id,
-                    self.cfg.join_token.as_deref(),
-                ),
-            })
-        });
-        let mut session_cfg = SessionConfig::new(url, client_id);
-        session_cfg.keepalive = self.cfg.keepalive;
-        session_cfg.connect_timeout = self.cfg.connect_timeout;
-        session_cfg.receive_maximum = Some(self.cfg.receive_maximum);
-        session_cfg.credentials = credentials;
-        session_cfg.tls = tls;
-        session_cfg.backoff = ocm_edge_mqtt::Backoff {
-            min: self.cfg.reconnect_min,
-            max: self.cfg.reconnect_max,
-        };
+        let mut session_cfg = login_config(&self.cfg, &self.key, url, tls);
         session_cfg.subscriptions = vec![
             topic::source_events(&self.cfg.source_id, &self.cfg.cluster_name)?,
             topic::source_broadcast(&self.cfg.source_id)?,

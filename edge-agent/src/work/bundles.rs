@@ -6,7 +6,7 @@ use ocm_edge_schemas::api::meta::Time;
 use ocm_edge_schemas::wire::resync::ResourceVersion;
 use ocm_edge_schemas::wire::works::SpecEvent;
 
-use crate::applier::{Applier, ApplyError};
+use crate::applier::{AnyApplier, Applier, ApplyError};
 use crate::events::admissible;
 use crate::session::Agent;
 use crate::store::{DesiredBundle, Tombstone};
@@ -221,7 +221,7 @@ impl Agent {
         }
         let mut deleted = 0u64;
         for removal in &plan.removals {
-            match self.remove_object(removal).await {
+            match remove_object(&self.applier, removal).await {
                 Ok(()) => {
                     if matches!(removal, RemoveAction::Delete { .. }) {
                         deleted += 1;
@@ -281,26 +281,6 @@ impl Agent {
             .record(&desired.resource_id, envelope, status, false);
     }
 
-    async fn remove_object(&self, removal: &RemoveAction) -> Result<(), ApplyError> {
-        match removal {
-            RemoveAction::Orphan { .. } => Ok(()),
-            RemoveAction::Delete {
-                resource,
-                propagation,
-            } => {
-                self.applier.delete(resource, *propagation).await?;
-                // Foreground deletion finishes when the object is gone (finalizers ran).
-                match self.applier.get(resource, Utc::now()).await? {
-                    None => Ok(()),
-                    Some(_) => Err(ApplyError::Api(format!(
-                        "{} is still being deleted",
-                        resource.key()
-                    ))),
-                }
-            }
-        }
-    }
-
     async fn remove_bundle(
         &mut self,
         desired: DesiredBundle,
@@ -311,7 +291,7 @@ impl Agent {
         let mut remaining = Vec::new();
         let mut deleted = 0u64;
         for removal in &removals {
-            match self.remove_object(removal).await {
+            match remove_object(&self.applier, removal).await {
                 Ok(()) => {
                     if matches!(removal, RemoveAction::Delete { .. }) {
                         deleted += 1;
@@ -411,4 +391,32 @@ fn conditions_text(conditions: &[ocm_edge_schemas::api::meta::Condition]) -> Str
         .map(|c| format!("{}={}", c.type_, c.status))
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// Carries out one removal: deletes the object (foreground) and checks it is gone; an orphaned
+/// one is left as it is.
+///
+/// # Errors
+/// The API's error, or one saying the object is still being deleted (finalizers running).
+pub(crate) async fn remove_object(
+    applier: &AnyApplier,
+    removal: &RemoveAction,
+) -> Result<(), ApplyError> {
+    match removal {
+        RemoveAction::Orphan { .. } => Ok(()),
+        RemoveAction::Delete {
+            resource,
+            propagation,
+        } => {
+            applier.delete(resource, *propagation).await?;
+            // Foreground deletion finishes when the object is gone (finalizers ran).
+            match applier.get(resource, Utc::now()).await? {
+                None => Ok(()),
+                Some(_) => Err(ApplyError::Api(format!(
+                    "{} is still being deleted",
+                    resource.key()
+                ))),
+            }
+        }
+    }
 }

@@ -11,7 +11,7 @@
 //! - [`outbox`]: the latest status per bundle, until the hub has it.
 
 pub mod acceptance;
-mod bundles;
+pub(crate) mod bundles;
 pub mod outbox;
 pub mod plan;
 pub mod resource;

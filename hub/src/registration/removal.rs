@@ -22,7 +22,7 @@ use ocm_edge_schemas::api::meta::{Condition, ConditionStatus, set_condition};
 
 use super::certificates;
 use super::join::RegistrationError;
-use crate::core::{Change, ClusterRecord, ClusterState, HubCore, Record, counter, time};
+use crate::core::{Change, ClusterRecord, ClusterState, HubCore, Outbound, Record, counter, time};
 
 impl HubCore {
     /// Starts removing `cluster` (see the module), or forgets it at once when `force` is set,
@@ -124,6 +124,11 @@ impl HubCore {
         change
             .records
             .push(Record::ForgetCluster(record.name.clone()));
+        // Its agent (or `ocm-edge-agent unjoin` waiting for this) learns that it must join again;
+        // on the hub's embedded broker its session is dropped first, and the refused key says it.
+        change
+            .outbound
+            .push(Outbound::HubView(Box::new(unknown_view(&record.name, now))));
         if !gone.revoked_certificates.is_empty() || !self.removed_revoked().is_empty() {
             let mut revoked: Vec<_> = self
                 .removed_revoked()

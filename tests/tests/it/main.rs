@@ -30,6 +30,7 @@ mod ocm_work_agent;
 mod process_kill;
 mod recovery;
 mod registration;
+mod removal;
 mod shaped_link;
 mod shared_intake;
 mod signed_specs;
