@@ -85,6 +85,146 @@ fn orphaning_work() -> ManifestWork {
     .unwrap()
 }
 
+/// The real agent binary for `cluster` on `fleet`'s hub broker, on the real cluster through
+/// `kubeconfig`, with its store in `data_dir` (add `unjoin` for that subcommand).
+fn agent_command(
+    fleet: &Fleet,
+    cluster: &str,
+    kubeconfig: &std::path::Path,
+    data_dir: &std::path::Path,
+) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(agent_binary());
+    command
+        .args(["--cluster-name", cluster, "--broker", fleet.broker_url()])
+        .arg("--broker-ca-file")
+        .arg(fleet.options().broker_ca_file.as_ref().unwrap())
+        .args(["--token", fleet.join_token().unwrap(), "--applier", "kube"])
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .arg("--data-dir")
+        .arg(data_dir)
+        .env_remove("OCM_EDGE_BROKER")
+        .kill_on_drop(true);
+    command
+}
+
+/// A work `site` of a Namespace `ns` and a ConfigMap in it, for `cluster`.
+fn site_work(cluster: &str, ns: &str) -> ManifestWork {
+    serde_json::from_value(json!({
+        "apiVersion": "work.open-cluster-management.io/v1",
+        "kind": "ManifestWork",
+        "metadata": {"name": "site", "namespace": cluster},
+        "spec": {"workload": {"manifests": [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
+            {"apiVersion": "v1", "kind": "ConfigMap",
+             "metadata": {"name": "site", "namespace": ns}, "data": {"site": cluster}}
+        ]}}
+    }))
+    .unwrap()
+}
+
+/// Two clusters on one real API server, each with the real agent binary: one removed from the
+/// hub (`cluster remove`), the other leaving by itself (`ocm-edge-agent unjoin`, run as a
+/// process after its agent was killed). Both times what their works applied is gone from the
+/// API server and the hub forgets the cluster. On the way, the hub shows the real cluster's
+/// capacity.
+#[tokio::test]
+async fn e2e_a_removed_and_an_unjoined_cluster_leave_nothing_on_a_real_api_server() {
+    let Some(admin_kubeconfig) = ocm_edge_tests::kube::kubeconfig(
+        "e2e_a_removed_and_an_unjoined_cluster_leave_nothing_on_a_real_api_server",
+    ) else {
+        return;
+    };
+    let admin = KubeApplier::connect(Some(&admin_kubeconfig)).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = agent_kubeconfig(&admin, &admin_kubeconfig, dir.path()).await;
+    let fleet = Fleet::start_with(FleetOptions {
+        hub_broker: true,
+        ..FleetOptions::default()
+    })
+    .await;
+    let hub = fleet.admin().await;
+    let mut agents = Vec::new();
+    for cluster in ["kube-removed", "kube-unjoined"] {
+        let data_dir = dir.path().join(cluster);
+        let agent = agent_command(&fleet, cluster, &kubeconfig, &data_dir)
+            .spawn()
+            .unwrap();
+        agents.push((agent, data_dir));
+        fleet.accept(cluster).await;
+        hub.apply_manifest_work(site_work(cluster, &format!("e2e-{cluster}")))
+            .await
+            .unwrap();
+    }
+    let config_map = |cluster: &str| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "site", "namespace": format!("e2e-{cluster}")}})
+    };
+    let namespace = |cluster: &str| {
+        json!({"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": format!("e2e-{cluster}")}})
+    };
+    wait_until("both works on the cluster", WAIT, || async {
+        get(&admin, &config_map("kube-removed")).await.is_some()
+            && get(&admin, &config_map("kube-unjoined")).await.is_some()
+    })
+    .await
+    .unwrap();
+    // The real cluster's capacity, as `ocm-edge cluster get` shows it.
+    let view = fleet
+        .wait_cluster("kube-removed", WAIT, "with the cluster's capacity", |c| {
+            ["cpu", "memory", "pods", "nodes"]
+                .iter()
+                .all(|k| c.capacity.contains_key(*k))
+        })
+        .await;
+    eprintln!(
+        "capacity of the e2e cluster: {:?}; allocatable: {:?}",
+        view.capacity, view.allocatable
+    );
+
+    // Removed from the hub: the agent removes the work, then the hub forgets the cluster.
+    let removing = hub.remove_cluster("kube-removed", false).await.unwrap();
+    assert!(removing.removing.is_some(), "{removing:?}");
+    wait_until("kube-removed forgotten by the hub", WAIT, || async {
+        hub.get_cluster("kube-removed").await.is_err()
+    })
+    .await
+    .unwrap();
+    assert!(get(&admin, &config_map("kube-removed")).await.is_none());
+    wait_until("kube-removed's namespace gone", WAIT, || async {
+        get(&admin, &namespace("kube-removed")).await.is_none()
+    })
+    .await
+    .unwrap();
+
+    // Unjoined from the edge, by the real binary, with the agent killed first.
+    let (mut agent, data_dir) = agents.pop().unwrap();
+    agent.kill().await.unwrap();
+    let out = agent_command(&fleet, "kube-unjoined", &kubeconfig, &data_dir)
+        .arg("unjoin")
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "unjoin failed: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("2 resource(s) removed"), "{stdout}");
+    assert!(get(&admin, &namespace("kube-unjoined")).await.is_none());
+    assert!(!data_dir.join("agent-key.p8").exists(), "key wiped");
+    wait_until("kube-unjoined forgotten by the hub", WAIT, || async {
+        hub.get_cluster("kube-unjoined").await.is_err()
+    })
+    .await
+    .unwrap();
+    for (mut agent, _) in agents {
+        agent.kill().await.unwrap();
+    }
+}
+
 #[tokio::test]
 async fn e2e_a_work_goes_through_the_real_agent_binary_to_a_real_api_server_and_back() {
     let Some(admin_kubeconfig) = ocm_edge_tests::kube::kubeconfig(
@@ -102,17 +242,7 @@ async fn e2e_a_work_goes_through_the_real_agent_binary_to_a_real_api_server_and_
     })
     .await;
     let data_dir = dir.path().join("agent");
-    let mut agent = tokio::process::Command::new(agent_binary())
-        .args(["--cluster-name", CLUSTER, "--broker", fleet.broker_url()])
-        .arg("--broker-ca-file")
-        .arg(fleet.options().broker_ca_file.as_ref().unwrap())
-        .args(["--token", fleet.join_token().unwrap(), "--applier", "kube"])
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .arg("--data-dir")
-        .arg(&data_dir)
-        .env_remove("OCM_EDGE_BROKER")
-        .kill_on_drop(true)
+    let mut agent = agent_command(&fleet, CLUSTER, &kubeconfig, &data_dir)
         .spawn()
         .unwrap();
     fleet.accept(CLUSTER).await;
