@@ -264,3 +264,71 @@ async fn clusters_get_their_sets_from_the_operator_and_clusterset_commands_move_
         &["built in"],
     );
 }
+
+/// `cluster get` shows the capacity the (simulated) agent reports; `cluster remove --wait`
+/// waits until the agent removed the cluster's work and the hub forgot it; `--force` forgets a
+/// cluster whose agent is gone; removing it again says it is unknown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_get_shows_capacity_and_cluster_remove_waits_for_the_agent_or_forces() {
+    let mut fleet = fleet().await;
+    for cluster in ["edge-1", "edge-2"] {
+        fleet
+            .agent(cluster)
+            .configure(|c| {
+                c.sim_facts.capacity = [(
+                    "cpu".to_owned(),
+                    ocm_edge_schemas::api::meta::Quantity("8".into()),
+                )]
+                .into_iter()
+                .collect();
+            })
+            .start()
+            .await;
+        fleet.accept(cluster).await;
+        fleet
+            .create_work(
+                "web",
+                &[cluster],
+                vec![ocm_edge_tests::manifests::namespace("web")],
+            )
+            .await;
+        fleet
+            .wait_work_condition(cluster, "web", "Applied")
+            .await
+            .unwrap();
+    }
+    let detail = fleet
+        .wait_cluster("edge-1", WAIT, "with its capacity", |c| {
+            c.capacity.contains_key("cpu")
+        })
+        .await;
+    assert_eq!(detail.capacity["cpu"].0, "8");
+    let shown = ok(&ocm_edge(&fleet, &["cluster", "get", "edge-1"]).await);
+    assert!(shown.contains("Capacity:    cpu=8"), "{shown}");
+
+    let removed = ok(&ocm_edge(&fleet, &["cluster", "remove", "edge-1", "--wait"]).await);
+    assert!(removed.contains("cluster edge-1 removed"), "{removed}");
+    assert!(fleet.sim("edge-1").get("Namespace", "", "web").is_none());
+
+    fleet.stop_agent("edge-2").await;
+    let waiting = ocm_edge(
+        &fleet,
+        &[
+            "cluster",
+            "remove",
+            "edge-2",
+            "--wait",
+            "--wait-timeout",
+            "2s",
+        ],
+    )
+    .await;
+    fails_mentioning(&waiting, &["still being removed", "--force"]);
+    let listed = ok(&ocm_edge(&fleet, &["cluster", "list"]).await);
+    assert!(listed.contains("Accepted (removing)"), "{listed}");
+    let forced = ok(&ocm_edge(&fleet, &["cluster", "remove", "edge-2", "--force"]).await);
+    assert!(forced.contains("cluster edge-2 removed"), "{forced}");
+    let again = ocm_edge(&fleet, &["cluster", "remove", "edge-2"]).await;
+    fails_mentioning(&again, &["not known to the hub"]);
+    fleet.shutdown().await;
+}
