@@ -260,10 +260,24 @@ impl Reach {
         if self.scope.namespaces.iter().any(|n| n == namespace) {
             return Ok(());
         }
+        // The command an admin runs for a credential with this namespace too.
+        let mut flags: String = self
+            .scope
+            .namespaces
+            .iter()
+            .chain([&namespace.to_owned()])
+            .map(|n| format!(" --namespace {n}"))
+            .collect();
+        flags.extend(
+            self.scope
+                .cluster_sets
+                .iter()
+                .map(|s| format!(" --clusterset {s}")),
+        );
         Err(self.refuse(
             &format!("{action} namespace {namespace:?}"),
             &format!(
-                "the credential is limited to the namespaces {} (an admin issues one for {namespace}: `ocm-edge user create {} --role {} --namespace {namespace}`)",
+                "the credential is limited to the namespaces {} (an admin issues one for {namespace} too: `ocm-edge user create {} --role {}{flags}`)",
                 self.namespaces(),
                 self.who.user,
                 self.who.role
