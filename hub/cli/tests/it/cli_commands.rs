@@ -245,17 +245,31 @@ async fn cli_as(hub: &TestHub, credentials: Option<&Path>, args: &[&str]) -> Out
     ocm_edge_with(&hub.url, Some(&elsewhere), &full).await
 }
 
+/// `ocm-edge user create NAME --role ROLE ARGS` on the hub data directory `hub_dir`, writing the
+/// credential to `out_file`.
+pub(crate) async fn run_user_create(
+    hub_dir: &Path,
+    out_file: &Path,
+    name: &str,
+    role: &str,
+    args: &[&str],
+) -> Output {
+    tokio::process::Command::new(BIN)
+        .args(["user", "create", name, "--role", role])
+        .args(args)
+        .arg("--data-dir")
+        .arg(hub_dir)
+        .arg("--out")
+        .arg(out_file)
+        .output()
+        .await
+        .unwrap()
+}
+
 /// `ocm-edge user create NAME --role ROLE` on the hub's data directory; returns the file.
 async fn user_create(hub: &TestHub, name: &str, role: &str) -> PathBuf {
     let out_file = hub.scratch().join(format!("{name}.pem"));
-    let out = tokio::process::Command::new(BIN)
-        .args(["user", "create", name, "--role", role, "--data-dir"])
-        .arg(hub.hub_dir())
-        .arg("--out")
-        .arg(&out_file)
-        .output()
-        .await
-        .unwrap();
+    let out = run_user_create(&hub.hub_dir(), &out_file, name, role, &[]).await;
     assert_success(&out);
     assert!(
         stdout(&out).contains(&format!("user {name} (role {role}")),
@@ -532,7 +546,7 @@ async fn a_revoked_credential_is_refused_at_its_next_command_and_user_list_shows
 }
 
 #[tokio::test]
-async fn user_create_needs_the_hub_ca_a_known_role_and_a_new_file() {
+async fn user_create_needs_the_hub_ca_a_known_role_a_scope_it_can_have_and_a_new_file() {
     let dir = tempfile::tempdir().unwrap();
     let run = |args: Vec<String>| async move {
         tokio::process::Command::new(BIN)
@@ -569,6 +583,18 @@ async fn user_create_needs_the_hub_ca_a_known_role_and_a_new_file() {
         "{}",
         stderr(&out)
     );
+    // A scope is checked before the CA is looked for: an admin cannot be limited, and sets are
+    // reached through namespaces.
+    let mut scoped_admin = args("admin", &data);
+    scoped_admin.extend(["--namespace".to_owned(), "team-a".to_owned()]);
+    let out = run(scoped_admin).await;
+    assert_failure_mentioning(&out, &["the admin role cannot be scoped"]);
+    let mut sets_only = args("operator", &data);
+    sets_only.extend(["--clusterset".to_owned(), "eu".to_owned()]);
+    let out = run(sets_only).await;
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("--namespace"), "{}", stderr(&out));
+    assert!(!Path::new(&out_file).exists());
 
     let hub = TestHub::start().await;
     let hub_data = hub.hub_dir().display().to_string();
