@@ -20,7 +20,8 @@ use ocm_edge_schemas::admin::{CredentialScope, Role};
 #[derive(Debug, Subcommand)]
 pub enum UserCommand {
     /// Create a credential (client certificate and key) for a user with a role, signed by the
-    /// hub's CA. Run it on the hub's machine.
+    /// hub's CA, optionally limited to namespaces and cluster sets (--namespace, --clusterset).
+    /// Run it on the hub's machine.
     Create(CreateArgs),
     /// List the credentials issued on this hub's machine (user, role, serial, expiry, revoked).
     List(crate::DataDirArg),
