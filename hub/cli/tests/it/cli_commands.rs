@@ -29,13 +29,13 @@ fn fixture(name: &str) -> PathBuf {
 
 /// A hub as `ocm-edge hub` runs it (its embedded broker with TLS and logins, the hub's defaults),
 /// from the one harness ([`Fleet`] with `hub_broker`), and the CLI run against it.
-struct TestHub {
+pub(crate) struct TestHub {
     fleet: Fleet,
     url: String,
 }
 
 impl TestHub {
-    async fn start() -> TestHub {
+    pub(crate) async fn start() -> TestHub {
         let fleet = Fleet::start_with(
             FleetOptions {
                 hub_broker: true,
@@ -51,12 +51,12 @@ impl TestHub {
     }
 
     /// The hub's data directory.
-    fn hub_dir(&self) -> PathBuf {
+    pub(crate) fn hub_dir(&self) -> PathBuf {
         self.fleet.hub_dir()
     }
 
     /// A scratch directory beside the hub's (credential files, a CLI's working directory).
-    fn scratch(&self) -> PathBuf {
+    pub(crate) fn scratch(&self) -> PathBuf {
         self.fleet.dir().to_owned()
     }
 
@@ -137,7 +137,12 @@ impl TestHub {
         }
     }
 
-    async fn stop(self) {
+    /// The harness's fleet the hub runs in.
+    pub(crate) fn fleet(&self) -> &Fleet {
+        &self.fleet
+    }
+
+    pub(crate) async fn stop(self) {
         self.fleet.shutdown().await;
     }
 }
@@ -171,7 +176,7 @@ async fn ocm_edge_with(url: &str, data_dir: Option<&Path>, args: &[&str]) -> Out
         .expect("ocm-edge runs")
 }
 
-fn stdout(out: &Output) -> String {
+pub(crate) fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -180,7 +185,7 @@ fn stderr(out: &Output) -> String {
 }
 
 #[track_caller]
-fn assert_success(out: &Output) {
+pub(crate) fn assert_success(out: &Output) {
     assert!(
         out.status.success(),
         "expected success, got {:?}\nstdout:\n{}\nstderr:\n{}",
@@ -191,7 +196,7 @@ fn assert_success(out: &Output) {
 }
 
 #[track_caller]
-fn assert_failure_mentioning(out: &Output, needles: &[&str]) {
+pub(crate) fn assert_failure_mentioning(out: &Output, needles: &[&str]) {
     assert!(
         !out.status.success(),
         "expected a failure, got success\nstdout:\n{}",
@@ -233,7 +238,7 @@ async fn cluster_list_on_a_new_hub_says_there_are_none_and_json_is_an_empty_list
 
 /// Runs `ocm-edge ARGS` against `hub` as a CLI away from the hub's data directory would: the
 /// hub's CA given as a file, the credential only when given.
-async fn cli_as(hub: &TestHub, credentials: Option<&Path>, args: &[&str]) -> Output {
+pub(crate) async fn cli_as(hub: &TestHub, credentials: Option<&Path>, args: &[&str]) -> Output {
     let elsewhere = hub.scratch().join("elsewhere");
     std::fs::create_dir_all(&elsewhere).unwrap();
     let ca = hub.scratch().join("hub/pki/ca.pem");
