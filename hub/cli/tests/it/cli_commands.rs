@@ -471,7 +471,7 @@ async fn the_admin_api_refuses_unsigned_requests_and_lets_each_role_do_only_its_
 }
 
 /// `ocm-edge user ARGS --data-dir HUB_DATA` on the hub's machine.
-async fn user_cmd(hub: &TestHub, args: &[&str]) -> Output {
+pub(crate) async fn user_cmd(hub: &TestHub, args: &[&str]) -> Output {
     tokio::process::Command::new(BIN)
         .arg("user")
         .args(args)

@@ -8,7 +8,7 @@ use ocm_edge_mqtt::acl::OPERATOR_USER;
 use ocm_edge_tests::probe::{Probe, ProbeOptions};
 
 use crate::cli_commands::{
-    TestHub, assert_failure_mentioning, assert_success, cli_as, run_user_create, stdout,
+    TestHub, assert_failure_mentioning, assert_success, cli_as, run_user_create, stdout, user_cmd,
 };
 
 /// A raw session of the CLI's identity logged in with `credential` as `client_id`.
@@ -45,6 +45,14 @@ async fn a_scoped_credential_reads_only_its_own_answers_on_the_hubs_broker() {
     )
     .await;
     assert_success(&created);
+    let list = user_cmd(&hub, &["list"]).await;
+    assert_success(&list);
+    let row = stdout(&list)
+        .lines()
+        .find(|l| l.contains("vera"))
+        .map(str::to_owned)
+        .unwrap_or_else(|| panic!("vera is not listed: {}", stdout(&list)));
+    assert!(row.contains("namespaces team-a; any cluster set"), "{row}");
 
     // The CLI subscribes to its own answers only: it works.
     let out = cli_as(&hub, Some(&file), &["cluster", "list"]).await;
