@@ -57,7 +57,13 @@ async fn a_scoped_credential_reads_only_its_own_answers_on_the_hubs_broker() {
     // The CLI subscribes to its own answers only: it works.
     let out = cli_as(&hub, Some(&file), &["cluster", "list"]).await;
     assert_success(&out);
-    assert!(stdout(&out).contains("No clusters"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains(
+            "No clusters within this credential's scope (namespaces team-a; any cluster set): an admin binds a cluster set there with `ocm-edge clusterset bind SET -n team-a`"
+        ),
+        "{}",
+        stdout(&out)
+    );
     let out = cli_as(&hub, Some(&file), &["stats"]).await;
     assert_failure_mentioning(
         &out,
