@@ -12,7 +12,7 @@
 //! Kubernetes RBAC answers, it says which right is missing, and it is answered whether or not the
 //! thing exists, so a scoped user learns nothing of what lies outside its scope.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use ocm_edge_schemas::admin::{AdminRequest, CredentialScope};
 use ocm_edge_schemas::api::object::OcmObject;
@@ -37,9 +37,8 @@ pub enum Access {
 pub struct Reach {
     who: Identity,
     scope: CredentialScope,
-    /// The sets bound into a namespace of the scope (and in its sets when it names some), each
-    /// with those namespaces.
-    sets: BTreeMap<String, Vec<String>>,
+    /// The sets bound into a namespace of the scope (and among its sets when it names some).
+    sets: BTreeSet<String>,
     /// The clusters of those sets.
     clusters: BTreeSet<String>,
 }
@@ -77,7 +76,7 @@ impl Access {
     pub fn sees_set(&self, name: &str) -> bool {
         match self {
             Access::Everything => true,
-            Access::Scoped(reach) => reach.sets.contains_key(name),
+            Access::Scoped(reach) => reach.sets.contains(name),
         }
     }
 
@@ -177,22 +176,19 @@ impl Reach {
     fn of(who: &Identity, scope: &CredentialScope, core: &HubCore) -> Reach {
         let sets = core.objects().cluster_sets();
         let bindings = core.objects().bindings();
-        let mut reached: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let mut reached = BTreeSet::new();
         for namespace in &scope.namespaces {
             for binding in clusterset::valid_bindings(namespace, &bindings, &sets) {
                 let set = &binding.metadata.name;
                 if scope.cluster_sets.is_empty() || scope.cluster_sets.contains(set) {
-                    reached
-                        .entry(set.clone())
-                        .or_default()
-                        .push(namespace.clone());
+                    reached.insert(set.clone());
                 }
             }
         }
         let clusters = core.managed_clusters();
         let members = sets
             .iter()
-            .filter(|s| reached.contains_key(&s.metadata.name))
+            .filter(|s| reached.contains(&s.metadata.name))
             .flat_map(|s| clusterset::clusters_of(s, &clusters))
             .map(|c| c.metadata.name.clone())
             .collect();
@@ -232,7 +228,7 @@ impl Reach {
                 self.scope.cluster_sets[0]
             )
         } else {
-            let bound: Vec<&str> = self.sets.keys().map(String::as_str).collect();
+            let bound: Vec<&str> = self.sets.iter().map(String::as_str).collect();
             format!(
                 "it is in none of the cluster sets {} bound into {namespaces} (an admin runs `ocm-edge clusterset set {} --clusters {cluster}`)",
                 bound.join(", "),
@@ -243,7 +239,7 @@ impl Reach {
     }
 
     fn set_seen(&self, set: &str) -> Result<(), String> {
-        if self.sets.contains_key(set) {
+        if self.sets.contains(set) {
             return Ok(());
         }
         Err(self.refuse(
@@ -454,7 +450,7 @@ mod tests {
             reach.clusters,
             ["ap-1", "eu-1", "eu-2"].map(String::from).into()
         );
-        assert_eq!(reach.sets.keys().collect::<Vec<_>>(), ["ap", "eu"]);
+        assert_eq!(reach.sets, ["ap", "eu"].map(String::from).into());
     }
 
     #[test]
