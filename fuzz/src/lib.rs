@@ -1,15 +1,21 @@
 //! Shared by the fuzz targets: how a fuzz input becomes an MQTT message, and a hub core with an
-//! accepted cluster holding a work, so agent events and admin requests reach deep code.
+//! accepted cluster holding a work, so agent events and admin requests reach deep code; admin
+//! requests are also planned for scoped senders on the hub's two-team fixture
+//! ([`admin_request_from_everyone`]).
 //!
 //! A message input is one byte choosing the topic and the MQTT content type (valid topics mostly,
 //! so the fuzzer spends its time in the decoders behind them), then the payload. Seeds are real
 //! events (`seeds/`), prefixed with that byte.
 
 use chrono::{DateTime, TimeZone, Utc};
-use ocm_edge_hub::admin::server::handle_request;
+use ocm_edge_hub::admin::scope::{Access, authorize};
+use ocm_edge_hub::admin::server::{handle_request, parse_request};
+use ocm_edge_hub::admin::testkit::{alice, bob, two_teams, vera};
 use ocm_edge_hub::availability::AvailabilityConfig;
+use ocm_edge_hub::core::Record;
+use ocm_edge_hub::core::objects::ObjectKind;
 use ocm_edge_hub::core::{AgentInput, CoreConfig, HubCore};
-use ocm_edge_schemas::admin::{AdminRequest, CreateWork};
+use ocm_edge_schemas::admin::{AdminRequest, AdminResponse, CreateWork};
 use ocm_edge_schemas::api::cluster::ManagedCluster;
 use ocm_edge_schemas::wire::MqttMessage;
 
@@ -176,10 +182,72 @@ pub fn hub_core() -> HubCore {
             overwrite: false,
         }),
     ] {
-        let (change, _) = handle_request(&core, request, now());
+        let (change, _) = handle_request(&core, &Access::Everything, request, now());
         core.apply(&change.records);
     }
     core
+}
+
+/// The `hub_admin_request` target: `data` as the hub reads it from its request topic, planned
+/// for an unscoped sender on [`hub_core`] and for each scoped one of the two-team hub
+/// (`ocm_edge_hub::admin::testkit`: alice, operator of team-a limited to the set eu; bob, operator
+/// of team-b; vera, viewer of team-a) after the role and scope check, and the change applied.
+///
+/// # Panics
+/// When a refused request changes something, or a scoped sender's request writes a work to a
+/// cluster it does not reach, an object outside its namespaces, a new cluster set or a cluster.
+pub fn admin_request_from_everyone(data: &[u8]) {
+    let Ok(request) = parse_request(data) else {
+        return;
+    };
+    let mut core = hub_core();
+    let (change, response) = handle_request(&core, &Access::Everything, request.clone(), now());
+    assert!(
+        matches!(response, AdminResponse::Ok(_)) || change.is_empty(),
+        "a refused request changed something"
+    );
+    core.apply(&change.records);
+
+    let mut teams = two_teams(now());
+    for who in [alice(), bob(), vera()] {
+        let Ok(access) = authorize(&who, &request, &teams) else {
+            continue;
+        };
+        let (change, response) = handle_request(&teams, &access, request.clone(), now());
+        if !matches!(response, AdminResponse::Ok(_)) {
+            assert!(change.is_empty(), "a refused request changed something");
+            continue;
+        }
+        for record in &change.records {
+            let out_of_scope = match record {
+                Record::Work(w) => !access.sees_cluster(&w.key.cluster),
+                Record::ForgetWork(key) => !access.sees_cluster(&key.cluster),
+                Record::Object(o) => {
+                    let key = o.key();
+                    if key.kind == ObjectKind::ManagedClusterSet {
+                        // A set's status may follow a binding; a new set is the admin's.
+                        teams.objects().get(&key).is_none()
+                    } else {
+                        !access.sees_namespace(&key.namespace)
+                    }
+                }
+                Record::ForgetObject(key) => {
+                    key.kind == ObjectKind::ManagedClusterSet
+                        || !access.sees_namespace(&key.namespace)
+                }
+                Record::Cluster(_) => true,
+                _ => false,
+            };
+            assert!(
+                !out_of_scope,
+                "{} ({:?}) reached out of its scope with {}: {record:?}",
+                who.user,
+                who.scope,
+                request.command()
+            );
+        }
+        teams.apply(&change.records);
+    }
 }
 
 /// Writes `seeds/` (run after a wire or admin change: `cargo test --manifest-path fuzz/Cargo.toml
@@ -308,6 +376,7 @@ mod seeds {
         let core = hub_core();
         let (change, _) = handle_request(
             &core,
+            &Access::Everything,
             AdminRequest::CreateWork(CreateWork {
                 name: "web2".to_owned(),
                 clusters: vec![CLUSTER.to_owned()],
@@ -335,10 +404,7 @@ mod seeds {
 
         // Admin requests as the CLI sends them.
         for (name, request) in [
-            (
-                "accept",
-                AdminRequest::accept_cluster(CLUSTER),
-            ),
+            ("accept", AdminRequest::accept_cluster(CLUSTER)),
             (
                 "list-works",
                 AdminRequest::ListWorks {
@@ -358,6 +424,29 @@ mod seeds {
                     manifest_configs: vec![],
                     overwrite: true,
                 }),
+            ),
+            // An admin's: the built-in set of the fixture's cluster.
+            (
+                "set-cluster-set",
+                AdminRequest::SetClusterSet {
+                    set: "default".to_owned(),
+                    clusters: vec![CLUSTER.to_owned()],
+                },
+            ),
+            // As the two-team hub names them, so scoped senders reach deep.
+            (
+                "bind-cluster-set",
+                AdminRequest::BindClusterSet {
+                    set: "eu".to_owned(),
+                    namespace: Some("team-a".to_owned()),
+                },
+            ),
+            (
+                "unbind-cluster-set",
+                AdminRequest::UnbindClusterSet {
+                    set: "eu".to_owned(),
+                    namespace: Some("team-a".to_owned()),
+                },
             ),
         ] {
             std::fs::write(
@@ -490,6 +579,15 @@ mod seeds {
                     .replace('/', "-");
                 std::fs::copy(&entry, dir("yaml_input").join(name)).unwrap();
             }
+        }
+    }
+
+    /// Every seed of `hub_admin_request` goes through the target's checks (a stable build runs
+    /// them; the fuzzer runs them on its mutations).
+    #[test]
+    fn the_admin_request_seeds_pass_the_target() {
+        for entry in std::fs::read_dir(dir("hub_admin_request")).unwrap() {
+            admin_request_from_everyone(&std::fs::read(entry.unwrap().path()).unwrap());
         }
     }
 

@@ -23,7 +23,7 @@ use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde_json::Value;
 
-use crate::admin::{AdminRequest, AdminResponse};
+use crate::admin::{AdminRequest, AdminResponse, CredentialScope};
 use crate::api::cluster::{
     ClusterClaim, ManagedCluster, ManagedClusterSet, ManagedClusterSetBinding,
 };
@@ -68,6 +68,7 @@ pub mod schema_files {
     pub const CLUSTER_CLAIM: &str = "cluster-claim.schema.json";
     pub const ADMIN_REQUEST: &str = "admin-request.schema.json";
     pub const ADMIN_RESPONSE: &str = "admin-response.schema.json";
+    pub const CREDENTIAL_SCOPE: &str = "credential-scope.schema.json";
     pub const DASHBOARD_SUMMARY: &str = "dashboard-summary.schema.json";
     pub const DASHBOARD_CLUSTER: &str = "dashboard-cluster.schema.json";
     pub const DASHBOARD_WORK: &str = "dashboard-work.schema.json";
@@ -151,6 +152,7 @@ pub fn json_schema_files() -> Vec<ContractFile> {
         schema_file::<ClusterClaim>(CLUSTER_CLAIM),
         schema_file::<AdminRequest>(ADMIN_REQUEST),
         schema_file::<AdminResponse>(ADMIN_RESPONSE),
+        schema_file::<CredentialScope>(CREDENTIAL_SCOPE),
         schema_file::<DashboardSummary>(DASHBOARD_SUMMARY),
         schema_file::<DashboardCluster>(DASHBOARD_CLUSTER),
         schema_file::<DashboardWork>(DASHBOARD_WORK),

@@ -1,22 +1,24 @@
 //! Who sent an admin request: the hub checks the credential and the signature each request
-//! carries ([`Authenticator`]) and then the role ([`authorize`]). The wire format is
+//! carries ([`Authenticator`]) and then the role ([`authorize_role`]; [`super::scope`] then
+//! checks a scoped credential's scope). The wire format is
 //! [`ocm_edge_schemas::admin::auth`]'s; the client half, which signs, is the CLI's
 //! (`ocm_edge_cli::client::credential`).
 //!
 //! A credential (`ocm-edge user create` writes one; the hub writes the first admin's,
 //! [`super::users::ADMIN_CREDENTIALS`], at its first start) is a client certificate the hub's CA
-//! signed (CN = user, OU = role) with its ECDSA P-256 key; [`CredentialSubject`] reads what the
-//! certificate says, for both halves.
+//! signed (CN = user, OU = role, and for a scoped credential the scope extension) with its ECDSA
+//! P-256 key; [`CredentialSubject`] reads what the certificate says, for both halves.
 
 use std::path::Path;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use chrono::{DateTime, Utc};
+use ocm_edge_schemas::admin::auth::SCOPE_EXTENSION_OID;
 use ocm_edge_schemas::admin::auth::{
     CREDENTIAL_PROPERTY, MAX_CLOCK_SKEW_SECS, SIGNATURE_PROPERTY, SIGNED_AT_PROPERTY, signed_bytes,
 };
-use ocm_edge_schemas::admin::{AdminRequest, Role};
+use ocm_edge_schemas::admin::{AdminRequest, CredentialScope, Role};
 use ocm_edge_schemas::wire::MqttMessage;
 use ocm_edge_schemas::wire::login;
 use ocm_edge_schemas::wire::signature::signed_bytes as wire_signed_bytes;
@@ -36,6 +38,28 @@ pub struct Identity {
     pub user: String,
     /// The role (OU).
     pub role: Role,
+    /// What the credential is limited to (`None`: unscoped, every right of the role).
+    pub scope: Option<CredentialScope>,
+}
+
+impl Identity {
+    /// An unscoped identity.
+    pub fn new(user: impl Into<String>, role: Role) -> Identity {
+        Identity {
+            user: user.into(),
+            role,
+            scope: None,
+        }
+    }
+
+    /// `user "alice" (operator)`, or `user "alice" (operator of namespaces team-a; cluster sets
+    /// eu)`: who is refused, in refusals.
+    pub fn describe(&self) -> String {
+        match &self.scope {
+            None => format!("user {:?} (role {})", self.user, self.role),
+            Some(scope) => format!("user {:?} ({} of {scope})", self.user, self.role),
+        }
+    }
 }
 
 /// Why a request is not taken as coming from anyone. Each message says how to fix it.
@@ -306,27 +330,27 @@ fn verify_signature(
     Ok(Identity {
         user: subject.user,
         role: subject.role,
+        scope: subject.scope,
     })
 }
 
-/// Whether `who` may send `request`.
+/// Whether the role of `who` may send `request` (the first check of [`super::scope::authorize`]).
 ///
 /// # Errors
 /// The "forbidden" message the hub answers with.
-pub fn authorize(who: &Identity, request: &AdminRequest) -> Result<(), String> {
+pub fn authorize_role(who: &Identity, request: &AdminRequest) -> Result<(), String> {
     let needs = request.required_role();
     if who.role >= needs {
         return Ok(());
     }
     Err(format!(
-        "forbidden: user {:?} (role {}) may not {} (it needs the role {needs}; an admin can issue a credential with that role: `ocm-edge user create`)",
-        who.user,
-        who.role,
+        "forbidden: {} may not {} (it needs the role {needs}; an admin can issue a credential with that role: `ocm-edge user create`)",
+        who.describe(),
         request.command()
     ))
 }
 
-/// The user, role and expiry a credential certificate names.
+/// The user, role, scope and expiry a credential certificate names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CredentialSubject {
     /// The user (CN).
@@ -337,6 +361,8 @@ pub struct CredentialSubject {
     pub not_after: DateTime<Utc>,
     /// The certificate's serial number, lowercase hex (as [`super::users`] holds it).
     pub serial: String,
+    /// What the credential is limited to (`None`: no scope extension).
+    pub scope: Option<CredentialScope>,
 }
 
 impl CredentialSubject {
@@ -367,11 +393,31 @@ impl CredentialSubject {
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();
+        // A scope that cannot be read refuses the credential: read as unscoped it would give
+        // every right of its role.
+        let mut scopes = parsed.extensions().iter().filter(|e| {
+            e.oid
+                .iter()
+                .is_some_and(|arcs| arcs.eq(SCOPE_EXTENSION_OID.iter().copied()))
+        });
+        let scope = match (scopes.next(), scopes.next()) {
+            (None, _) => None,
+            (Some(one), None) => Some(
+                CredentialScope::from_extension_value(one.value, role)
+                    .map_err(|e| format!("the certificate of user {user:?}: {e}"))?,
+            ),
+            (Some(_), Some(_)) => {
+                return Err(format!(
+                    "the certificate of user {user:?} has two scope extensions"
+                ));
+            }
+        };
         Ok(CredentialSubject {
             user,
             role,
             not_after,
             serial,
+            scope,
         })
     }
 }
@@ -385,27 +431,18 @@ mod tests {
 
     #[test]
     fn each_role_may_do_what_it_is_for_and_the_refusal_names_user_role_and_command() {
-        let viewer = Identity {
-            user: "v".into(),
-            role: Role::Viewer,
-        };
-        let operator = Identity {
-            user: "o".into(),
-            role: Role::Operator,
-        };
+        let viewer = Identity::new("v", Role::Viewer);
+        let operator = Identity::new("o", Role::Operator);
         let create = AdminRequest::CreateWork(Default::default());
         let accept = AdminRequest::accept_cluster("a");
-        assert!(authorize(&viewer, &AdminRequest::Stats).is_ok());
+        assert!(authorize_role(&viewer, &AdminRequest::Stats).is_ok());
         assert_eq!(
-            authorize(&viewer, &create).unwrap_err(),
+            authorize_role(&viewer, &create).unwrap_err(),
             "forbidden: user \"v\" (role viewer) may not createWork (it needs the role operator; an admin can issue a credential with that role: `ocm-edge user create`)"
         );
-        assert!(authorize(&operator, &create).is_ok());
-        assert!(authorize(&operator, &accept).is_err());
-        let admin = Identity {
-            user: "a".into(),
-            role: Role::Admin,
-        };
-        assert!(authorize(&admin, &accept).is_ok());
+        assert!(authorize_role(&operator, &create).is_ok());
+        assert!(authorize_role(&operator, &accept).is_err());
+        let admin = Identity::new("a", Role::Admin);
+        assert!(authorize_role(&admin, &accept).is_ok());
     }
 }

@@ -18,6 +18,7 @@ use ocm_edge_schemas::api::meta::ObjectMeta;
 use ocm_edge_schemas::api::object::OcmObject;
 use serde_json::Value;
 
+use super::scope::Access;
 use crate::core::objects::{
     DEFAULT_NAMESPACE, ObjectError, ObjectKey, ObjectKind, PlacementRecord, ReplicaSetRecord,
     StoredObject,
@@ -156,13 +157,15 @@ pub fn unbind_cluster_set(
     forgotten_object(core, key, now)
 }
 
-/// Every cluster set with its accepted members.
-pub fn cluster_sets(core: &HubCore) -> Vec<ClusterSetView> {
+/// Every cluster set `access` sees, with its accepted members and the namespaces it is bound
+/// into that `access` sees.
+pub fn cluster_sets(core: &HubCore, access: &Access) -> Vec<ClusterSetView> {
     let clusters = core.managed_clusters();
     let bindings = core.objects().bindings();
     core.objects()
         .cluster_sets()
         .into_iter()
+        .filter(|s| access.sees_set(&s.metadata.name))
         .map(|s| {
             let mut members: Vec<String> = clusterset::clusters_of(&s, &clusters)
                 .into_iter()
@@ -172,6 +175,7 @@ pub fn cluster_sets(core: &HubCore) -> Vec<ClusterSetView> {
             let mut bound: Vec<String> = bindings
                 .iter()
                 .filter(|b| b.spec.cluster_set == s.metadata.name)
+                .filter(|b| access.sees_namespace(&b.metadata.namespace))
                 .map(|b| b.metadata.namespace.clone())
                 .collect();
             bound.sort();
@@ -216,11 +220,12 @@ pub fn placement_view(core: &HubCore, record: &PlacementRecord) -> PlacementView
     }
 }
 
-/// Placements, of one namespace or all.
-pub fn placements(core: &HubCore, namespace: Option<&str>) -> Vec<PlacementView> {
+/// Placements, of one namespace or all that `access` sees.
+pub fn placements(core: &HubCore, access: &Access, namespace: Option<&str>) -> Vec<PlacementView> {
     core.objects()
         .placements()
         .filter(|p| namespace.is_none_or(|ns| p.placement.metadata.namespace == ns))
+        .filter(|p| access.sees_namespace(&p.placement.metadata.namespace))
         .map(|p| placement_view(core, p))
         .collect()
 }
@@ -250,11 +255,16 @@ fn replica_set_view(r: &ReplicaSetRecord) -> ReplicaSetView {
     }
 }
 
-/// ManifestWorkReplicaSets, of one namespace or all.
-pub fn replica_sets(core: &HubCore, namespace: Option<&str>) -> Vec<ReplicaSetView> {
+/// ManifestWorkReplicaSets, of one namespace or all that `access` sees.
+pub fn replica_sets(
+    core: &HubCore,
+    access: &Access,
+    namespace: Option<&str>,
+) -> Vec<ReplicaSetView> {
     core.objects()
         .replica_sets()
         .filter(|r| namespace.is_none_or(|ns| r.set.metadata.namespace == ns))
+        .filter(|r| access.sees_namespace(&r.set.metadata.namespace))
         .map(replica_set_view)
         .collect()
 }
@@ -275,9 +285,12 @@ pub fn get_replica_set(core: &HubCore, namespace: Option<String>, name: String) 
     }
 }
 
-/// One cluster set.
-pub fn get_cluster_set(core: &HubCore, name: String) -> Planned {
-    match cluster_sets(core).into_iter().find(|s| s.name == name) {
+/// One cluster set (its bindings as `access` sees them).
+pub fn get_cluster_set(core: &HubCore, access: &Access, name: String) -> Planned {
+    match cluster_sets(core, access)
+        .into_iter()
+        .find(|s| s.name == name)
+    {
         Some(s) => Ok((Change::default(), AdminPayload::ClusterSet(Box::new(s)))),
         None => Err(object_error(ObjectError::NotFound(ObjectKey::new(
             ObjectKind::ManagedClusterSet,

@@ -3,6 +3,10 @@
 //! messages and then sends the response, so an answer never announces what was not stored.
 //!
 //! A failed command returns an empty change: it changes nothing.
+//!
+//! A request comes with the [`Access`] its sender was authorized with
+//! ([`super::scope::authorize`]): lists are cut to what a scoped credential reaches before they
+//! are paged.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -13,6 +17,7 @@ use ocm_edge_schemas::api::meta::find_condition;
 use ocm_edge_schemas::api::work::{Manifest, ManifestWorkSpec, ManifestsTemplate};
 
 use super::fleet;
+use super::scope::Access;
 use crate::core::{Change, ClusterRecord, HubCore, Record, WorkKey, WorkRecord};
 use crate::registration::{LabelEdit, RegistrationError};
 use crate::work::{WorkError, WorkInput};
@@ -37,13 +42,15 @@ pub fn parse_request(payload: &[u8]) -> Result<AdminRequest, AdminResponse> {
     })
 }
 
-/// Plans one admin command: the change to store and the response to send once it is stored.
+/// Plans one admin command, authorized with `access`: the change to store and the response to
+/// send once it is stored.
 pub fn handle_request(
     core: &HubCore,
+    access: &Access,
     request: AdminRequest,
     now: DateTime<Utc>,
 ) -> (Change, AdminResponse) {
-    match plan(core, request, now) {
+    match plan(core, access, request, now) {
         Ok((change, payload)) => (change, AdminResponse::Ok(payload)),
         Err(response) => (Change::default(), response),
     }
@@ -51,6 +58,7 @@ pub fn handle_request(
 
 fn plan(
     core: &HubCore,
+    access: &Access,
     request: AdminRequest,
     now: DateTime<Utc>,
 ) -> Result<(Change, AdminPayload), AdminResponse> {
@@ -59,6 +67,7 @@ fn plan(
             Change::default(),
             AdminPayload::Clusters(
                 core.clusters_after(after.as_deref())
+                    .filter(|c| access.sees_cluster(&c.name))
                     .take(page_size(limit))
                     .map(|c| cluster_view(core, c, now))
                     .collect(),
@@ -201,12 +210,14 @@ fn plan(
                     }
                     core.works_of(c)
                         .filter(|w| after.as_ref().is_none_or(|a| &w.key > a))
+                        .filter(|w| access.sees_cluster(&w.key.cluster))
                         .take(page_size(limit))
                         .map(|w| work_view(w, false))
                         .collect()
                 }
                 None => core
                     .works_after(after.as_ref())
+                    .filter(|w| access.sees_cluster(&w.key.cluster))
                     .take(page_size(limit))
                     .map(|w| work_view(w, false))
                     .collect(),
@@ -237,19 +248,19 @@ fn plan(
         AdminRequest::ApplyObject { object } => fleet::apply_object(core, object, now)?,
         AdminRequest::ListClusterSets => (
             Change::default(),
-            AdminPayload::ClusterSets(fleet::cluster_sets(core)),
+            AdminPayload::ClusterSets(fleet::cluster_sets(core, access)),
         ),
-        AdminRequest::GetClusterSet { name } => fleet::get_cluster_set(core, name)?,
+        AdminRequest::GetClusterSet { name } => fleet::get_cluster_set(core, access, name)?,
         AdminRequest::ListPlacements { namespace } => (
             Change::default(),
-            AdminPayload::Placements(fleet::placements(core, namespace.as_deref())),
+            AdminPayload::Placements(fleet::placements(core, access, namespace.as_deref())),
         ),
         AdminRequest::GetPlacement { namespace, name } => {
             fleet::get_placement(core, namespace, name)?
         }
         AdminRequest::ListReplicaSets { namespace } => (
             Change::default(),
-            AdminPayload::ReplicaSets(fleet::replica_sets(core, namespace.as_deref())),
+            AdminPayload::ReplicaSets(fleet::replica_sets(core, access, namespace.as_deref())),
         ),
         AdminRequest::GetReplicaSet { namespace, name } => {
             fleet::get_replica_set(core, namespace, name)?
@@ -504,7 +515,7 @@ mod tests {
     }
 
     fn run(core: &mut HubCore, req: AdminRequest) -> AdminResponse {
-        let (change, response) = handle_request(core, req, t(10));
+        let (change, response) = handle_request(core, &Access::Everything, req, t(10));
         core.apply(&change.records);
         response
     }
@@ -558,7 +569,7 @@ mod tests {
         ];
         for (req, kind) in cases {
             let cmd = req.command();
-            let (change, response) = handle_request(&core, req, t(10));
+            let (change, response) = handle_request(&core, &Access::Everything, req, t(10));
             assert_eq!(error_kind(&response), Some(kind), "{cmd}: {response:?}");
             assert!(change.is_empty(), "{cmd} changed something");
         }
@@ -734,7 +745,7 @@ mod tests {
     fn a_command_from_a_newer_cli_is_answered_unsupported_with_the_hub_version() {
         let core = accepted_core(&["a"]);
         let request = parse_request(br#"{"command":"drainCluster","name":"a"}"#).unwrap();
-        let (change, response) = handle_request(&core, request, t(10));
+        let (change, response) = handle_request(&core, &Access::Everything, request, t(10));
         assert!(change.is_empty());
         let AdminResponse::Error { kind, message } = response else {
             panic!("expected an error, got {response:?}")

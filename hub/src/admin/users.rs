@@ -9,14 +9,15 @@
 //! single appends (two commands run at once both land).
 //!
 //! ```text
-//! issued-credentials:   SERIAL USER ROLE NOT_AFTER     (RFC 3339)
+//! issued-credentials:   SERIAL USER ROLE NOT_AFTER [SCOPE]   (RFC 3339; SCOPE: the scope's JSON)
 //! revoked-credentials:  SERIAL USER REVOKED_AT
 //! ```
 
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Duration, Utc};
-use ocm_edge_schemas::admin::Role;
+use ocm_edge_schemas::admin::auth::SCOPE_EXTENSION_OID;
+use ocm_edge_schemas::admin::{CredentialScope, Role};
 use rcgen::KeyPair;
 
 use crate::pki::{HubPki, PkiError, append_lines, client_params, random_serial};
@@ -42,13 +43,15 @@ pub struct IssuedCredential {
     pub role: String,
     /// When it expires.
     pub not_after: DateTime<Utc>,
+    /// What it is limited to (`None`: unscoped).
+    pub scope: Option<CredentialScope>,
 }
 
 /// Signs a credential for the admin API with the hub's CA: a client certificate for `user` (CN)
 /// with `role` (OU) and a random serial number, valid from now (less [`crate::pki::CLOCK_SKEW`])
 /// for `validity`, and its new key. Returns one PEM text, certificate then key (what the CLI
 /// signs requests with), and the record for the issued list ([`record_issued`]); nothing is
-/// written (the caller chooses the file).
+/// written (the caller chooses the file). The credential is unscoped: [`issue_scoped`] limits one.
 ///
 /// # Errors
 /// [`PkiError::Issue`] for a user name that cannot be a CN or a validity rcgen refuses.
@@ -59,8 +62,36 @@ pub fn issue(
     validity: Duration,
     now: DateTime<Utc>,
 ) -> Result<(String, IssuedCredential), PkiError> {
+    issue_scoped(pki, user, role, None, validity, now)
+}
+
+/// [`issue`], limited to `scope` when given: the CA signs the scope into the certificate (the
+/// extension [`SCOPE_EXTENSION_OID`]), so the user cannot widen it.
+///
+/// # Errors
+/// As [`issue`], and [`PkiError::Issue`] for a scope its role cannot have (an admin's).
+pub fn issue_scoped(
+    pki: &HubPki,
+    user: &str,
+    role: Role,
+    scope: Option<&CredentialScope>,
+    validity: Duration,
+    now: DateTime<Utc>,
+) -> Result<(String, IssuedCredential), PkiError> {
     let key = KeyPair::generate().map_err(|e| PkiError::Issue(e.to_string()))?;
     let mut params = client_params(user, role.as_str(), validity, now)?;
+    if let Some(scope) = scope {
+        // Checked as the hub checks it when it reads the credential back.
+        let value = scope.to_extension_value();
+        CredentialScope::from_extension_value(&value, role)
+            .map_err(|e| PkiError::Issue(e.to_string()))?;
+        params
+            .custom_extensions
+            .push(rcgen::CustomExtension::from_oid_content(
+                &SCOPE_EXTENSION_OID,
+                value,
+            ));
+    }
     let serial = random_serial()?;
     params.serial_number = Some(rcgen::SerialNumber::from_slice(&serial));
     let cert = pki.sign_for(&params, &key)?;
@@ -69,6 +100,7 @@ pub fn issue(
         user: user.to_owned(),
         role: role.as_str().to_owned(),
         not_after: now + validity,
+        scope: scope.cloned(),
     };
     Ok((format!("{}{}", cert.pem(), key.serialize_pem()), record))
 }
@@ -81,11 +113,15 @@ pub fn record_issued(data_dir: &Path, credential: &IssuedCredential) -> Result<(
     append_lines(
         &data_dir.join(ISSUED_FILE),
         &format!(
-            "{} {} {} {}\n",
+            "{} {} {} {}{}\n",
             credential.serial,
             credential.user,
             credential.role,
-            credential.not_after.to_rfc3339()
+            credential.not_after.to_rfc3339(),
+            // JSON of names that are DNS labels: no whitespace, one field.
+            credential.scope.as_ref().map_or_else(String::new, |s| {
+                format!(" {}", serde_json::to_string(s).unwrap_or_default())
+            }),
         ),
     )
 }
@@ -104,11 +140,14 @@ pub fn issued(data_dir: &Path) -> Result<Vec<IssuedCredential>, PkiError> {
             let user = fields.next()?;
             let role = fields.next()?;
             let not_after = fields.next()?.parse().ok()?;
+            // Lines written before scopes existed have none.
+            let scope = fields.next().and_then(|s| serde_json::from_str(s).ok());
             is_serial(serial).then(|| IssuedCredential {
                 serial: serial.to_owned(),
                 user: user.to_owned(),
                 role: role.to_owned(),
                 not_after,
+                scope,
             })
         })
         .collect())
@@ -271,7 +310,28 @@ mod tests {
             user: user.to_owned(),
             role: "admin".to_owned(),
             not_after: now() + chrono::Duration::days(1),
+            scope: None,
         }
+    }
+
+    #[test]
+    fn the_issued_list_keeps_a_scope_and_reads_lines_written_before_scopes() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(ISSUED_FILE),
+            "0a old operator 2027-01-01T00:00:00+00:00\n",
+        )
+        .unwrap();
+        let scope = CredentialScope::new(Role::Operator, ["team-a".into()], ["eu".into()]).unwrap();
+        let scoped = IssuedCredential {
+            scope: Some(scope),
+            ..credential("0b", "alice")
+        };
+        record_issued(dir.path(), &scoped).unwrap();
+        let list = issued(dir.path()).unwrap();
+        assert_eq!(list.len(), 2);
+        assert_eq!(list[0].scope, None);
+        assert_eq!(list[1], scoped);
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Admin requests on the hub task: who sent one (its signed credential) and whether its role
-//! allows it, a repeat of a change answered with its first answer instead of being carried out
+//! and scope allow it, a repeat of a change answered with its first answer instead of being carried out
 //! twice, and the answer published on the client's response topic (refused as TooLarge when the
 //! broker cannot carry it).
 
@@ -17,7 +17,7 @@ use ocm_edge_schemas::wire::mqtt::APPLICATION_JSON;
 use ocm_edge_schemas::wire::topic;
 
 use super::commit::{Batch, HubLoop};
-use crate::admin::auth::authorize;
+use crate::admin::scope::{Access, authorize};
 use crate::admin::server;
 use crate::core::{Change, counter};
 
@@ -127,7 +127,7 @@ impl HubLoop {
         }
         let (change, response) = match server::parse_request(&received.message.payload) {
             Ok(request) => match self.admit(&received, &topic, &request, now) {
-                Ok(user) => {
+                Ok((user, access)) => {
                     let key = RepeatKey::of(&topic, &received);
                     if let Some(first) = self.answered.get(&key, now) {
                         tracing::info!(
@@ -148,7 +148,8 @@ impl HubLoop {
                             }
                         }
                         let changes = request.changes_something();
-                        let (change, response) = server::handle_request(&self.core, request, now);
+                        let (change, response) =
+                            server::handle_request(&self.core, &access, request, now);
                         if changes {
                             self.answered.insert(key, response.clone(), now);
                         }
@@ -167,18 +168,18 @@ impl HubLoop {
         change
     }
 
-    /// Who sent an admin request (`"-"` without authentication), or the answer refusing it:
-    /// Unauthenticated without a valid signed credential, Forbidden when the role does not allow
-    /// the command. Refusals are logged.
+    /// Who sent an admin request (`"-"` without authentication) and what it may reach, or the
+    /// answer refusing it: Unauthenticated without a valid signed credential, Forbidden when the
+    /// role or the scope does not allow the command. Refusals are logged.
     fn admit(
         &self,
         received: &Publication,
         response_topic: &str,
         request: &AdminRequest,
         now: chrono::DateTime<Utc>,
-    ) -> Result<String, AdminResponse> {
+    ) -> Result<(String, Access), AdminResponse> {
         let Some(authenticator) = &self.authenticator else {
-            return Ok("-".to_owned());
+            return Ok(("-".to_owned(), Access::Everything));
         };
         let correlation = received.correlation_data.as_deref().unwrap_or_default();
         let who = authenticator
@@ -187,11 +188,11 @@ impl HubLoop {
                 tracing::warn!(command = request.command(), reason = %e, "admin request refused: unauthenticated");
                 AdminResponse::error(AdminErrorKind::Unauthenticated, e.to_string())
             })?;
-        authorize(&who, request).map_err(|message| {
-            tracing::warn!(command = request.command(), user = who.user, role = %who.role, "admin request refused: forbidden");
+        let access = authorize(&who, request, &self.core).map_err(|message| {
+            tracing::warn!(command = request.command(), user = who.user, role = %who.role, scoped = who.scope.is_some(), "admin request refused: forbidden");
             AdminResponse::error(AdminErrorKind::Forbidden, message)
         })?;
-        Ok(who.user)
+        Ok((who.user, access))
     }
 
     pub(super) async fn respond(

@@ -3,7 +3,9 @@
 //!
 //! - the hub's own sessions: a random password made at every start, known only in this process;
 //! - operators (the CLI), as [`OPERATOR_USER`]: a credential login proof made with their admin
-//!   credential (any role; the hub still authorizes every admin request by role);
+//!   credential (any role; the hub still authorizes every admin request by role and scope). A
+//!   scoped credential subscribes only to its own admin answers (`ocm-edge/S/admin/responses/`
+//!   and its client id): the dashboards and other users' answers show what lies outside its scope;
 //! - dashboards, as [`DASHBOARD_USER`]: the password in `DATA_DIR/dashboard-password` (0600,
 //!   created at first start), read-only dashboard topics;
 //! - an edge cluster, as its name: a login proof made with the agent's own key
@@ -33,6 +35,7 @@ use ocm_edge_mqtt::broker::LoginCheck;
 use ocm_edge_schemas::admin::ClusterState;
 use ocm_edge_schemas::wire::login::{self, LoginProof};
 use ocm_edge_schemas::wire::signature::{key_id, signed_bytes};
+use ocm_edge_schemas::wire::topic;
 use ring::signature::{ED25519, UnparsedPublicKey};
 
 use crate::admin::auth::Authenticator;
@@ -315,6 +318,37 @@ impl LoginCheck for HubLogins {
                 .check_cluster(cluster, client_id, password, false)
                 .is_ok(),
         }
+    }
+
+    fn may_subscribe(
+        &self,
+        username: &str,
+        client_id: &str,
+        password: &[u8],
+        filter: &str,
+    ) -> bool {
+        let (OPERATOR_USER, Some(operators)) = (username, &self.operators) else {
+            return true;
+        };
+        let Ok(Ok(LoginProof::Credential {
+            certificate,
+            signature,
+        })) = std::str::from_utf8(password).map(login::parse)
+        else {
+            return false;
+        };
+        let Ok(who) = operators.authenticate_login(
+            OPERATOR_USER,
+            client_id,
+            certificate,
+            signature,
+            Utc::now(),
+        ) else {
+            return false;
+        };
+        who.scope.is_none()
+            || matches!(topic::Topic::parse(filter),
+                Ok(topic::Topic::AdminResponses { client_id: own, .. }) if own == client_id)
     }
 
     fn may_lapse(&self, username: &str, _password: &[u8]) -> bool {

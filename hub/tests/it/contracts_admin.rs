@@ -6,6 +6,7 @@
 use ocm_edge_tests::contracts::schema_validator as validator;
 
 use chrono::{DateTime, Utc};
+use ocm_edge_hub::admin::scope::Access;
 use ocm_edge_hub::admin::server::{handle_request, parse_request};
 use ocm_edge_hub::core::{ClusterRecord, CoreConfig, Counters, HubCore};
 use ocm_edge_schemas::admin::{AdminErrorKind, AdminResponse};
@@ -61,7 +62,7 @@ fn now() -> DateTime<Utc> {
 fn answer(core: &mut HubCore, request: &Value) -> Value {
     let response = match parse_request(request.to_string().as_bytes()) {
         Ok(parsed) => {
-            let (change, response) = handle_request(core, parsed, now());
+            let (change, response) = handle_request(core, &Access::Everything, parsed, now());
             core.apply(&change.records);
             response
         }

@@ -16,6 +16,7 @@ mod rollout_cluster_status;
 mod rollout_kit;
 mod rollout_replicaset_status;
 mod rollout_strategies;
+mod scoped_operators;
 
 /// What these tests take from the one harness (`ocm_edge_tests`), under short names.
 mod support {

@@ -62,7 +62,7 @@ pub mod request;
 pub mod response;
 pub mod views;
 
-pub use auth::Role;
+pub use auth::{CredentialScope, Role, ScopeError};
 pub use fleet_views::{
     ClusterSetView, DecisionView, ObjectApplied, ObjectDeleted, PlacementView, ReplicaSetView,
     RolloutRow,

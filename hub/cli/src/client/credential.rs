@@ -15,10 +15,10 @@ use chrono::{DateTime, Utc};
 use ocm_edge_hub::admin::auth::CredentialSubject;
 use ocm_edge_hub::admin::users::ADMIN_CREDENTIALS;
 use ocm_edge_mqtt::SignRequest;
-use ocm_edge_schemas::admin::Role;
 use ocm_edge_schemas::admin::auth::{
     CREDENTIAL_PROPERTY, SIGNATURE_PROPERTY, SIGNED_AT_PROPERTY, signed_bytes,
 };
+use ocm_edge_schemas::admin::{CredentialScope, Role};
 use ocm_edge_schemas::wire::login;
 use ocm_edge_schemas::wire::signature::signed_bytes as wire_signed_bytes;
 use ring::rand::SystemRandom;
@@ -58,6 +58,7 @@ pub enum CredentialError {
 pub struct Credential {
     user: String,
     role: Role,
+    scope: Option<CredentialScope>,
     not_after: DateTime<Utc>,
     cert_base64: String,
     key: EcdsaKeyPair,
@@ -70,6 +71,7 @@ impl std::fmt::Debug for Credential {
         f.debug_struct("Credential")
             .field("user", &self.user)
             .field("role", &self.role)
+            .field("scope", &self.scope)
             .field("not_after", &self.not_after)
             .finish_non_exhaustive()
     }
@@ -118,6 +120,7 @@ impl Credential {
         Ok(Credential {
             user: subject.user,
             role: subject.role,
+            scope: subject.scope,
             not_after: subject.not_after,
             cert_base64: BASE64.encode(cert.as_ref()),
             key,
@@ -133,6 +136,12 @@ impl Credential {
     /// The role (the certificate's OU).
     pub fn role(&self) -> Role {
         self.role
+    }
+
+    /// What the credential is limited to (`None`: unscoped); the hub checks it, this only says
+    /// it.
+    pub fn scope(&self) -> Option<&CredentialScope> {
+        self.scope.as_ref()
     }
 
     /// When the certificate expires.

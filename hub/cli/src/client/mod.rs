@@ -78,6 +78,8 @@ impl std::fmt::Debug for ConnectOptions {
 #[derive(Debug)]
 pub struct AdminClient {
     requester: Requester,
+    /// The scope of the credential requests are signed with (`None`: unscoped or unsigned).
+    scope: Option<ocm_edge_schemas::admin::CredentialScope>,
     request_topic: String,
     broker_url: String,
     source_id: String,
@@ -149,18 +151,25 @@ impl AdminClient {
             (None, None) => None,
         };
         let mut requester = Requester::connect(cfg, response_topic, connect.timeout).await?;
+        let scope = credential.as_ref().and_then(|c| c.scope().cloned());
         if let Some(credential) = credential {
-            tracing::debug!(user = credential.user(), role = %credential.role(), "signing admin requests");
+            tracing::debug!(user = credential.user(), role = %credential.role(), scope = ?credential.scope(), "signing admin requests");
             requester.set_signer(std::sync::Arc::new(credential));
         }
         Ok(AdminClient {
             requester,
+            scope,
             request_topic,
             broker_url: broker_url.to_owned(),
             source_id: source_id.to_owned(),
             timeout: connect.timeout,
             list_page: LIST_PAGE,
         })
+    }
+
+    /// The scope of the credential this client signs with: the hub answers only within it.
+    pub fn scope(&self) -> Option<&ocm_edge_schemas::admin::CredentialScope> {
+        self.scope.as_ref()
     }
 
     /// Items per page of [`AdminClient::list_clusters`] and [`AdminClient::list_works`]

@@ -205,11 +205,18 @@ pub async fn run(global: &GlobalArgs, cmd: ClusterCommand) -> Result<(), CliErro
         ClusterCommand::List { output } => {
             let clusters = client.list_clusters().await?;
             match output {
-                OutputFormat::Table if clusters.is_empty() => {
-                    "No clusters yet. Start an agent (ocm-edge-agent --cluster-name NAME --broker URL) \
-                     and accept it with `ocm-edge cluster accept NAME`.\n"
-                        .to_owned()
-                }
+                OutputFormat::Table if clusters.is_empty() => match client.scope() {
+                    // The hub answers a scoped credential with its reach only: the hub may well
+                    // hold clusters.
+                    Some(scope) => format!(
+                        "No clusters within this credential's scope ({scope}): an admin binds a \
+                         cluster set there with `ocm-edge clusterset bind SET -n {}`.\n",
+                        scope.namespaces[0]
+                    ),
+                    None => "No clusters yet. Start an agent (ocm-edge-agent --cluster-name NAME \
+                             --broker URL) and accept it with `ocm-edge cluster accept NAME`.\n"
+                        .to_owned(),
+                },
                 OutputFormat::Table => {
                     let mut t = clusters_table(&clusters, now);
                     t.push('\n');

@@ -14,13 +14,14 @@ use clap::{Args, Subcommand};
 use crate::CliError;
 use ocm_edge_hub::admin::users;
 use ocm_edge_hub::pki::HubPki;
-use ocm_edge_schemas::admin::Role;
+use ocm_edge_schemas::admin::{CredentialScope, Role};
 
 /// User commands.
 #[derive(Debug, Subcommand)]
 pub enum UserCommand {
     /// Create a credential (client certificate and key) for a user with a role, signed by the
-    /// hub's CA. Run it on the hub's machine.
+    /// hub's CA, optionally limited to namespaces and cluster sets (--namespace, --clusterset).
+    /// Run it on the hub's machine.
     Create(CreateArgs),
     /// List the credentials issued on this hub's machine (user, role, serial, expiry, revoked).
     List(crate::DataDirArg),
@@ -52,6 +53,16 @@ pub struct CreateArgs {
     /// sets, rollouts), admin (also accept and deny clusters).
     #[arg(long, value_parser = parse_role, value_name = "ROLE")]
     pub role: Role,
+    /// Limit a viewer or operator to this namespace (repeat for more): it then writes works only
+    /// to clusters of the cluster sets bound into its namespaces, placements and replica sets
+    /// only there, and sees only those. An admin cannot be limited.
+    #[arg(long = "namespace", value_name = "NS")]
+    pub namespaces: Vec<String>,
+    /// With --namespace: reach only this cluster set among those bound into the namespaces
+    /// (repeat for more); also the only sets it may bind there. Without it the credential
+    /// binds none.
+    #[arg(long = "clusterset", value_name = "SET", requires = "namespaces")]
+    pub cluster_sets: Vec<String>,
     /// How long the credential is valid, in days.
     #[arg(long, default_value_t = 365, value_parser = clap::value_parser!(u32).range(1..=3650), value_name = "DAYS")]
     pub days: u32,
@@ -103,19 +114,32 @@ fn create(args: &CreateArgs) -> Result<String, CliError> {
             out.display()
         )));
     }
+    let scope = if args.namespaces.is_empty() && args.cluster_sets.is_empty() {
+        None
+    } else {
+        Some(
+            CredentialScope::new(
+                args.role,
+                args.namespaces.iter().cloned(),
+                args.cluster_sets.iter().cloned(),
+            )
+            .map_err(|e| CliError::Usage(e.to_string()))?,
+        )
+    };
     let pki = HubPki::load_existing(&args.data.data_dir.join("pki"))
         .map_err(|e| CliError::Hub(e.to_string()))?;
     let now = Utc::now();
     let validity = chrono::Duration::days(i64::from(args.days));
-    let (pem, record) = users::issue(&pki, name, args.role, validity, now)
+    let (pem, record) = users::issue_scoped(&pki, name, args.role, scope.as_ref(), validity, now)
         .map_err(|e| CliError::Hub(e.to_string()))?;
     ocm_edge_hub::pki::write_file(&out, &pem, true).map_err(|e| CliError::Hub(e.to_string()))?;
     users::record_issued(&args.data.data_dir, &record).map_err(|e| CliError::Hub(e.to_string()))?;
     Ok(format!(
-        "wrote the credential of user {name} (role {role}, serial {serial}, valid until {until}) to {path}\n\
+        "wrote the credential of user {name} (role {role}{scope}, serial {serial}, valid until {until}) to {path}\n\
          give it to {name}, who uses it with `ocm-edge --credentials {path} ...` or copies it to \
          ~/.config/ocm-edge/credentials.pem\n",
         role = args.role,
+        scope = scope.map_or_else(String::new, |s| format!(" of {s}")),
         serial = record.serial,
         until = (now + validity).format("%Y-%m-%d"),
         path = out.display(),
@@ -133,7 +157,8 @@ fn list(data_dir: &Path) -> Result<String, CliError> {
         ));
     }
     let now = Utc::now();
-    let mut table = crate::output::new_table(["USER", "ROLE", "SERIAL", "EXPIRES", "STATE"]);
+    let mut table =
+        crate::output::new_table(["USER", "ROLE", "SCOPE", "SERIAL", "EXPIRES", "STATE"]);
     for c in &issued {
         let state = if revoked.contains(&c.serial) {
             "revoked"
@@ -145,6 +170,9 @@ fn list(data_dir: &Path) -> Result<String, CliError> {
         table.add_row(vec![
             c.user.clone(),
             c.role.clone(),
+            c.scope
+                .as_ref()
+                .map_or_else(|| "-".to_owned(), ToString::to_string),
             c.serial.clone(),
             c.not_after.format("%Y-%m-%d").to_string(),
             state.to_owned(),

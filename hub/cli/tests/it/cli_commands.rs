@@ -29,13 +29,13 @@ fn fixture(name: &str) -> PathBuf {
 
 /// A hub as `ocm-edge hub` runs it (its embedded broker with TLS and logins, the hub's defaults),
 /// from the one harness ([`Fleet`] with `hub_broker`), and the CLI run against it.
-struct TestHub {
+pub(crate) struct TestHub {
     fleet: Fleet,
     url: String,
 }
 
 impl TestHub {
-    async fn start() -> TestHub {
+    pub(crate) async fn start() -> TestHub {
         let fleet = Fleet::start_with(
             FleetOptions {
                 hub_broker: true,
@@ -51,12 +51,12 @@ impl TestHub {
     }
 
     /// The hub's data directory.
-    fn hub_dir(&self) -> PathBuf {
+    pub(crate) fn hub_dir(&self) -> PathBuf {
         self.fleet.hub_dir()
     }
 
     /// A scratch directory beside the hub's (credential files, a CLI's working directory).
-    fn scratch(&self) -> PathBuf {
+    pub(crate) fn scratch(&self) -> PathBuf {
         self.fleet.dir().to_owned()
     }
 
@@ -137,7 +137,12 @@ impl TestHub {
         }
     }
 
-    async fn stop(self) {
+    /// The harness's fleet the hub runs in.
+    pub(crate) fn fleet(&self) -> &Fleet {
+        &self.fleet
+    }
+
+    pub(crate) async fn stop(self) {
         self.fleet.shutdown().await;
     }
 }
@@ -171,7 +176,7 @@ async fn ocm_edge_with(url: &str, data_dir: Option<&Path>, args: &[&str]) -> Out
         .expect("ocm-edge runs")
 }
 
-fn stdout(out: &Output) -> String {
+pub(crate) fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -180,7 +185,7 @@ fn stderr(out: &Output) -> String {
 }
 
 #[track_caller]
-fn assert_success(out: &Output) {
+pub(crate) fn assert_success(out: &Output) {
     assert!(
         out.status.success(),
         "expected success, got {:?}\nstdout:\n{}\nstderr:\n{}",
@@ -191,7 +196,7 @@ fn assert_success(out: &Output) {
 }
 
 #[track_caller]
-fn assert_failure_mentioning(out: &Output, needles: &[&str]) {
+pub(crate) fn assert_failure_mentioning(out: &Output, needles: &[&str]) {
     assert!(
         !out.status.success(),
         "expected a failure, got success\nstdout:\n{}",
@@ -233,7 +238,7 @@ async fn cluster_list_on_a_new_hub_says_there_are_none_and_json_is_an_empty_list
 
 /// Runs `ocm-edge ARGS` against `hub` as a CLI away from the hub's data directory would: the
 /// hub's CA given as a file, the credential only when given.
-async fn cli_as(hub: &TestHub, credentials: Option<&Path>, args: &[&str]) -> Output {
+pub(crate) async fn cli_as(hub: &TestHub, credentials: Option<&Path>, args: &[&str]) -> Output {
     let elsewhere = hub.scratch().join("elsewhere");
     std::fs::create_dir_all(&elsewhere).unwrap();
     let ca = hub.scratch().join("hub/pki/ca.pem");
@@ -245,17 +250,31 @@ async fn cli_as(hub: &TestHub, credentials: Option<&Path>, args: &[&str]) -> Out
     ocm_edge_with(&hub.url, Some(&elsewhere), &full).await
 }
 
+/// `ocm-edge user create NAME --role ROLE ARGS` on the hub data directory `hub_dir`, writing the
+/// credential to `out_file`.
+pub(crate) async fn run_user_create(
+    hub_dir: &Path,
+    out_file: &Path,
+    name: &str,
+    role: &str,
+    args: &[&str],
+) -> Output {
+    tokio::process::Command::new(BIN)
+        .args(["user", "create", name, "--role", role])
+        .args(args)
+        .arg("--data-dir")
+        .arg(hub_dir)
+        .arg("--out")
+        .arg(out_file)
+        .output()
+        .await
+        .unwrap()
+}
+
 /// `ocm-edge user create NAME --role ROLE` on the hub's data directory; returns the file.
 async fn user_create(hub: &TestHub, name: &str, role: &str) -> PathBuf {
     let out_file = hub.scratch().join(format!("{name}.pem"));
-    let out = tokio::process::Command::new(BIN)
-        .args(["user", "create", name, "--role", role, "--data-dir"])
-        .arg(hub.hub_dir())
-        .arg("--out")
-        .arg(&out_file)
-        .output()
-        .await
-        .unwrap();
+    let out = run_user_create(&hub.hub_dir(), &out_file, name, role, &[]).await;
     assert_success(&out);
     assert!(
         stdout(&out).contains(&format!("user {name} (role {role}")),
@@ -452,7 +471,7 @@ async fn the_admin_api_refuses_unsigned_requests_and_lets_each_role_do_only_its_
 }
 
 /// `ocm-edge user ARGS --data-dir HUB_DATA` on the hub's machine.
-async fn user_cmd(hub: &TestHub, args: &[&str]) -> Output {
+pub(crate) async fn user_cmd(hub: &TestHub, args: &[&str]) -> Output {
     tokio::process::Command::new(BIN)
         .arg("user")
         .args(args)
@@ -532,7 +551,7 @@ async fn a_revoked_credential_is_refused_at_its_next_command_and_user_list_shows
 }
 
 #[tokio::test]
-async fn user_create_needs_the_hub_ca_a_known_role_and_a_new_file() {
+async fn user_create_needs_the_hub_ca_a_known_role_a_scope_it_can_have_and_a_new_file() {
     let dir = tempfile::tempdir().unwrap();
     let run = |args: Vec<String>| async move {
         tokio::process::Command::new(BIN)
@@ -569,6 +588,18 @@ async fn user_create_needs_the_hub_ca_a_known_role_and_a_new_file() {
         "{}",
         stderr(&out)
     );
+    // A scope is checked before the CA is looked for: an admin cannot be limited, and sets are
+    // reached through namespaces.
+    let mut scoped_admin = args("admin", &data);
+    scoped_admin.extend(["--namespace".to_owned(), "team-a".to_owned()]);
+    let out = run(scoped_admin).await;
+    assert_failure_mentioning(&out, &["the admin role cannot be scoped"]);
+    let mut sets_only = args("operator", &data);
+    sets_only.extend(["--clusterset".to_owned(), "eu".to_owned()]);
+    let out = run(sets_only).await;
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("--namespace"), "{}", stderr(&out));
+    assert!(!Path::new(&out_file).exists());
 
     let hub = TestHub::start().await;
     let hub_data = hub.hub_dir().display().to_string();

@@ -25,12 +25,18 @@ async fn fleet() -> Fleet {
 
 const BIN: &str = env!("CARGO_BIN_EXE_ocm-edge");
 
+/// `ocm-edge ARGS` as the hub's first admin.
 async fn ocm_edge(fleet: &Fleet, args: &[&str]) -> Output {
+    ocm_edge_as(fleet, &fleet.admin_credentials(), args).await
+}
+
+/// `ocm-edge ARGS` with the credential file `credentials`.
+async fn ocm_edge_as(fleet: &Fleet, credentials: &Path, args: &[&str]) -> Output {
     let child = tokio::process::Command::new(BIN)
         .args(args)
         .args(["--broker", fleet.broker_url()])
         .arg("--credentials")
-        .arg(fleet.admin_credentials())
+        .arg(credentials)
         .env_remove("OCM_EDGE_BROKER")
         .env_remove("OCM_EDGE_SOURCE_ID")
         .env_remove("RUST_LOG")
@@ -331,4 +337,103 @@ async fn cluster_get_shows_capacity_and_cluster_remove_waits_for_the_agent_or_fo
     let again = ocm_edge(&fleet, &["cluster", "remove", "edge-2"]).await;
     fails_mentioning(&again, &["not known to the hub"]);
     fleet.shutdown().await;
+}
+
+/// A scoped operator (`user create --namespace --clusterset`) deploys to the clusters of its set
+/// bound into its namespace, and is refused another team's cluster and another team's set, with
+/// the right it lacks named; `cluster list` shows it only its clusters.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scoped_operator_deploys_only_to_its_teams_clusters_and_binds_only_its_sets() {
+    const SET: &str = "cluster.open-cluster-management.io/clusterset";
+    let mut fleet = fleet().await;
+    fleet.start_accepted("eu-1", &[(SET, "eu")]).await;
+    fleet.start_accepted("us-1", &[(SET, "us")]).await;
+    let teams = fleet.dir().join("teams.yaml");
+    let mut yaml = String::new();
+    for (set, namespace) in [("eu", "team-a"), ("us", "team-b")] {
+        yaml.push_str(&format!(
+            "apiVersion: cluster.open-cluster-management.io/v1beta2\nkind: ManagedClusterSet\n\
+             metadata:\n  name: {set}\n---\n\
+             apiVersion: cluster.open-cluster-management.io/v1beta2\nkind: ManagedClusterSetBinding\n\
+             metadata:\n  name: {set}\n  namespace: {namespace}\nspec:\n  clusterSet: {set}\n---\n"
+        ));
+    }
+    std::fs::write(&teams, yaml).unwrap();
+    ok(&ocm_edge(&fleet, &["apply", "-f", teams.to_str().unwrap()]).await);
+
+    let alice = fleet.dir().join("alice.pem");
+    let created = crate::cli_commands::run_user_create(
+        &fleet.hub_dir(),
+        &alice,
+        "alice",
+        "operator",
+        &["--namespace", "team-a", "--clusterset", "eu"],
+    )
+    .await;
+    let created = ok(&created);
+    assert!(
+        created.contains("user alice (role operator of namespaces team-a; cluster sets eu,"),
+        "{created}"
+    );
+
+    let web = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cli/web");
+    let web = web.to_str().unwrap();
+    let deployed = ok(&ocm_edge_as(
+        &fleet,
+        &alice,
+        &["work", "create", "web", "-f", web, "--clusters", "eu-1"],
+    )
+    .await);
+    assert!(deployed.contains("eu-1"), "{deployed}");
+    let admin = fleet.admin().await;
+    let applied = wait_for("the work to be applied on eu-1", WAIT, || async {
+        let w = admin.get_work("eu-1", "web").await.ok()?;
+        ocm_edge_schemas::api::meta::is_condition_true(&w.conditions, "Applied").then_some(())
+    })
+    .await;
+    assert!(applied.is_ok(), "alice's work reached eu-1");
+
+    fails_mentioning(
+        &ocm_edge_as(
+            &fleet,
+            &alice,
+            &["work", "create", "web", "-f", web, "--clusters", "us-1"],
+        )
+        .await,
+        &[
+            "forbidden: user \"alice\" (operator of namespaces team-a; cluster sets eu)",
+            "may not write works to cluster \"us-1\"",
+            "ocm-edge clusterset set eu --clusters us-1",
+        ],
+    );
+    assert!(
+        admin.get_work("us-1", "web").await.is_err(),
+        "the refused work was not stored"
+    );
+    fails_mentioning(
+        &ocm_edge_as(
+            &fleet,
+            &alice,
+            &["clusterset", "bind", "us", "-n", "team-a"],
+        )
+        .await,
+        &[
+            "may not bind or unbind cluster set \"us\" in namespace \"team-a\"",
+            "the credential binds only the cluster sets eu",
+        ],
+    );
+    let sets = ok(&ocm_edge(&fleet, &["clusterset", "get", "us", "-o", "json"]).await);
+    assert!(
+        !sets.contains("team-a"),
+        "us was not bound into team-a: {sets}"
+    );
+
+    let list = ok(&ocm_edge_as(&fleet, &alice, &["cluster", "list"]).await);
+    assert!(list.contains("eu-1"), "{list}");
+    assert!(
+        !list.contains("us-1"),
+        "alice sees only her clusters: {list}"
+    );
+    let all = ok(&ocm_edge(&fleet, &["cluster", "list"]).await);
+    assert!(all.contains("eu-1") && all.contains("us-1"), "{all}");
 }

@@ -47,12 +47,67 @@ fn a_request_signed_with_a_credential_of_this_hub_names_its_user_and_role() {
     let auth = Authenticator::new(pki.ca_der().unwrap());
     let m = signed(&c, b"{\"command\":\"stats\"}", now());
     let who = auth.authenticate(&m, REPLY, b"c1", now()).unwrap();
-    assert_eq!(
-        who,
-        Identity {
-            user: "alice".into(),
-            role: Role::Operator
-        }
+    assert_eq!(who, Identity::new("alice", Role::Operator));
+}
+
+#[test]
+fn a_scoped_credential_names_its_scope_and_a_changed_scope_is_no_credential() {
+    use base64::Engine as _;
+    use ocm_edge_schemas::admin::CredentialScope;
+    use ocm_edge_schemas::admin::auth::CREDENTIAL_PROPERTY;
+    let (_dir, pki) = pki();
+    let scope = CredentialScope::new(Role::Operator, ["team-a".into()], ["eu".into()]).unwrap();
+    let (pem, record) = ocm_edge_hub::admin::users::issue_scoped(
+        &pki,
+        "alice",
+        Role::Operator,
+        Some(&scope),
+        chrono::Duration::days(30),
+        now(),
+    )
+    .unwrap();
+    assert_eq!(record.scope.as_ref(), Some(&scope));
+    let c = Credential::from_pem(pem.as_bytes()).unwrap();
+    let auth = Authenticator::new(pki.ca_der().unwrap());
+    let m = signed(&c, b"{\"command\":\"stats\"}", now());
+    let who = auth.authenticate(&m, REPLY, b"c1", now()).unwrap();
+    assert_eq!(who.scope, Some(scope.clone()));
+
+    // The scope is under the CA's signature: the same credential with team-b is not this CA's.
+    let mut widened = m.clone();
+    let property = widened
+        .user_properties
+        .iter_mut()
+        .find(|(n, _)| n == CREDENTIAL_PROPERTY)
+        .unwrap();
+    let der = base64::engine::general_purpose::STANDARD
+        .decode(&property.1)
+        .unwrap();
+    let at = der.windows(6).position(|w| w == b"team-a").unwrap();
+    let mut der = der;
+    der[at..at + 6].copy_from_slice(b"team-b");
+    property.1 = base64::engine::general_purpose::STANDARD.encode(der);
+    let e = auth
+        .authenticate(&widened, REPLY, b"c1", now())
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("it is not signed by this hub's CA"),
+        "{e}"
+    );
+
+    // An admin keeps every right: the CA signs no scoped admin.
+    let e = ocm_edge_hub::admin::users::issue_scoped(
+        &pki,
+        "root",
+        Role::Admin,
+        Some(&scope),
+        chrono::Duration::days(30),
+        now(),
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("the admin role cannot be scoped"),
+        "{e}"
     );
 }
 

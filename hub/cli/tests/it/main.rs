@@ -4,6 +4,7 @@
 
 mod cli_commands;
 mod cli_placement;
+mod cli_scoped;
 mod credentials;
 mod demo_runs;
 mod hub_tls;

@@ -103,6 +103,20 @@ pub trait LoginCheck: Send + Sync + 'static {
     fn may_lapse(&self, _username: &str, _password: &[u8]) -> bool {
         false
     }
+
+    /// Whether this session may subscribe to `filter`, which its identity's topic rules
+    /// ([`crate::acl`]) allow: a narrower rule for some sessions of an identity (a scoped
+    /// operator's credential reads only its own admin answers). Asked at every SUBSCRIBE after
+    /// the topic rules; must not log.
+    fn may_subscribe(
+        &self,
+        _username: &str,
+        _client_id: &str,
+        _password: &[u8],
+        _filter: &str,
+    ) -> bool {
+        true
+    }
 }
 
 impl std::fmt::Debug for BrokerLogin {

@@ -432,11 +432,19 @@ impl Handler for TopicRules {
             Parameter::ClientSubscribeCheckAcl(session, subscribe) => {
                 let user = session.id.username.as_deref().unwrap_or_default();
                 let filter = &subscribe.topic_filter[..];
-                let login_holds = self.recheck.as_ref().is_none_or(|check| {
-                    let password = session.password().map(|p| &p[..]).unwrap_or_default();
-                    check.still_valid(user, &session.id.client_id, password)
-                });
-                if login_holds && acl::allowed(user, Access::Subscribe, filter) {
+                let password = session.password().map(|p| &p[..]).unwrap_or_default();
+                let client_id = &session.id.client_id;
+                let login_holds = self
+                    .recheck
+                    .as_ref()
+                    .is_none_or(|check| check.still_valid(user, client_id, password));
+                if login_holds
+                    && acl::allowed(user, Access::Subscribe, filter)
+                    && self
+                        .recheck
+                        .as_ref()
+                        .is_none_or(|check| check.may_subscribe(user, client_id, password, filter))
+                {
                     return (true, acc);
                 }
                 self.refused(user, Access::Subscribe, filter);
