@@ -565,6 +565,7 @@ mod tests {
             json!({"command": "getCluster", "name": "c"}),
             json!({"command": "acceptCluster", "name": "c"}),
             json!({"command": "denyCluster", "name": "c"}),
+            json!({"command": "removeCluster", "name": "c", "force": true}),
             json!({"command": "labelCluster", "name": "c", "set": {"tier": "canary"}, "remove": ["old"]}),
             json!({"command": "taintCluster", "name": "c", "add": [{"key": "k", "effect": "NoSelect"}], "remove": ["old"]}),
             json!({"command": "addCluster", "name": "c"}),
