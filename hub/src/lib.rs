@@ -24,6 +24,7 @@
 //!   sessions, core and admin server: start-up, intake, the batch-and-commit loop, replies.
 //! - [`config`]: [`HubConfig`] and [`BrokerConfig`].
 
+pub mod addon;
 pub mod admin;
 pub mod availability;
 pub mod config;

@@ -24,6 +24,9 @@ use schemars::generate::SchemaSettings;
 use serde_json::Value;
 
 use crate::admin::{AdminRequest, AdminResponse, CredentialScope};
+use crate::api::addon::{
+    AddOnDeploymentConfig, AddOnTemplate, ClusterManagementAddOn, ManagedClusterAddOn,
+};
 use crate::api::cluster::{
     ClusterClaim, ManagedCluster, ManagedClusterSet, ManagedClusterSetBinding,
 };
@@ -66,6 +69,10 @@ pub mod schema_files {
     pub const MANIFEST_WORK_REPLICA_SET: &str = "manifest-work-replica-set.schema.json";
     pub const ADD_ON_PLACEMENT_SCORE: &str = "add-on-placement-score.schema.json";
     pub const CLUSTER_CLAIM: &str = "cluster-claim.schema.json";
+    pub const CLUSTER_MANAGEMENT_ADD_ON: &str = "cluster-management-add-on.schema.json";
+    pub const MANAGED_CLUSTER_ADD_ON: &str = "managed-cluster-add-on.schema.json";
+    pub const ADD_ON_TEMPLATE: &str = "add-on-template.schema.json";
+    pub const ADD_ON_DEPLOYMENT_CONFIG: &str = "add-on-deployment-config.schema.json";
     pub const ADMIN_REQUEST: &str = "admin-request.schema.json";
     pub const ADMIN_RESPONSE: &str = "admin-response.schema.json";
     pub const CREDENTIAL_SCOPE: &str = "credential-scope.schema.json";
@@ -150,6 +157,10 @@ pub fn json_schema_files() -> Vec<ContractFile> {
         schema_file::<ManifestWorkReplicaSet>(MANIFEST_WORK_REPLICA_SET),
         schema_file::<AddOnPlacementScore>(ADD_ON_PLACEMENT_SCORE),
         schema_file::<ClusterClaim>(CLUSTER_CLAIM),
+        schema_file::<ClusterManagementAddOn>(CLUSTER_MANAGEMENT_ADD_ON),
+        schema_file::<ManagedClusterAddOn>(MANAGED_CLUSTER_ADD_ON),
+        schema_file::<AddOnTemplate>(ADD_ON_TEMPLATE),
+        schema_file::<AddOnDeploymentConfig>(ADD_ON_DEPLOYMENT_CONFIG),
         schema_file::<AdminRequest>(ADMIN_REQUEST),
         schema_file::<AdminResponse>(ADMIN_RESPONSE),
         schema_file::<CredentialScope>(CREDENTIAL_SCOPE),

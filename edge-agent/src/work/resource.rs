@@ -96,26 +96,8 @@ impl ResourceRef {
     }
 }
 
-/// The plural resource name Kubernetes uses for `kind` (lowercase, English plural rules as in
-/// apimachinery's `UnsafeGuessKindToResource`). The kube applier asks discovery instead.
-pub fn plural(kind: &str) -> String {
-    let lower = kind.to_ascii_lowercase();
-    if lower.is_empty() {
-        return lower;
-    }
-    if lower == "endpoints" {
-        return lower;
-    }
-    if lower.ends_with('s') {
-        return format!("{lower}es");
-    }
-    if let Some(stem) = lower.strip_suffix('y')
-        && !stem.ends_with(['a', 'e', 'i', 'o', 'u'])
-    {
-        return format!("{stem}ies");
-    }
-    format!("{lower}s")
-}
+/// The plural resource name Kubernetes uses for a kind (the hub needs it too).
+pub use ocm_edge_schemas::api::work::plural;
 
 /// Whether every field of `desired` has the same value in `actual` (extra fields in `actual`, such
 /// as status or server-set metadata, are ignored). Decides whether an Update is needed.

@@ -33,7 +33,9 @@ use clap::{Args, Parser, Subcommand};
 use thiserror::Error;
 
 use crate::client::{AdminClient, AdminError, ConnectOptions};
-use crate::commands::{apply, cluster, delete, hub, placement, rollout, stats, token, user, work};
+use crate::commands::{
+    addon, apply, cluster, delete, hub, placement, rollout, stats, token, user, work,
+};
 
 /// Default broker URL of the CLI (the hub's embedded broker on this machine).
 pub const DEFAULT_BROKER_URL: &str = "mqtts://127.0.0.1:8883";
@@ -167,6 +169,9 @@ pub enum Command {
     /// Follow ManifestWorkReplicaSet rollouts.
     #[command(subcommand)]
     Rollout(rollout::RolloutCommand),
+    /// Enable, disable and inspect OCM add-ons (apply them with `apply -f`).
+    #[command(subcommand)]
+    Addon(addon::AddonCommand),
     /// Delete a cluster set, binding, placement, add-on score or ManifestWorkReplicaSet.
     Delete(delete::DeleteArgs),
     /// Show the hub's figures and counters (what it dropped, refused or ignored, and why).
@@ -231,6 +236,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Clusterset(cmd) => placement::run_cluster_set(&cli.global, cmd).await,
         Command::Placement(cmd) => placement::run_placement(&cli.global, cmd).await,
         Command::Rollout(cmd) => rollout::run(&cli.global, cmd).await,
+        Command::Addon(cmd) => addon::run(&cli.global, cmd).await,
         Command::Delete(args) => delete::run(&cli.global, args).await,
         Command::Stats(args) => stats::run(&cli.global, args).await,
         Command::User(cmd) => output::print(&user::run(cmd)?),

@@ -32,12 +32,13 @@ use ocm_edge_schemas::admin::{
 
 type Planned = Result<(Change, AdminPayload), AdminResponse>;
 
-fn object_error(e: ObjectError) -> AdminResponse {
+pub(crate) fn object_error(e: ObjectError) -> AdminResponse {
     let kind = match e {
         ObjectError::NotFound(_) => AdminErrorKind::NotFound,
-        ObjectError::InvalidName(_) | ObjectError::HubOwned { .. } | ObjectError::BuiltIn(_) => {
-            AdminErrorKind::Invalid
-        }
+        ObjectError::InvalidName(_)
+        | ObjectError::HubOwned { .. }
+        | ObjectError::BuiltIn(_)
+        | ObjectError::Invalid(..) => AdminErrorKind::Invalid,
     };
     AdminResponse::error(kind, e.to_string())
 }
@@ -52,8 +53,9 @@ pub fn apply_object(core: &HubCore, object: Value, now: DateTime<Utc>) -> Planne
     let stored = StoredObject::from_applied(parsed).map_err(|other| {
         invalid(format!(
             "kind {:?} cannot be applied here: ocm-edge applies ManifestWork, \
-             ManagedClusterSet, ManagedClusterSetBinding, Placement, AddOnPlacementScore \
-             and ManifestWorkReplicaSet",
+             ManagedClusterSet, ManagedClusterSetBinding, Placement, AddOnPlacementScore, \
+             ManifestWorkReplicaSet, ClusterManagementAddOn, ManagedClusterAddOn, AddOnTemplate \
+             and AddOnDeploymentConfig",
             other.kind()
         ))
     })?;

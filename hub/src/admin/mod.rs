@@ -3,6 +3,7 @@
 //!
 //! - [`server`]: one request into a core change and its answer, without IO.
 //! - [`fleet`]: the requests for cluster sets, bindings, placements, add-on scores and replica sets.
+//! - [`addons`]: the requests for add-ons (list, get, enable, disable).
 //! - [`auth`]: who sent a request (its signed credential) and whether its role allows it.
 //! - [`scope`]: what a scoped credential reaches, and whether a request stays within it.
 //! - [`testkit`]: a hub of two teams, for the tests of scoped credentials.
@@ -10,6 +11,7 @@
 //!
 //! The client half (the admin client, signing requests) is the CLI's (`ocm_edge_cli::client`).
 
+pub mod addons;
 pub mod auth;
 pub mod fleet;
 pub mod scope;

@@ -143,6 +143,15 @@ impl Access {
                     "cluster sets are the admin's",
                 )),
                 Some(ObjectKind::ManagedClusterSetBinding) => reach.binding(name, &ns(namespace)),
+                Some(kind @ (ObjectKind::ClusterManagementAddOn | ObjectKind::AddOnTemplate)) => {
+                    Err(reach.refuse(
+                        &format!("delete {kind} {name:?}"),
+                        "add-ons and their templates are cluster-wide (an unscoped credential deletes them)",
+                    ))
+                }
+                Some(ObjectKind::ManagedClusterAddOn) => {
+                    reach.cluster(&ns(namespace), "disable add-ons on")
+                }
                 Some(_) => reach.namespace(&ns(namespace), "delete objects in"),
                 // Refused Invalid where it is planned, whoever sends it.
                 None => Ok(()),
@@ -162,6 +171,15 @@ impl Access {
                 request.command(),
                 "it is the admin's (an admin's credential is never scoped)",
             )),
+            // Enabling an add-on deploys its agent on the clusters.
+            AdminRequest::EnableAddOn { clusters, .. } => clusters
+                .iter()
+                .try_for_each(|c| reach.cluster(c, "enable add-ons on")),
+            AdminRequest::DisableAddOn { clusters, .. } => clusters
+                .iter()
+                .try_for_each(|c| reach.cluster(c, "disable add-ons on")),
+            // Answered with the rows of the clusters it reaches.
+            AdminRequest::ListAddOns | AdminRequest::GetAddOn { .. } => Ok(()),
             AdminRequest::ListClusters { .. }
             | AdminRequest::ListWorks { cluster: None, .. }
             | AdminRequest::ListClusterSets
@@ -381,9 +399,16 @@ impl Reach {
                 }
                 Ok(())
             }
-            StoredObject::Score(_) | StoredObject::Decision(_) => {
+            StoredObject::Score(_) | StoredObject::Decision(_) | StoredObject::AddOnConfig(_) => {
                 self.namespace(namespace, "apply objects in")
             }
+            // An add-on and its template reach every cluster its placements choose.
+            StoredObject::AddOn(_) | StoredObject::AddOnTemplate(_) => Err(self.refuse(
+                &format!("apply {} {:?}", key.kind, key.name),
+                "add-ons and their templates are cluster-wide (an unscoped credential applies them)",
+            )),
+            // A cluster's add-on lives in the cluster's namespace.
+            StoredObject::ClusterAddOn(_) => self.cluster(namespace, "enable add-ons on"),
         }
     }
 

@@ -108,6 +108,18 @@ fn plan(
                 .collect();
             (change, AdminPayload::Clusters(views))
         }
+        AdminRequest::ListAddOns => (Change::default(), super::addons::list(core, access)),
+        AdminRequest::GetAddOn { name, cluster } => {
+            super::addons::get(core, access, &name, cluster.as_deref())?
+        }
+        AdminRequest::EnableAddOn {
+            names,
+            clusters,
+            namespace,
+        } => super::addons::enable(core, access, &names, &clusters, namespace.as_deref(), now)?,
+        AdminRequest::DisableAddOn { names, clusters } => {
+            super::addons::disable(core, access, &names, &clusters, now)?
+        }
         AdminRequest::BindClusterSet { set, namespace } => {
             fleet::bind_cluster_set(core, set, namespace, now)?
         }

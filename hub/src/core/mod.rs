@@ -657,6 +657,12 @@ impl HubCore {
             self.apply(&pass.records);
             change.extend(pass);
         }
+        // Add-ons follow placements and their works' statuses.
+        let addons = self.reconcile_addons(now);
+        if !addons.is_empty() {
+            self.apply(&addons.records);
+            change.extend(addons);
+        }
         // Works written by a pass are read back by the next one (their rollout status).
         for _ in 0..3 {
             let pass = self.reconcile_replica_sets(now);

@@ -10,6 +10,9 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use ocm_edge_schemas::admin::{RolloutRow, WriteOutcome};
+use ocm_edge_schemas::api::addon::{
+    AddOnDeploymentConfig, AddOnTemplate, ClusterManagementAddOn, ManagedClusterAddOn,
+};
 use ocm_edge_schemas::api::cluster::{ManagedClusterSet, ManagedClusterSetBinding};
 use ocm_edge_schemas::api::meta::ObjectMeta;
 use ocm_edge_schemas::api::object::OcmObject;
@@ -33,17 +36,25 @@ pub enum ObjectKind {
     PlacementDecision,
     AddOnPlacementScore,
     ManifestWorkReplicaSet,
+    ClusterManagementAddOn,
+    ManagedClusterAddOn,
+    AddOnTemplate,
+    AddOnDeploymentConfig,
 }
 
 impl ObjectKind {
     /// Every kind.
-    pub const ALL: [ObjectKind; 6] = [
+    pub const ALL: [ObjectKind; 10] = [
         ObjectKind::ManagedClusterSet,
         ObjectKind::ManagedClusterSetBinding,
         ObjectKind::Placement,
         ObjectKind::PlacementDecision,
         ObjectKind::AddOnPlacementScore,
         ObjectKind::ManifestWorkReplicaSet,
+        ObjectKind::ClusterManagementAddOn,
+        ObjectKind::ManagedClusterAddOn,
+        ObjectKind::AddOnTemplate,
+        ObjectKind::AddOnDeploymentConfig,
     ];
 
     /// The Kubernetes kind.
@@ -55,12 +66,22 @@ impl ObjectKind {
             ObjectKind::PlacementDecision => "PlacementDecision",
             ObjectKind::AddOnPlacementScore => "AddOnPlacementScore",
             ObjectKind::ManifestWorkReplicaSet => "ManifestWorkReplicaSet",
+            ObjectKind::ClusterManagementAddOn => "ClusterManagementAddOn",
+            ObjectKind::ManagedClusterAddOn => "ManagedClusterAddOn",
+            ObjectKind::AddOnTemplate => "AddOnTemplate",
+            ObjectKind::AddOnDeploymentConfig => "AddOnDeploymentConfig",
         }
     }
 
-    /// Whether objects of this kind live in a namespace (only cluster sets do not).
+    /// Whether objects of this kind live in a namespace (cluster sets, add-ons and add-on
+    /// templates do not).
     pub fn is_namespaced(self) -> bool {
-        self != ObjectKind::ManagedClusterSet
+        !matches!(
+            self,
+            ObjectKind::ManagedClusterSet
+                | ObjectKind::ClusterManagementAddOn
+                | ObjectKind::AddOnTemplate
+        )
     }
 
     /// Reads a kind as a user types it: the kind, lower case, plural or OCM's short names.
@@ -76,6 +97,10 @@ impl ObjectKind {
             "placementdecision" => ObjectKind::PlacementDecision,
             "addonplacementscore" => ObjectKind::AddOnPlacementScore,
             "manifestworkreplicaset" | "mwr" | "replicaset" => ObjectKind::ManifestWorkReplicaSet,
+            "clustermanagementaddon" | "cma" | "addon" => ObjectKind::ClusterManagementAddOn,
+            "managedclusteraddon" | "mca" => ObjectKind::ManagedClusterAddOn,
+            "addontemplate" => ObjectKind::AddOnTemplate,
+            "addondeploymentconfig" => ObjectKind::AddOnDeploymentConfig,
             _ => return None,
         })
     }
@@ -150,6 +175,10 @@ pub enum StoredObject {
     Decision(Box<PlacementDecision>),
     Score(Box<AddOnPlacementScore>),
     ReplicaSet(Box<ReplicaSetRecord>),
+    AddOn(Box<ClusterManagementAddOn>),
+    ClusterAddOn(Box<ManagedClusterAddOn>),
+    AddOnTemplate(Box<AddOnTemplate>),
+    AddOnConfig(Box<AddOnDeploymentConfig>),
 }
 
 impl StoredObject {
@@ -169,6 +198,10 @@ impl StoredObject {
                 requeue_at: None,
             })),
             OcmObject::AddOnPlacementScore(o) => StoredObject::Score(o),
+            OcmObject::ClusterManagementAddOn(o) => StoredObject::AddOn(o),
+            OcmObject::ManagedClusterAddOn(o) => StoredObject::ClusterAddOn(o),
+            OcmObject::AddOnTemplate(o) => StoredObject::AddOnTemplate(o),
+            OcmObject::AddOnDeploymentConfig(o) => StoredObject::AddOnConfig(o),
             OcmObject::ManifestWorkReplicaSet(o) => {
                 StoredObject::ReplicaSet(Box::new(ReplicaSetRecord {
                     set: *o,
@@ -190,6 +223,10 @@ impl StoredObject {
             StoredObject::Decision(_) => ObjectKind::PlacementDecision,
             StoredObject::Score(_) => ObjectKind::AddOnPlacementScore,
             StoredObject::ReplicaSet(_) => ObjectKind::ManifestWorkReplicaSet,
+            StoredObject::AddOn(_) => ObjectKind::ClusterManagementAddOn,
+            StoredObject::ClusterAddOn(_) => ObjectKind::ManagedClusterAddOn,
+            StoredObject::AddOnTemplate(_) => ObjectKind::AddOnTemplate,
+            StoredObject::AddOnConfig(_) => ObjectKind::AddOnDeploymentConfig,
         }
     }
 
@@ -201,6 +238,10 @@ impl StoredObject {
             StoredObject::Decision(o) => &o.metadata,
             StoredObject::Score(o) => &o.metadata,
             StoredObject::ReplicaSet(o) => &o.set.metadata,
+            StoredObject::AddOn(o) => &o.metadata,
+            StoredObject::ClusterAddOn(o) => &o.metadata,
+            StoredObject::AddOnTemplate(o) => &o.metadata,
+            StoredObject::AddOnConfig(o) => &o.metadata,
         }
     }
 
@@ -212,6 +253,26 @@ impl StoredObject {
             StoredObject::Decision(o) => &mut o.metadata,
             StoredObject::Score(o) => &mut o.metadata,
             StoredObject::ReplicaSet(o) => &mut o.set.metadata,
+            StoredObject::AddOn(o) => &mut o.metadata,
+            StoredObject::ClusterAddOn(o) => &mut o.metadata,
+            StoredObject::AddOnTemplate(o) => &mut o.metadata,
+            StoredObject::AddOnConfig(o) => &mut o.metadata,
+        }
+    }
+
+    /// The add-on, when this is one.
+    pub fn as_addon(&self) -> Option<&ClusterManagementAddOn> {
+        match self {
+            StoredObject::AddOn(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    /// The cluster's add-on, when this is one.
+    pub fn as_cluster_addon(&self) -> Option<&ManagedClusterAddOn> {
+        match self {
+            StoredObject::ClusterAddOn(a) => Some(a),
+            _ => None,
         }
     }
 
@@ -228,6 +289,9 @@ pub enum ObjectError {
     InvalidName(ObjectKey),
     #[error("{0} does not exist")]
     NotFound(ObjectKey),
+    /// An object the hub refuses as it is (an add-on whose config does not exist, ...).
+    #[error("{0}: {1}; nothing was changed")]
+    Invalid(ObjectKey, String),
     #[error("{kind} objects are written by the hub, not applied: {why}")]
     HubOwned { kind: ObjectKind, why: &'static str },
     #[error(
@@ -379,6 +443,7 @@ impl HubCore {
         if !is_valid_name(&key.name) || (kind.is_namespaced() && !is_valid_name(&key.namespace)) {
             return Err(ObjectError::InvalidName(key));
         }
+        self.check_addon_object(&object)?;
         let existing = self.objects().get(&key);
         let mut merged = match (object, existing) {
             (StoredObject::Placement(mut new), Some(StoredObject::Placement(old))) => {
@@ -402,6 +467,23 @@ impl HubCore {
             (StoredObject::Binding(mut new), Some(StoredObject::Binding(old))) => {
                 new.status = old.status.clone();
                 StoredObject::Binding(new)
+            }
+            // An add-on's status and a cluster's add-on status are the hub's.
+            (StoredObject::AddOn(mut new), Some(StoredObject::AddOn(old))) => {
+                new.status = old.status.clone();
+                StoredObject::AddOn(new)
+            }
+            (StoredObject::ClusterAddOn(mut new), Some(StoredObject::ClusterAddOn(old))) => {
+                new.status = old.status.clone();
+                StoredObject::ClusterAddOn(new)
+            }
+            (StoredObject::AddOn(mut new), None) => {
+                new.status = Default::default();
+                StoredObject::AddOn(new)
+            }
+            (StoredObject::ClusterAddOn(mut new), None) => {
+                new.status = Default::default();
+                StoredObject::ClusterAddOn(new)
             }
             (StoredObject::ClusterSet(mut new), None) => {
                 new.status = Default::default();
@@ -497,6 +579,17 @@ impl HubCore {
                             d.metadata.name.clone(),
                         )));
                     }
+                }
+                change.records.push(Record::ForgetObject(key.clone()));
+            }
+            // A cluster's add-on takes its agent's work with it; an add-on, every cluster's.
+            StoredObject::ClusterAddOn(mca) => change.extend(self.disable_addon(mca, now)),
+            StoredObject::AddOn(_) => {
+                for mca in self
+                    .cluster_addons()
+                    .filter(|m| m.metadata.name == key.name)
+                {
+                    change.extend(self.disable_addon(mca, now));
                 }
                 change.records.push(Record::ForgetObject(key.clone()));
             }

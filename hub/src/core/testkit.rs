@@ -189,3 +189,19 @@ pub fn specs(change: &Change) -> Vec<SpecEvent> {
         })
         .collect()
 }
+
+/// Applies an OCM object written as JSON, as `ocm-edge apply -f` does, at `t(1)`.
+///
+/// # Panics
+/// For a kind the hub does not store as an object.
+pub fn apply_json(
+    core: &mut HubCore,
+    v: serde_json::Value,
+) -> Result<ocm_edge_schemas::admin::WriteOutcome, super::objects::ObjectError> {
+    let object = ocm_edge_schemas::api::object::OcmObject::from_value(v).unwrap();
+    let stored = super::objects::StoredObject::from_applied(object)
+        .unwrap_or_else(|other| panic!("unexpected {}", other.kind()));
+    let (change, _, outcome) = core.apply_object(stored, t(1))?;
+    core.apply(&change.records);
+    Ok(outcome)
+}

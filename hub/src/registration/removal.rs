@@ -22,6 +22,7 @@ use ocm_edge_schemas::api::meta::{Condition, ConditionStatus, set_condition};
 
 use super::certificates;
 use super::join::RegistrationError;
+use crate::core::objects::{ObjectKey, ObjectKind};
 use crate::core::{Change, ClusterRecord, ClusterState, HubCore, Outbound, Record, counter, time};
 
 impl HubCore {
@@ -120,6 +121,18 @@ impl HubCore {
         change.records.extend(
             self.works_of(&record.name)
                 .map(|w| Record::ForgetWork(w.key.clone())),
+        );
+        // Its add-ons live in its namespace.
+        change.records.extend(
+            self.cluster_addons()
+                .filter(|m| m.metadata.namespace == record.name)
+                .map(|m| {
+                    Record::ForgetObject(ObjectKey::new(
+                        ObjectKind::ManagedClusterAddOn,
+                        m.metadata.namespace.clone(),
+                        m.metadata.name.clone(),
+                    ))
+                }),
         );
         change
             .records

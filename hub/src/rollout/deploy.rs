@@ -274,11 +274,7 @@ mod tests {
     }
 
     fn apply(core: &mut HubCore, v: Value) -> WriteOutcome {
-        let stored = StoredObject::from_applied(OcmObject::from_value(v).unwrap())
-            .unwrap_or_else(|other| panic!("unexpected {}", other.kind()));
-        let (change, _, outcome) = core.apply_object(stored, t(1)).unwrap();
-        core.apply(&change.records);
-        outcome
+        apply_json(core, v).unwrap()
     }
 
     fn placement(name: &str, spec: Value) -> Value {

@@ -103,7 +103,7 @@ fn apply(object: Value) -> AdminRequest {
 /// until it has a scope case.
 fn sample(command: &str) -> AdminRequest {
     let fields = json!({
-        "command": command, "name": "x", "cluster": "x", "clusters": ["x"], "manifests": [],
+        "command": command, "name": "x", "names": ["x"], "cluster": "x", "clusters": ["x"], "manifests": [],
         "object": {}, "kind": "placement",
         "work": {"metadata": {"name": "x", "namespace": "x"}, "spec": {"workload": {"manifests": []}}},
     });
@@ -252,6 +252,32 @@ fn every_write_outside_the_scope_is_refused_naming_the_missing_right_and_changes
             alice(),
             delete("clustersetbinding", "team-b", "us"),
             "may not bind or unbind cluster set \"us\" in namespace \"team-b\"",
+        ),
+        (
+            alice(),
+            AdminRequest::EnableAddOn {
+                names: vec!["logs".into()],
+                clusters: vec!["eu-1".into(), "us-1".into()],
+                namespace: None,
+            },
+            "may not enable add-ons on cluster \"us-1\"",
+        ),
+        (
+            bob(),
+            AdminRequest::DisableAddOn {
+                names: vec!["logs".into()],
+                clusters: vec!["eu-1".into()],
+            },
+            "may not disable add-ons on cluster \"eu-1\"",
+        ),
+        (
+            alice(),
+            apply(
+                json!({"apiVersion": "addon.open-cluster-management.io/v1alpha1",
+                "kind": "AddOnTemplate", "metadata": {"name": "logs"},
+                "spec": {"addonName": "logs"}}),
+            ),
+            "add-ons and their templates are cluster-wide",
         ),
         (
             vera(),

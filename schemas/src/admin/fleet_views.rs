@@ -103,3 +103,43 @@ pub struct RolloutRow {
     pub current_template: bool,
     pub reachable: bool,
 }
+
+/// An add-on (ClusterManagementAddOn) with where it is installed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AddOnView {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub display_name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    /// `Manual` or `Placements`.
+    pub install_strategy: String,
+    /// With `Placements`: `namespace/name` of each placement.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub placements: Vec<String>,
+    /// Its default configs, `resource namespace/name`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub default_configs: Vec<String>,
+    /// One row per cluster it is enabled on, sorted by cluster.
+    #[serde(default)]
+    pub clusters: Vec<ClusterAddOnRow>,
+}
+
+/// An add-on on one cluster (its ManagedClusterAddOn).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterAddOnRow {
+    pub cluster: String,
+    /// `manual` or `placement`.
+    pub installed_by: String,
+    /// Where its agent is installed on the cluster.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    /// Its configs as applied, `resource name@hash` (first 8 hex digits).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub configs: Vec<String>,
+    /// Its conditions: Configured, ManifestApplied, Available, ...
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<crate::api::meta::Condition>,
+}

@@ -64,8 +64,8 @@ pub mod views;
 
 pub use auth::{CredentialScope, Role, ScopeError};
 pub use fleet_views::{
-    ClusterSetView, DecisionView, ObjectApplied, ObjectDeleted, PlacementView, ReplicaSetView,
-    RolloutRow,
+    AddOnView, ClusterAddOnRow, ClusterSetView, DecisionView, ObjectApplied, ObjectDeleted,
+    PlacementView, ReplicaSetView, RolloutRow,
 };
 pub use request::{AdminRequest, CreateWork, WorkRef};
 pub use response::{AdminErrorKind, AdminPayload, AdminResponse};

@@ -253,6 +253,40 @@ pub enum AdminRequest {
         namespace: Option<String>,
         name: String,
     },
+    /// The add-ons (ClusterManagementAddOns), each with the clusters it is enabled on. Answer:
+    /// [`AdminPayload::AddOns`], sorted by name.
+    ListAddOns,
+    /// One add-on with its clusters (only `cluster` when given). Answer:
+    /// [`AdminPayload::AddOn`]; NotFound when there is no such add-on.
+    GetAddOn {
+        /// Add-on name.
+        name: String,
+        /// Only this cluster's row.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cluster: Option<String>,
+    },
+    /// Enables add-ons on clusters (a ManagedClusterAddOn in each cluster's namespace, as
+    /// `clusteradm addon enable`), all or nothing: every add-on must exist and every cluster be
+    /// known (NotFound), and each must pass the add-on's checks (Invalid). Already enabled ones
+    /// are kept. Answer: [`AdminPayload::AddOns`] of the named add-ons.
+    EnableAddOn {
+        /// Add-on names; at least one.
+        names: Vec<String>,
+        /// Clusters; at least one.
+        clusters: Vec<String>,
+        /// Where the add-on's agent is installed (unless its AddOnDeploymentConfig says).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        namespace: Option<String>,
+    },
+    /// Disables add-ons on clusters: their ManagedClusterAddOns go and their agents' works are
+    /// deleted (what is not enabled is skipped). Answer: [`AdminPayload::AddOns`] of the named
+    /// add-ons; NotFound for an unknown add-on.
+    DisableAddOn {
+        /// Add-on names; at least one.
+        names: Vec<String>,
+        /// Clusters; at least one.
+        clusters: Vec<String>,
+    },
     /// A command this build does not know, as a newer client may send it; the hub answers it with
     /// [`AdminErrorKind::Unsupported`]. Only decoded, never a valid request: the JSON Schema
     /// leaves it out, and it encodes back as `{"command": <command>}`.
@@ -307,7 +341,7 @@ impl AdminRequest {
 
     /// Every command this build knows, as it appears in JSON; a request naming another one decodes
     /// as [`AdminRequest::Unknown`].
-    pub const COMMANDS: [&'static str; 25] = [
+    pub const COMMANDS: [&'static str; 29] = [
         "listClusters",
         "getCluster",
         "acceptCluster",
@@ -333,6 +367,10 @@ impl AdminRequest {
         "bindClusterSet",
         "unbindClusterSet",
         "deleteObject",
+        "listAddOns",
+        "getAddOn",
+        "enableAddOn",
+        "disableAddOn",
     ];
 
     /// The command name as it appears in JSON (`listClusters`, ...), for logs and errors.
@@ -365,6 +403,10 @@ impl AdminRequest {
             AdminRequest::BindClusterSet { .. } => "bindClusterSet",
             AdminRequest::UnbindClusterSet { .. } => "unbindClusterSet",
             AdminRequest::DeleteObject { .. } => "deleteObject",
+            AdminRequest::ListAddOns => "listAddOns",
+            AdminRequest::GetAddOn { .. } => "getAddOn",
+            AdminRequest::EnableAddOn { .. } => "enableAddOn",
+            AdminRequest::DisableAddOn { .. } => "disableAddOn",
             AdminRequest::Unknown { .. } => "unknown",
         }
     }
@@ -397,6 +439,12 @@ impl AdminRequest {
             | AdminRequest::UnbindClusterSet { set, .. } => {
                 Some(format!("ocm-edge clusterset get {set}"))
             }
+            AdminRequest::EnableAddOn { names, .. } | AdminRequest::DisableAddOn { names, .. } => {
+                Some(match names.as_slice() {
+                    [one] => format!("ocm-edge addon get {one}"),
+                    _ => "ocm-edge addon list".to_owned(),
+                })
+            }
             AdminRequest::ApplyObject { .. } | AdminRequest::DeleteObject { .. } => Some(
                 "ocm-edge placement list, ocm-edge clusterset list or ocm-edge rollout list"
                     .to_owned(),
@@ -423,7 +471,9 @@ impl AdminRequest {
             | AdminRequest::SetClusterSet { .. }
             | AdminRequest::BindClusterSet { .. }
             | AdminRequest::UnbindClusterSet { .. }
-            | AdminRequest::DeleteObject { .. } => true,
+            | AdminRequest::DeleteObject { .. }
+            | AdminRequest::EnableAddOn { .. }
+            | AdminRequest::DisableAddOn { .. } => true,
             AdminRequest::ListClusters { .. }
             | AdminRequest::GetCluster { .. }
             | AdminRequest::ListWorks { .. }
@@ -435,6 +485,8 @@ impl AdminRequest {
             | AdminRequest::GetPlacement { .. }
             | AdminRequest::ListReplicaSets { .. }
             | AdminRequest::GetReplicaSet { .. }
+            | AdminRequest::ListAddOns
+            | AdminRequest::GetAddOn { .. }
             | AdminRequest::Unknown { .. } => false,
         }
     }
@@ -587,6 +639,10 @@ mod tests {
             json!({"command": "bindClusterSet", "set": "s", "namespace": "n"}),
             json!({"command": "unbindClusterSet", "set": "s"}),
             json!({"command": "deleteObject", "kind": "Placement", "name": "p"}),
+            json!({"command": "listAddOns"}),
+            json!({"command": "getAddOn", "name": "a"}),
+            json!({"command": "enableAddOn", "names": ["a"], "clusters": ["c"]}),
+            json!({"command": "disableAddOn", "names": ["a"], "clusters": ["c"]}),
         ];
         assert_eq!(samples.len(), AdminRequest::COMMANDS.len());
         for (sample, name) in samples.iter().zip(AdminRequest::COMMANDS) {

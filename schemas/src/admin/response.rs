@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 #[cfg(doc)]
 use super::AdminRequest;
 use super::fleet_views::{
-    ClusterSetView, ObjectApplied, ObjectDeleted, PlacementView, ReplicaSetView,
+    AddOnView, ClusterSetView, ObjectApplied, ObjectDeleted, PlacementView, ReplicaSetView,
 };
 use super::views::{ClusterView, HubStats, WorkView, WorkWritten};
 
@@ -123,6 +123,12 @@ pub enum AdminPayload {
     /// Answer to DeleteObject.
     #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     Deleted(ObjectDeleted),
+    /// Answer to ListAddOns, EnableAddOn and DisableAddOn.
+    #[schemars(with = "Vec<serde_json::Map<String, serde_json::Value>>")]
+    AddOns(Vec<AddOnView>),
+    /// Answer to GetAddOn.
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
+    AddOn(Box<AddOnView>),
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@
 //! Unknown fields are tolerated everywhere (and kept in `metadata`); optional fields are
 //! omitted when empty, except where Go always writes them (noted on each type).
 
+pub mod addon;
 pub mod cluster;
 pub mod lease;
 pub mod meta;

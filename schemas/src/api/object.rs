@@ -3,6 +3,10 @@
 
 use serde_json::Value;
 
+use super::addon::{
+    ADDON_GROUP, AddOnDeploymentConfig, AddOnTemplate, ClusterManagementAddOn, ManagedClusterAddOn,
+    convert_v1alpha1,
+};
 use super::cluster::{ClusterClaim, ManagedCluster, ManagedClusterSet, ManagedClusterSetBinding};
 use super::lease::Lease;
 use super::placement::{AddOnPlacementScore, Placement, PlacementDecision};
@@ -37,6 +41,14 @@ pub enum OcmObject {
     ManifestWorkReplicaSet(Box<ManifestWorkReplicaSet>),
     /// coordination.k8s.io Lease.
     Lease(Box<Lease>),
+    /// addon.open-cluster-management.io ClusterManagementAddOn (v1alpha1 read as converted).
+    ClusterManagementAddOn(Box<ClusterManagementAddOn>),
+    /// addon.open-cluster-management.io ManagedClusterAddOn (v1alpha1 read as converted).
+    ManagedClusterAddOn(Box<ManagedClusterAddOn>),
+    /// addon.open-cluster-management.io AddOnTemplate.
+    AddOnTemplate(Box<AddOnTemplate>),
+    /// addon.open-cluster-management.io AddOnDeploymentConfig.
+    AddOnDeploymentConfig(Box<AddOnDeploymentConfig>),
     /// Any other kind, kept as written (the caller decides whether that is an error).
     Other(Value),
 }
@@ -110,6 +122,18 @@ impl OcmObject {
             (Some(COORDINATION_GROUP), "Lease") => {
                 OcmObject::Lease(serde_json::from_value(value).map_err(fail)?)
             }
+            (Some(ADDON_GROUP), "ClusterManagementAddOn") => OcmObject::ClusterManagementAddOn(
+                serde_json::from_value(convert_v1alpha1(value)).map_err(fail)?,
+            ),
+            (Some(ADDON_GROUP), "ManagedClusterAddOn") => OcmObject::ManagedClusterAddOn(
+                serde_json::from_value(convert_v1alpha1(value)).map_err(fail)?,
+            ),
+            (Some(ADDON_GROUP), "AddOnTemplate") => {
+                OcmObject::AddOnTemplate(serde_json::from_value(value).map_err(fail)?)
+            }
+            (Some(ADDON_GROUP), "AddOnDeploymentConfig") => {
+                OcmObject::AddOnDeploymentConfig(serde_json::from_value(value).map_err(fail)?)
+            }
             _ => OcmObject::Other(value),
         })
     }
@@ -127,6 +151,10 @@ impl OcmObject {
             OcmObject::ManifestWork(o) => &o.kind,
             OcmObject::ManifestWorkReplicaSet(o) => &o.kind,
             OcmObject::Lease(o) => &o.kind,
+            OcmObject::ClusterManagementAddOn(o) => &o.kind,
+            OcmObject::ManagedClusterAddOn(o) => &o.kind,
+            OcmObject::AddOnTemplate(o) => &o.kind,
+            OcmObject::AddOnDeploymentConfig(o) => &o.kind,
             OcmObject::Other(v) => v.get("kind").and_then(Value::as_str).unwrap_or_default(),
         }
     }

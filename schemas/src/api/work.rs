@@ -754,3 +754,24 @@ impl From<&ManifestBundleStatus> for ManifestWorkStatus {
         }
     }
 }
+
+/// The plural resource name Kubernetes uses for `kind` (lowercase, English plural rules as in
+/// apimachinery's `UnsafeGuessKindToResource`). The kube applier asks discovery instead.
+pub fn plural(kind: &str) -> String {
+    let lower = kind.to_ascii_lowercase();
+    if lower.is_empty() {
+        return lower;
+    }
+    if lower == "endpoints" {
+        return lower;
+    }
+    if lower.ends_with('s') {
+        return format!("{lower}es");
+    }
+    if let Some(stem) = lower.strip_suffix('y')
+        && !stem.ends_with(['a', 'e', 'i', 'o', 'u'])
+    {
+        return format!("{stem}ies");
+    }
+    format!("{lower}s")
+}

@@ -148,6 +148,8 @@ pub(super) fn unexpected(command: &'static str, payload: &AdminPayload) -> Admin
         AdminPayload::ReplicaSets(_) => "replicaSets",
         AdminPayload::ReplicaSet(_) => "replicaSet",
         AdminPayload::Deleted(_) => "deleted",
+        AdminPayload::AddOns(_) => "addOns",
+        AdminPayload::AddOn(_) => "addOn",
     };
     AdminError::BadAnswer {
         command,

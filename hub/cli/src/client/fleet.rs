@@ -6,8 +6,8 @@ use serde_json::Value;
 use super::error::unexpected;
 use super::{AdminClient, Result};
 use ocm_edge_schemas::admin::{
-    AdminPayload, AdminRequest, ClusterSetView, ClusterView, ObjectApplied, ObjectDeleted,
-    PlacementView, ReplicaSetView,
+    AddOnView, AdminPayload, AdminRequest, ClusterSetView, ClusterView, ObjectApplied,
+    ObjectDeleted, PlacementView, ReplicaSetView,
 };
 
 impl AdminClient {
@@ -194,6 +194,67 @@ impl AdminClient {
         let command = req.command();
         match self.request(&req).await? {
             AdminPayload::Deleted(d) => Ok(d),
+            other => Err(unexpected(command, &other)),
+        }
+    }
+}
+
+impl AdminClient {
+    /// Every add-on with the clusters it is enabled on.
+    ///
+    /// # Errors
+    /// See [`AdminClient::request`].
+    pub async fn list_addons(&self) -> Result<Vec<AddOnView>> {
+        match self.request(&AdminRequest::ListAddOns).await? {
+            AdminPayload::AddOns(a) => Ok(a),
+            other => Err(unexpected("listAddOns", &other)),
+        }
+    }
+
+    /// One add-on (only `cluster`'s row when given).
+    ///
+    /// # Errors
+    /// NotFound; see [`AdminClient::request`].
+    pub async fn get_addon(&self, name: &str, cluster: Option<&str>) -> Result<AddOnView> {
+        let req = AdminRequest::GetAddOn {
+            name: name.to_owned(),
+            cluster: cluster.map(str::to_owned),
+        };
+        match self.request(&req).await? {
+            AdminPayload::AddOn(a) => Ok(*a),
+            other => Err(unexpected("getAddOn", &other)),
+        }
+    }
+
+    /// Enables (`enable`) or disables add-ons on clusters; returns the add-ons' views.
+    ///
+    /// # Errors
+    /// NotFound for an unknown add-on or cluster, Invalid when an add-on's checks refuse it;
+    /// see [`AdminClient::request`].
+    pub async fn switch_addons(
+        &self,
+        enable: bool,
+        names: Vec<String>,
+        clusters: Vec<String>,
+        namespace: Option<String>,
+    ) -> Result<Vec<AddOnView>> {
+        let (req, command) = if enable {
+            (
+                AdminRequest::EnableAddOn {
+                    names,
+                    clusters,
+                    namespace,
+                },
+                "enableAddOn",
+            )
+        } else {
+            (
+                AdminRequest::DisableAddOn { names, clusters },
+                "disableAddOn",
+            )
+        };
+        match self.request(&req).await? {
+            AdminPayload::AddOns(a) => Ok(a),
             other => Err(unexpected(command, &other)),
         }
     }

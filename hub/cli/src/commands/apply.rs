@@ -38,6 +38,10 @@ fn apply_order(kind: &str) -> u8 {
         "Placement" => 2,
         "AddOnPlacementScore" => 3,
         "ManifestWorkReplicaSet" => 5,
+        // An add-on's templates and configs before the add-on, the add-on before its clusters'.
+        "AddOnTemplate" | "AddOnDeploymentConfig" => 6,
+        "ClusterManagementAddOn" => 7,
+        "ManagedClusterAddOn" => 8,
         _ => 4,
     }
 }
@@ -62,7 +66,11 @@ fn read_docs(file: &std::path::Path) -> Result<Vec<(Doc, Origin)>, CliError> {
                 | OcmObject::ManagedClusterSetBinding(_)
                 | OcmObject::Placement(_)
                 | OcmObject::AddOnPlacementScore(_)
-                | OcmObject::ManifestWorkReplicaSet(_),
+                | OcmObject::ManifestWorkReplicaSet(_)
+                | OcmObject::ClusterManagementAddOn(_)
+                | OcmObject::ManagedClusterAddOn(_)
+                | OcmObject::AddOnTemplate(_)
+                | OcmObject::AddOnDeploymentConfig(_),
             ) => docs.push((
                 Doc::Object {
                     kind,
@@ -78,8 +86,9 @@ fn read_docs(file: &std::path::Path) -> Result<Vec<(Doc, Origin)>, CliError> {
                             origin,
                             problem: format!(
                                 "{problem}; `apply` also takes ManagedClusterSet, \
-                                 ManagedClusterSetBinding, Placement, AddOnPlacementScore and \
-                                 ManifestWorkReplicaSet"
+                                 ManagedClusterSetBinding, Placement, AddOnPlacementScore, \
+                                 ManifestWorkReplicaSet, ClusterManagementAddOn, \
+                                 ManagedClusterAddOn, AddOnTemplate and AddOnDeploymentConfig"
                             ),
                         }
                     }

@@ -7,12 +7,14 @@
 //! - [`apply`]: `ocm-edge apply -f` for OCM YAML (ManifestWork, ManagedClusterSet,
 //!   ManagedClusterSetBinding, Placement, AddOnPlacementScore, ManifestWorkReplicaSet).
 //! - [`placement`]: `ocm-edge clusterset list|get` and `ocm-edge placement list|get`.
+//! - [`addon`]: `ocm-edge addon list|get|enable|disable` (OCM's add-ons).
 //! - [`rollout`]: `ocm-edge rollout status|list` (ManifestWorkReplicaSets).
 //! - [`delete`]: `ocm-edge delete KIND NAME`.
 //! - [`stats`]: `ocm-edge stats` (the hub's counters).
 //! - [`user`]: `ocm-edge user create|list|revoke` (admin API credentials, on the hub's machine).
 //! - [`token`]: `ocm-edge token create|revoke` (join tokens, on the hub's machine).
 
+pub mod addon;
 pub mod apply;
 pub mod cluster;
 pub mod delete;

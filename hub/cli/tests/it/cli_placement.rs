@@ -437,3 +437,96 @@ async fn a_scoped_operator_deploys_only_to_its_teams_clusters_and_binds_only_its
     let all = ok(&ocm_edge(&fleet, &["cluster", "list"]).await);
     assert!(all.contains("eu-1") && all.contains("us-1"), "{all}");
 }
+
+/// `ocm-edge addon enable|disable --names NAMES --clusters CLUSTERS`.
+async fn addon(fleet: &Fleet, verb: &str, names: &str, clusters: &str) -> Output {
+    ocm_edge(
+        fleet,
+        &["addon", verb, "--names", names, "--clusters", clusters],
+    )
+    .await
+}
+
+/// OCM's hello-world template add-on, as OCM publishes it, through the binary: `apply -f`
+/// takes it unedited (templates and configs before the add-on whatever the order), `addon
+/// enable` installs it on a cluster, whose agent applies the rendered Deployment, `addon get`
+/// shows it configured, applied and available, and `addon disable` removes it from the cluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ocms_hello_world_template_addon_is_applied_enabled_rendered_and_disabled() {
+    let mut fleet = fleet().await;
+    // The example's AddOnDeploymentConfig lives in namespace cluster1: OCM's first cluster.
+    fleet.start_accepted("cluster1", &[]).await;
+    fleet.start_accepted("edge-2", &[]).await;
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ocm-hello-template-addon.yaml");
+    let applied = ok(&ocm_edge(&fleet, &["apply", "-f", fixture.to_str().unwrap()]).await);
+    assert!(
+        applied.contains("addontemplate hello-template created")
+            && applied.contains("clustermanagementaddon hello-template created")
+            && applied.contains("addondeploymentconfig cluster1/hello-template created"),
+        "{applied}"
+    );
+    let listed = ok(&ocm_edge(&fleet, &["addon", "list"]).await);
+    assert!(
+        listed.contains("hello-template") && listed.contains("Manual"),
+        "{listed}"
+    );
+
+    ok(&addon(&fleet, "enable", "hello-template", "cluster1").await);
+    let deployment = fleet
+        .wait_sim("cluster1", "the add-on's Deployment", |sim| {
+            sim.get(
+                "Deployment",
+                "open-cluster-management-agent-addon",
+                "hello-template-agent",
+            )
+        })
+        .await
+        .unwrap();
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["args"][2], "--cluster-name=cluster1");
+    assert_eq!(container["env"][0]["value"], "4");
+    assert!(
+        fleet
+            .sim("edge-2")
+            .get(
+                "Deployment",
+                "open-cluster-management-agent-addon",
+                "hello-template-agent"
+            )
+            .is_none(),
+        "enabled on cluster1 only"
+    );
+    let shown = wait_for("the add-on available on cluster1", WAIT, || async {
+        let out = ocm_edge(&fleet, &["addon", "get", "hello-template"]).await;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.contains("True (WorkApplied)").then_some(text)
+    })
+    .await
+    .unwrap();
+    assert!(
+        shown.contains("cluster1") && shown.contains("manual"),
+        "{shown}"
+    );
+
+    // Unknown add-ons and clusters are refused, naming them.
+    let refused = addon(&fleet, "enable", "nope", "cluster1").await;
+    fails_mentioning(&refused, &["no add-on \"nope\""]);
+    let refused = addon(&fleet, "enable", "hello-template", "ghost").await;
+    fails_mentioning(&refused, &["cluster \"ghost\" is not known"]);
+
+    ok(&addon(&fleet, "disable", "hello-template", "cluster1").await);
+    fleet
+        .wait_sim("cluster1", "the add-on's Deployment gone", |sim| {
+            sim.get(
+                "Deployment",
+                "open-cluster-management-agent-addon",
+                "hello-template-agent",
+            )
+            .is_none()
+            .then_some(())
+        })
+        .await
+        .unwrap();
+    fleet.shutdown().await;
+}

@@ -1,0 +1,659 @@
+//! Add-ons: OCM's add-on manager for template add-ons (`addon.open-cluster-management.io`).
+//!
+//! - A ClusterManagementAddOn names the add-on, its default configs (an AddOnTemplate makes it a
+//!   template add-on, an AddOnDeploymentConfig gives it variables and settings) and how it is
+//!   installed: by hand (`Manual`: `ocm-edge addon enable` creates the ManagedClusterAddOn) or on
+//!   every cluster its placements select (`Placements`: the hub creates and removes the
+//!   ManagedClusterAddOns).
+//! - For each ManagedClusterAddOn, the hub resolves its configs (its own, then its placement's,
+//!   then the defaults, one per group and resource), renders the template for the cluster
+//!   ([`render`]) and delivers it as the ManifestWork `addon-<name>-deploy-0` (labelled
+//!   `open-cluster-management.io/addon-name`); the work's status gives the add-on's conditions
+//!   (`Configured`, `ManifestApplied`, `Available`; Unknown while the cluster is unreachable).
+//! - A ManagedClusterAddOn removed (disable, its add-on deleted, its cluster removed, or no
+//!   longer selected) takes its work with it.
+//!
+//! What is applied is checked first ([`HubCore::check_addon_object`]): an add-on's configs must
+//! exist, a template's variables must be given, a cluster's add-on must name a known add-on on a
+//! known cluster. A config change reaches every cluster at once: the placements'
+//! `rolloutStrategy` is kept, not yet followed.
+
+pub mod render;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use ocm_edge_schemas::api::addon::{
+    ADDON_DEPLOYMENT_CONFIGS, ADDON_GROUP, ADDON_TEMPLATES, AddOnConfig, AddOnDeploymentConfig,
+    AddOnTemplate, CONDITION_AVAILABLE, CONDITION_CONFIGURED, CONDITION_MANIFEST_APPLIED,
+    ClusterManagementAddOn, ConfigReference, ConfigSpecHash, DEFAULT_INSTALL_NAMESPACE,
+    INSTALL_MANUAL, INSTALL_NAMESPACE_ANNOTATION, INSTALL_PLACEMENTS, LABEL_ADDON_NAME,
+    ManagedClusterAddOn, ObjectReference,
+};
+use ocm_edge_schemas::api::meta::{Condition, ConditionStatus, ObjectMeta, set_condition};
+use ocm_edge_schemas::api::placement::LABEL_PLACEMENT;
+use ocm_edge_schemas::api::work::{WORK_APPLIED, WORK_AVAILABLE};
+
+use crate::core::objects::{ObjectError, ObjectKey, ObjectKind, StoredObject};
+use crate::core::{Change, HubCore, Record, WorkKey, time};
+use crate::work::WorkInput;
+
+/// Annotation of a ManagedClusterAddOn the install strategy created (and may remove).
+pub const INSTALLED_BY_PLACEMENT_ANNOTATION: &str =
+    "edge.open-cluster-management.io/installed-by-placement";
+
+/// The ManifestWork that carries add-on `addon`'s agent (OCM's name).
+pub fn work_name(addon: &str) -> String {
+    format!("addon-{addon}-deploy-0")
+}
+
+/// An add-on's configs, one per (group, resource), the first given winning.
+fn resolve(layers: &[&[AddOnConfig]]) -> BTreeMap<(String, String), AddOnConfig> {
+    let mut out = BTreeMap::new();
+    for layer in layers {
+        for c in *layer {
+            out.entry((c.group.clone(), c.resource.clone()))
+                .or_insert_with(|| c.clone());
+        }
+    }
+    out
+}
+
+/// SHA-256 of a config's spec, hex (what OCM's `specHash` is).
+fn spec_hash(spec: &impl serde::Serialize) -> String {
+    let bytes = serde_json::to_vec(spec).unwrap_or_default();
+    ring::digest::digest(&ring::digest::SHA256, &bytes)
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// One cluster's add-on, resolved: its template and config, ready to render.
+struct Resolved<'a> {
+    template: &'a AddOnTemplate,
+    config: Option<&'a AddOnDeploymentConfig>,
+    install_namespace: String,
+    references: Vec<ConfigReference>,
+}
+
+impl HubCore {
+    fn addon(&self, name: &str) -> Option<&ClusterManagementAddOn> {
+        match self.objects().get(&ObjectKey::new(
+            ObjectKind::ClusterManagementAddOn,
+            "",
+            name,
+        )) {
+            Some(StoredObject::AddOn(a)) => Some(a),
+            _ => None,
+        }
+    }
+
+    fn addon_template(&self, name: &str) -> Option<&AddOnTemplate> {
+        match self
+            .objects()
+            .get(&ObjectKey::new(ObjectKind::AddOnTemplate, "", name))
+        {
+            Some(StoredObject::AddOnTemplate(t)) => Some(t),
+            _ => None,
+        }
+    }
+
+    fn addon_config(&self, namespace: &str, name: &str) -> Option<&AddOnDeploymentConfig> {
+        match self.objects().get(&ObjectKey::new(
+            ObjectKind::AddOnDeploymentConfig,
+            namespace,
+            name,
+        )) {
+            Some(StoredObject::AddOnConfig(c)) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// Every cluster's add-ons.
+    pub fn cluster_addons(&self) -> impl Iterator<Item = &ManagedClusterAddOn> {
+        self.objects()
+            .of_kind(ObjectKind::ManagedClusterAddOn)
+            .filter_map(|o| o.as_cluster_addon())
+    }
+
+    /// Every add-on.
+    pub fn addons(&self) -> impl Iterator<Item = &ClusterManagementAddOn> {
+        self.objects()
+            .of_kind(ObjectKind::ClusterManagementAddOn)
+            .filter_map(|o| o.as_addon())
+    }
+
+    /// The clusters placement `namespace/name` decided on, in decision order (none when it does
+    /// not exist).
+    pub(crate) fn placement_clusters(&self, namespace: &str, name: &str) -> Vec<String> {
+        self.objects()
+            .of_kind(ObjectKind::PlacementDecision)
+            .filter_map(|o| match o {
+                StoredObject::Decision(d)
+                    if d.metadata.namespace == namespace
+                        && d.metadata.labels.get(LABEL_PLACEMENT).map(String::as_str)
+                            == Some(name) =>
+                {
+                    Some(d.status.decisions.iter().map(|c| c.cluster_name.clone()))
+                }
+                _ => None,
+            })
+            .flatten()
+            .collect()
+    }
+
+    /// Checks an add-on object before it is applied (see the module).
+    ///
+    /// # Errors
+    /// [`ObjectError::Invalid`] saying what is wrong and how to fix it.
+    pub fn check_addon_object(&self, object: &StoredObject) -> Result<(), ObjectError> {
+        let invalid = |message: String| Err(ObjectError::Invalid(object.key(), message));
+        match object {
+            StoredObject::AddOn(a) => {
+                let strategy = &a.spec.install_strategy;
+                if strategy.type_ != INSTALL_MANUAL && strategy.type_ != INSTALL_PLACEMENTS {
+                    return invalid(format!(
+                        "installStrategy.type {:?} is neither {INSTALL_MANUAL} nor {INSTALL_PLACEMENTS}",
+                        strategy.type_
+                    ));
+                }
+                if strategy.type_ == INSTALL_PLACEMENTS && strategy.placements.is_empty() {
+                    return invalid(
+                        "installStrategy Placements names no placement (add installStrategy.placements)"
+                            .into(),
+                    );
+                }
+                let mut layers = vec![a.spec.default_configs.as_slice()];
+                for p in &strategy.placements {
+                    layers.push(p.configs.as_slice());
+                }
+                for config in layers.iter().flat_map(|l| l.iter()) {
+                    self.check_config(config).or_else(invalid)?;
+                }
+                // Each set of configs a cluster may end up with must give the template's
+                // variables.
+                let defaults = resolve(&[&a.spec.default_configs]);
+                let mut combinations = vec![defaults];
+                for p in &strategy.placements {
+                    combinations.push(resolve(&[&p.configs, &a.spec.default_configs]));
+                }
+                for configs in combinations {
+                    self.check_variables(&configs).or_else(invalid)?;
+                }
+                Ok(())
+            }
+            StoredObject::ClusterAddOn(mca) => {
+                let cluster = &mca.metadata.namespace;
+                if self.cluster(cluster).is_none() {
+                    return invalid(format!(
+                        "its namespace {cluster:?} is no cluster the hub knows: a \
+                         ManagedClusterAddOn lives in its cluster's namespace (`ocm-edge cluster list`)"
+                    ));
+                }
+                let Some(addon) = self.addon(&mca.metadata.name) else {
+                    return invalid(format!(
+                        "there is no add-on {:?}: apply its ClusterManagementAddOn first \
+                         (`ocm-edge addon list` shows the add-ons)",
+                        mca.metadata.name
+                    ));
+                };
+                for config in &mca.spec.configs {
+                    self.check_config(config).or_else(invalid)?;
+                }
+                let configs = resolve(&[&mca.spec.configs, &addon.spec.default_configs]);
+                self.check_variables(&configs).or_else(invalid)
+            }
+            StoredObject::AddOnTemplate(t) => {
+                let name = &t.spec.addon_name;
+                if ocm_edge_schemas::validate::validate_cluster_name(name).is_err() {
+                    return invalid(format!(
+                        "spec.addonName {name:?} is not a DNS label ([a-z0-9-], at most 63 \
+                         characters, a letter or digit at each end)"
+                    ));
+                }
+                for (i, m) in t.spec.agent_spec.workload.manifests.iter().enumerate() {
+                    if m.kind().is_none() || m.api_version().is_none() {
+                        return invalid(format!(
+                            "manifest {i} of spec.agentSpec has no kind or apiVersion"
+                        ));
+                    }
+                }
+                // The add-ons already using it must still render.
+                for addon in self.addons().filter(|a| {
+                    a.spec
+                        .default_configs
+                        .iter()
+                        .any(|c| c.is(ADDON_TEMPLATES) && c.name == t.metadata.name)
+                }) {
+                    let configs = resolve(&[&addon.spec.default_configs]);
+                    let given = self.given_variables(&configs);
+                    let missing: Vec<String> = render::variables_in(&t.spec.agent_spec)
+                        .into_iter()
+                        .filter(|v| !given.contains(v))
+                        .collect();
+                    if !missing.is_empty() {
+                        return invalid(format!(
+                            "add-on {:?} uses this template and gives no {}",
+                            addon.metadata.name,
+                            missing.join(", ")
+                        ));
+                    }
+                }
+                Ok(())
+            }
+            StoredObject::AddOnConfig(c) => {
+                for v in &c.spec.customized_variables {
+                    if !render::is_variable_name(&v.name) {
+                        return invalid(format!(
+                            "customizedVariables: {:?} is no variable name (a letter or _, then \
+                             letters, digits or _)",
+                            v.name
+                        ));
+                    }
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether `config` names an object the hub holds.
+    fn check_config(&self, config: &AddOnConfig) -> Result<(), String> {
+        let exists = if config.is(ADDON_TEMPLATES) {
+            self.addon_template(&config.name).is_some()
+        } else if config.is(ADDON_DEPLOYMENT_CONFIGS) {
+            self.addon_config(&config.namespace, &config.name).is_some()
+        } else {
+            return Err(format!(
+                "config {}/{} of group {:?}: ocm-edge knows the {ADDON_GROUP} configs \
+                 {ADDON_TEMPLATES} and {ADDON_DEPLOYMENT_CONFIGS}",
+                config.resource, config.name, config.group
+            ));
+        };
+        if exists {
+            return Ok(());
+        }
+        let at = if config.namespace.is_empty() {
+            config.name.clone()
+        } else {
+            format!("{}/{}", config.namespace, config.name)
+        };
+        Err(format!(
+            "its config {} {at} does not exist: apply it first (`ocm-edge apply -f` takes \
+             templates and configs before the add-ons that use them)",
+            config.resource
+        ))
+    }
+
+    /// The variables `configs` give (the built-in ones and their AddOnDeploymentConfig's).
+    fn given_variables(
+        &self,
+        configs: &BTreeMap<(String, String), AddOnConfig>,
+    ) -> BTreeSet<String> {
+        let mut given: BTreeSet<String> =
+            render::BUILT_IN.iter().map(|v| (*v).to_owned()).collect();
+        if let Some(c) = configs
+            .values()
+            .find(|c| c.is(ADDON_DEPLOYMENT_CONFIGS))
+            .and_then(|c| self.addon_config(&c.namespace, &c.name))
+        {
+            given.extend(c.spec.customized_variables.iter().map(|v| v.name.clone()));
+        }
+        given
+    }
+
+    /// Whether the template of `configs` (if any) gets every variable it uses.
+    fn check_variables(
+        &self,
+        configs: &BTreeMap<(String, String), AddOnConfig>,
+    ) -> Result<(), String> {
+        let Some(template) = configs
+            .values()
+            .find(|c| c.is(ADDON_TEMPLATES))
+            .and_then(|c| self.addon_template(&c.name))
+        else {
+            return Ok(());
+        };
+        let given = self.given_variables(configs);
+        let missing: Vec<String> = render::variables_in(&template.spec.agent_spec)
+            .into_iter()
+            .filter(|v| !given.contains(v))
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        Err(format!(
+            "template {:?} uses {} that its configs do not give (built in: {}; add them to an \
+             AddOnDeploymentConfig's customizedVariables)",
+            template.metadata.name,
+            missing
+                .iter()
+                .map(|v| format!("{{{{{v}}}}}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            render::BUILT_IN.join(", ")
+        ))
+    }
+
+    /// Installs, renders and reports every add-on (called with the fleet's reconcile).
+    pub(crate) fn reconcile_addons(&self, now: DateTime<Utc>) -> Change {
+        let mut change = Change::default();
+        if self.addons().next().is_none() && self.cluster_addons().next().is_none() {
+            return change;
+        }
+        change.extend(self.install_by_placement(now));
+        for mca in self.cluster_addons() {
+            change.extend(self.reconcile_cluster_addon(mca, now));
+        }
+        change
+    }
+
+    /// The Placements install strategy: a ManagedClusterAddOn on every selected cluster that
+    /// is accepted and not being removed, and those it created removed where no longer selected.
+    fn install_by_placement(&self, now: DateTime<Utc>) -> Change {
+        let mut change = Change::default();
+        let mut wanted: BTreeSet<(String, String)> = BTreeSet::new();
+        for addon in self.addons() {
+            let strategy = &addon.spec.install_strategy;
+            if strategy.type_ != INSTALL_PLACEMENTS {
+                continue;
+            }
+            for p in &strategy.placements {
+                for cluster in self.placement_clusters(&p.namespace, &p.name) {
+                    if self.cluster(&cluster).is_some_and(|c| c.is_schedulable()) {
+                        wanted.insert((cluster, addon.metadata.name.clone()));
+                    }
+                }
+            }
+        }
+        for (cluster, addon) in &wanted {
+            let key = ObjectKey::new(ObjectKind::ManagedClusterAddOn, cluster, addon);
+            if self.objects().get(&key).is_some() {
+                continue;
+            }
+            let mut metadata = ObjectMeta::namespaced(cluster.clone(), addon.clone());
+            metadata.annotations.insert(
+                INSTALLED_BY_PLACEMENT_ANNOTATION.to_owned(),
+                "true".to_owned(),
+            );
+            metadata.uid = uuid::Uuid::new_v4().to_string();
+            metadata.creation_timestamp = Some(time(now));
+            metadata.generation = 1;
+            let mca = ManagedClusterAddOn {
+                metadata,
+                ..ManagedClusterAddOn::default()
+            };
+            change
+                .records
+                .push(Record::Object(Box::new(StoredObject::ClusterAddOn(
+                    Box::new(mca),
+                ))));
+        }
+        for mca in self.cluster_addons() {
+            let placed = mca
+                .metadata
+                .annotations
+                .contains_key(INSTALLED_BY_PLACEMENT_ANNOTATION);
+            let still =
+                wanted.contains(&(mca.metadata.namespace.clone(), mca.metadata.name.clone()));
+            if placed && !still {
+                change.extend(self.disable_addon(mca, now));
+            }
+        }
+        change
+    }
+
+    /// Removes a cluster's add-on and the work of its agent.
+    pub(crate) fn disable_addon(&self, mca: &ManagedClusterAddOn, now: DateTime<Utc>) -> Change {
+        let cluster = &mca.metadata.namespace;
+        let mut change = Change {
+            records: vec![Record::ForgetObject(ObjectKey::new(
+                ObjectKind::ManagedClusterAddOn,
+                cluster.clone(),
+                mca.metadata.name.clone(),
+            ))],
+            outbound: vec![],
+        };
+        let key = WorkKey::new(cluster.clone(), work_name(&mca.metadata.name));
+        if self.work(&key).is_some_and(|w| w.deleting.is_none())
+            && let Ok(delete) = self.delete_work(&key, now)
+        {
+            change.extend(delete);
+        }
+        change
+    }
+
+    /// Resolves one cluster's add-on: its template, config and install namespace.
+    fn resolve_cluster_addon<'a>(
+        &'a self,
+        addon: &'a ClusterManagementAddOn,
+        mca: &'a ManagedClusterAddOn,
+    ) -> Result<Resolved<'a>, String> {
+        let cluster = &mca.metadata.namespace;
+        let placement_configs: &[AddOnConfig] = addon
+            .spec
+            .install_strategy
+            .placements
+            .iter()
+            .find(|p| {
+                self.placement_clusters(&p.namespace, &p.name)
+                    .contains(cluster)
+            })
+            .map_or(&[], |p| p.configs.as_slice());
+        let configs = resolve(&[
+            &mca.spec.configs,
+            placement_configs,
+            &addon.spec.default_configs,
+        ]);
+        let mut references = Vec::new();
+        let mut template = None;
+        let mut config = None;
+        for c in configs.values() {
+            self.check_config(c)?;
+            let (generation, hash) = if c.is(ADDON_TEMPLATES) {
+                let t = self.addon_template(&c.name).ok_or("template gone")?;
+                template = Some(t);
+                (t.metadata.generation, spec_hash(&t.spec))
+            } else {
+                let d = self
+                    .addon_config(&c.namespace, &c.name)
+                    .ok_or("config gone")?;
+                config = Some(d);
+                (d.metadata.generation, spec_hash(&d.spec))
+            };
+            let desired = ConfigSpecHash {
+                namespace: c.namespace.clone(),
+                name: c.name.clone(),
+                spec_hash: hash,
+            };
+            references.push(ConfigReference {
+                group: c.group.clone(),
+                resource: c.resource.clone(),
+                last_observed_generation: generation,
+                desired_config: Some(desired.clone()),
+                last_applied_config: Some(desired),
+            });
+        }
+        let Some(template) = template else {
+            return Err(format!(
+                "add-on {:?} has no AddOnTemplate among its configs: ocm-edge installs template \
+                 add-ons (give one in the ClusterManagementAddOn's defaultConfigs)",
+                addon.metadata.name
+            ));
+        };
+        let install_namespace = config
+            .map(|c| c.spec.agent_install_namespace.clone())
+            .filter(|n| !n.is_empty())
+            .or_else(|| {
+                mca.metadata
+                    .annotations
+                    .get(INSTALL_NAMESPACE_ANNOTATION)
+                    .cloned()
+            })
+            .unwrap_or_else(|| DEFAULT_INSTALL_NAMESPACE.to_owned());
+        Ok(Resolved {
+            template,
+            config,
+            install_namespace,
+            references,
+        })
+    }
+
+    /// Renders and delivers one cluster's add-on and writes its status from its work.
+    fn reconcile_cluster_addon(&self, mca: &ManagedClusterAddOn, now: DateTime<Utc>) -> Change {
+        let cluster = &mca.metadata.namespace;
+        let Some(addon) = self.addon(&mca.metadata.name) else {
+            // Its add-on was deleted: it goes, with its work.
+            return self.disable_addon(mca, now);
+        };
+        let mut change = Change::default();
+        let mut status = mca.status.clone();
+        status.add_on_meta = addon.spec.add_on_meta.clone();
+        let at = time(now);
+        let work_key = WorkKey::new(cluster.clone(), work_name(&mca.metadata.name));
+        let rendered = self.resolve_cluster_addon(addon, mca).and_then(|resolved| {
+            let config = resolved.config.map(|c| &c.spec);
+            let vars = render::variables(cluster, &resolved.install_namespace, config);
+            render::render(&resolved.template.spec.agent_spec, &vars, config)
+                .map(|spec| (resolved, spec))
+        });
+        match rendered {
+            Err(why) => {
+                set_condition(
+                    &mut status.conditions,
+                    Condition::new(
+                        CONDITION_CONFIGURED,
+                        ConditionStatus::False,
+                        "ConfigurationUnsupported",
+                        &why,
+                    ),
+                    at,
+                );
+            }
+            Ok((resolved, mut spec)) => {
+                render::prepare_cluster(&mut spec, &resolved.install_namespace);
+                set_condition(
+                    &mut status.conditions,
+                    Condition::new(
+                        CONDITION_CONFIGURED,
+                        ConditionStatus::True,
+                        "ConfigurationsConfigured",
+                        "Configurations configured",
+                    ),
+                    at,
+                );
+                status.namespace = resolved.install_namespace.clone();
+                status.config_references = resolved.references;
+                status.related_objects = vec![ObjectReference {
+                    group: "work.open-cluster-management.io".into(),
+                    resource: "manifestworks".into(),
+                    namespace: cluster.clone(),
+                    name: work_key.name.clone(),
+                }];
+                let input = WorkInput {
+                    name: work_key.name.clone(),
+                    labels: [(LABEL_ADDON_NAME.to_owned(), mca.metadata.name.clone())].into(),
+                    annotations: Default::default(),
+                    spec: Arc::new(spec),
+                };
+                let current = self.work(&work_key);
+                let same = current.is_some_and(|w| {
+                    w.deleting.is_none() && *w.spec == *input.spec && w.labels == input.labels
+                });
+                if !same
+                    && self.cluster(cluster).is_some_and(|c| c.is_schedulable())
+                    && current.is_none_or(|w| w.deleting.is_none())
+                    && let Ok((write, _)) =
+                        self.write_works(&input, std::slice::from_ref(cluster), true, now)
+                {
+                    change.extend(write);
+                }
+            }
+        }
+        self.work_conditions(&mut status.conditions, cluster, &work_key, at);
+        if status != mca.status {
+            let mut updated = mca.clone();
+            updated.status = status;
+            change
+                .records
+                .push(Record::Object(Box::new(StoredObject::ClusterAddOn(
+                    Box::new(updated),
+                ))));
+        }
+        change
+    }
+
+    /// ManifestApplied and Available from the add-on's work; Unknown while the cluster is
+    /// unreachable.
+    fn work_conditions(
+        &self,
+        conditions: &mut Vec<Condition>,
+        cluster: &str,
+        work_key: &WorkKey,
+        at: ocm_edge_schemas::api::meta::Time,
+    ) {
+        let work_conditions = self
+            .work(work_key)
+            .and_then(|w| w.status.as_ref())
+            .map(|s| s.conditions.as_slice())
+            .unwrap_or_default();
+        let of = |type_: &str| work_conditions.iter().find(|c| c.type_ == type_);
+        let applied = match of(WORK_APPLIED) {
+            Some(c) if c.is_true() => (
+                ConditionStatus::True,
+                "AddonManifestApplied",
+                "Manifests applied".to_owned(),
+            ),
+            Some(c) => (
+                ConditionStatus::False,
+                "ManifestWorkApplyFailed",
+                c.message.clone(),
+            ),
+            None => (
+                ConditionStatus::False,
+                "WorkNotApplied",
+                "The work is not applied yet".to_owned(),
+            ),
+        };
+        set_condition(
+            conditions,
+            Condition::new(CONDITION_MANIFEST_APPLIED, applied.0, applied.1, &applied.2),
+            at,
+        );
+        let reachable = self
+            .cluster(cluster)
+            .and_then(|c| c.availability.as_ref())
+            .is_none_or(|a| a.status() != ConditionStatus::Unknown);
+        let available = if !reachable {
+            (
+                ConditionStatus::Unknown,
+                "ClusterUnreachable",
+                "The cluster is unreachable".to_owned(),
+            )
+        } else {
+            match of(WORK_AVAILABLE) {
+                Some(c) if c.is_true() => (
+                    ConditionStatus::True,
+                    "WorkApplied",
+                    "The add-on's resources are available".to_owned(),
+                ),
+                Some(c) => (ConditionStatus::False, "WorkNotApplied", c.message.clone()),
+                None => (
+                    ConditionStatus::False,
+                    "WorkNotFound",
+                    "The add-on's work has no status yet".to_owned(),
+                ),
+            }
+        };
+        set_condition(
+            conditions,
+            Condition::new(CONDITION_AVAILABLE, available.0, available.1, &available.2),
+            at,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests;

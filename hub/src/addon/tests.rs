@@ -1,0 +1,298 @@
+//! The add-on manager on the core: OCM's hello-world template add-on, enabled by hand and by
+//! placement, rendered per cluster, reported from its work, and removed.
+
+use ocm_edge_schemas::admin::WriteOutcome;
+use ocm_edge_schemas::api::work::ManifestWorkStatus;
+use serde_json::{Value, json};
+
+use super::*;
+use crate::core::testkit::*;
+
+fn apply(core: &mut HubCore, v: Value) -> Result<WriteOutcome, ObjectError> {
+    apply_json(core, v)
+}
+
+fn reconcile(core: &mut HubCore, secs: i64) -> Change {
+    // reconcile_fleet applies what it returns.
+    core.reconcile_fleet(t(secs))
+}
+
+/// OCM's hello-world template (trimmed to what is checked): a Deployment using CLUSTER_NAME,
+/// HUB_KUBECONFIG and LOG_LEVEL (from the config), and a ServiceAccount.
+fn template() -> Value {
+    json!({"apiVersion": "addon.open-cluster-management.io/v1alpha1", "kind": "AddOnTemplate",
+    "metadata": {"name": "hello-template"},
+    "spec": {"addonName": "hello-template", "agentSpec": {"workload": {"manifests": [
+        {"kind": "Deployment", "apiVersion": "apps/v1",
+         "metadata": {"name": "hello-template-agent", "namespace": "{{INSTALL_NAMESPACE}}"},
+         "spec": {"template": {"spec": {"containers": [{"name": "agent", "image": "hello",
+            "args": ["--cluster-name={{CLUSTER_NAME}}", "--hub-kubeconfig={{HUB_KUBECONFIG}}"],
+            "env": [{"name": "LOG_LEVEL", "value": "{{LOG_LEVEL}}"}]}]}}}},
+        {"kind": "ServiceAccount", "apiVersion": "v1",
+         "metadata": {"name": "hello-template-agent-sa", "namespace": "{{INSTALL_NAMESPACE}}"}}
+    ]}}}})
+}
+
+fn config(namespace: &str, level: &str) -> Value {
+    json!({"apiVersion": "addon.open-cluster-management.io/v1alpha1",
+        "kind": "AddOnDeploymentConfig",
+        "metadata": {"name": "hello-template", "namespace": namespace},
+        "spec": {"customizedVariables": [{"name": "LOG_LEVEL", "value": level}]}})
+}
+
+/// The add-on as OCM's example writes it (v1alpha1, supportedConfigs with defaults).
+fn addon(config_namespace: &str) -> Value {
+    json!({"apiVersion": "addon.open-cluster-management.io/v1alpha1",
+        "kind": "ClusterManagementAddOn", "metadata": {"name": "hello-template"},
+        "spec": {"addOnMeta": {"displayName": "hello-template"}, "supportedConfigs": [
+            {"group": "addon.open-cluster-management.io", "resource": "addontemplates",
+             "defaultConfig": {"name": "hello-template"}},
+            {"group": "addon.open-cluster-management.io", "resource": "addondeploymentconfigs",
+             "defaultConfig": {"name": "hello-template", "namespace": config_namespace}}]}})
+}
+
+fn enable(core: &mut HubCore, cluster: &str) {
+    apply(
+        core,
+        json!({"apiVersion": "addon.open-cluster-management.io/v1alpha1",
+            "kind": "ManagedClusterAddOn",
+            "metadata": {"name": "hello-template", "namespace": cluster},
+            "spec": {"installNamespace": "hello-ns"}}),
+    )
+    .unwrap();
+}
+
+fn hello(core: &HubCore, cluster: &str) -> Option<Value> {
+    let work = core.work(&WorkKey::new(cluster, work_name("hello-template")))?;
+    work.spec
+        .workload
+        .manifests
+        .iter()
+        .find(|m| m.kind() == Some("Deployment"))
+        .map(|m| m.0.clone())
+}
+
+fn cluster_addon<'a>(core: &'a HubCore, cluster: &str) -> Option<&'a ManagedClusterAddOn> {
+    core.cluster_addons()
+        .find(|m| m.metadata.namespace == cluster && m.metadata.name == "hello-template")
+}
+
+fn condition(core: &HubCore, cluster: &str, type_: &str) -> (ConditionStatus, String) {
+    let c = cluster_addon(core, cluster)
+        .unwrap()
+        .status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .unwrap_or_else(|| panic!("no {type_}"));
+    (c.status, c.reason.clone())
+}
+
+/// Accepted clusters that renewed their lease (available).
+fn live(names: &[&str]) -> HubCore {
+    let mut core = accepted_core(names);
+    for name in names {
+        step(&mut core, lease(name), 1);
+    }
+    core
+}
+
+fn with_hello_world() -> HubCore {
+    let mut core = live(&["edge-1", "edge-2"]);
+    apply(&mut core, template()).unwrap();
+    apply(&mut core, config("edge-1", "4")).unwrap();
+    apply(&mut core, addon("edge-1")).unwrap();
+    core
+}
+
+#[test]
+fn an_enabled_template_addon_is_rendered_for_its_cluster_and_reported_from_its_work() {
+    let mut core = with_hello_world();
+    enable(&mut core, "edge-1");
+    reconcile(&mut core, 2);
+    let deployment = hello(&core, "edge-1").expect("the add-on's work on edge-1");
+    assert_eq!(deployment["metadata"]["namespace"], "hello-ns");
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["args"][0], "--cluster-name=edge-1");
+    assert_eq!(container["env"][0]["value"], "4");
+    assert!(hello(&core, "edge-2").is_none(), "only where it is enabled");
+    let mca = cluster_addon(&core, "edge-1").unwrap();
+    assert_eq!(mca.status.namespace, "hello-ns");
+    assert_eq!(mca.status.config_references.len(), 2);
+    assert_eq!(
+        condition(&core, "edge-1", CONDITION_CONFIGURED).0,
+        ConditionStatus::True
+    );
+    assert_eq!(
+        condition(&core, "edge-1", CONDITION_AVAILABLE),
+        (ConditionStatus::False, "WorkNotFound".to_owned())
+    );
+
+    // The agent reports the work applied and available: so is the add-on.
+    let work = core
+        .work(&WorkKey::new("edge-1", work_name("hello-template")))
+        .unwrap()
+        .clone();
+    let mut status = ManifestWorkStatus::default();
+    for type_ in [WORK_APPLIED, WORK_AVAILABLE] {
+        status
+            .conditions
+            .push(Condition::new(type_, ConditionStatus::True, "Done", "done"));
+    }
+    step(
+        &mut core,
+        status_input(
+            "edge-1",
+            &work.resource_id,
+            work.resource_version,
+            "1",
+            status,
+        ),
+        3,
+    );
+    reconcile(&mut core, 3);
+    assert_eq!(
+        condition(&core, "edge-1", CONDITION_MANIFEST_APPLIED).0,
+        ConditionStatus::True
+    );
+    assert_eq!(
+        condition(&core, "edge-1", CONDITION_AVAILABLE),
+        (ConditionStatus::True, "WorkApplied".to_owned())
+    );
+
+    // A config change reaches the cluster; a second pass changes nothing.
+    apply(&mut core, config("edge-1", "9")).unwrap();
+    reconcile(&mut core, 4);
+    let level = hello(&core, "edge-1").unwrap()["spec"]["template"]["spec"]["containers"][0]["env"]
+        [0]["value"]
+        .clone();
+    assert_eq!(level, "9");
+    assert!(reconcile(&mut core, 5).is_empty());
+}
+
+#[test]
+fn disabling_or_deleting_the_addon_deletes_its_work() {
+    let mut core = with_hello_world();
+    enable(&mut core, "edge-1");
+    enable(&mut core, "edge-2");
+    reconcile(&mut core, 2);
+    let key = ObjectKey::new(ObjectKind::ManagedClusterAddOn, "edge-1", "hello-template");
+    let c = core.delete_object(&key, t(3)).unwrap();
+    core.apply(&c.records);
+    let work = |core: &HubCore, cluster: &str| {
+        core.work(&WorkKey::new(cluster, work_name("hello-template")))
+            .map(|w| w.deleting.is_some())
+    };
+    assert_eq!(
+        work(&core, "edge-1"),
+        Some(true),
+        "its work is being deleted"
+    );
+    assert_eq!(work(&core, "edge-2"), Some(false));
+    let c = core
+        .delete_object(
+            &ObjectKey::new(ObjectKind::ClusterManagementAddOn, "", "hello-template"),
+            t(4),
+        )
+        .unwrap();
+    core.apply(&c.records);
+    assert_eq!(work(&core, "edge-2"), Some(true));
+    assert_eq!(core.cluster_addons().count(), 0);
+}
+
+#[test]
+fn the_placements_strategy_installs_where_its_placement_selects_and_uninstalls_elsewhere() {
+    let mut core = live(&["edge-1", "edge-2"]);
+    for v in [
+        json!({"apiVersion": "cluster.open-cluster-management.io/v1beta2",
+            "kind": "ManagedClusterSetBinding", "metadata": {"name": "default", "namespace": "default"},
+            "spec": {"clusterSet": "default"}}),
+        json!({"apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+            "metadata": {"name": "edge-1-only", "namespace": "default"},
+            "spec": {"predicates": [{"requiredClusterSelector": {"labelSelector":
+                {"matchLabels": {"name": "edge-1"}}}}]}}),
+        template(),
+        config("default", "4"),
+    ] {
+        apply(&mut core, v).unwrap();
+    }
+    let c = core
+        .label_cluster(
+            "edge-1",
+            &[("name".to_owned(), "edge-1".to_owned())].into(),
+            &[],
+        )
+        .unwrap();
+    core.apply(&c.records);
+    let sets = core.ensure_builtin_cluster_sets(t(0));
+    core.apply(&sets.records);
+    let mut cma = addon("default");
+    cma["spec"]["installStrategy"] = json!({"type": "Placements",
+        "placements": [{"name": "edge-1-only", "namespace": "default"}]});
+    apply(&mut core, cma).unwrap();
+    reconcile(&mut core, 2);
+    assert!(cluster_addon(&core, "edge-1").is_some());
+    assert!(cluster_addon(&core, "edge-2").is_none());
+    reconcile(&mut core, 3);
+    assert!(hello(&core, "edge-1").is_some());
+
+    // The placement no longer selects edge-1: its add-on and work go.
+    let c = core
+        .label_cluster("edge-1", &Default::default(), &["name".to_owned()])
+        .unwrap();
+    core.apply(&c.records);
+    reconcile(&mut core, 4);
+    assert!(cluster_addon(&core, "edge-1").is_none());
+    assert!(
+        core.work(&WorkKey::new("edge-1", work_name("hello-template")))
+            .is_some_and(|w| w.deleting.is_some())
+    );
+}
+
+#[test]
+fn bad_addon_objects_are_clear_errors_that_store_nothing() {
+    let mut core = accepted_core(&["edge-1"]);
+    // A config referencing nothing.
+    let err = apply(&mut core, addon("edge-1")).unwrap_err().to_string();
+    assert!(err.contains("does not exist"), "{err}");
+    // A template variable no config gives.
+    apply(&mut core, template()).unwrap();
+    let mut bare = addon("edge-1");
+    bare["spec"]["supportedConfigs"]
+        .as_array_mut()
+        .unwrap()
+        .truncate(1);
+    let err = apply(&mut core, bare).unwrap_err().to_string();
+    assert!(err.contains("{{LOG_LEVEL}}"), "{err}");
+    // A cluster add-on of an unknown add-on, and on an unknown cluster.
+    let err = apply(
+        &mut core,
+        json!({"apiVersion": "addon.open-cluster-management.io/v1beta1",
+            "kind": "ManagedClusterAddOn", "metadata": {"name": "nope", "namespace": "edge-1"}}),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("no add-on \"nope\""), "{err}");
+    apply(&mut core, config("edge-1", "4")).unwrap();
+    apply(&mut core, addon("edge-1")).unwrap();
+    let err = apply(
+        &mut core,
+        json!({"apiVersion": "addon.open-cluster-management.io/v1beta1",
+            "kind": "ManagedClusterAddOn",
+            "metadata": {"name": "hello-template", "namespace": "ghost"}}),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("no cluster the hub knows"), "{err}");
+    // An add-on name that is no DNS label.
+    let mut bad_name = template();
+    bad_name["spec"]["addonName"] = json!("Hello_World");
+    let err = apply(&mut core, bad_name).unwrap_err().to_string();
+    assert!(err.contains("not a DNS label"), "{err}");
+    assert_eq!(core.cluster_addons().count(), 0);
+    // A removed cluster's add-ons go with it.
+    enable(&mut core, "edge-1");
+    let c = core.remove_cluster("edge-1", true, t(9)).unwrap();
+    core.apply(&c.records);
+    assert_eq!(core.cluster_addons().count(), 0);
+}

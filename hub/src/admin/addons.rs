@@ -1,0 +1,206 @@
+//! The admin requests for add-ons: list and get them with their clusters, enable and disable
+//! them on clusters (`ocm-edge addon ...`, clusteradm's `addon enable|disable`).
+
+use chrono::{DateTime, Utc};
+use ocm_edge_schemas::admin::{
+    AddOnView, AdminErrorKind, AdminPayload, AdminResponse, ClusterAddOnRow,
+};
+use ocm_edge_schemas::api::addon::{
+    ClusterManagementAddOn, INSTALL_NAMESPACE_ANNOTATION, ManagedClusterAddOn,
+};
+use ocm_edge_schemas::api::meta::ObjectMeta;
+
+use super::fleet::object_error;
+use super::scope::Access;
+use crate::addon::INSTALLED_BY_PLACEMENT_ANNOTATION;
+use crate::core::objects::{ObjectKey, ObjectKind, StoredObject};
+use crate::core::{Change, HubCore};
+
+type Planned = Result<(Change, AdminPayload), AdminResponse>;
+
+/// The view of `addon`, with the rows of the clusters `access` sees (only `cluster` when given).
+pub fn addon_view(
+    core: &HubCore,
+    access: &Access,
+    addon: &ClusterManagementAddOn,
+    cluster: Option<&str>,
+) -> AddOnView {
+    let strategy = &addon.spec.install_strategy;
+    AddOnView {
+        name: addon.metadata.name.clone(),
+        display_name: addon.spec.add_on_meta.display_name.clone(),
+        description: addon.spec.add_on_meta.description.clone(),
+        install_strategy: strategy.type_.clone(),
+        placements: strategy
+            .placements
+            .iter()
+            .map(|p| format!("{}/{}", p.namespace, p.name))
+            .collect(),
+        default_configs: addon
+            .spec
+            .default_configs
+            .iter()
+            .map(|c| match c.namespace.as_str() {
+                "" => format!("{} {}", c.resource, c.name),
+                ns => format!("{} {ns}/{}", c.resource, c.name),
+            })
+            .collect(),
+        clusters: core
+            .cluster_addons()
+            .filter(|m| m.metadata.name == addon.metadata.name)
+            .filter(|m| cluster.is_none_or(|c| c == m.metadata.namespace))
+            .filter(|m| access.sees_cluster(&m.metadata.namespace))
+            .map(row)
+            .collect(),
+    }
+}
+
+fn row(mca: &ManagedClusterAddOn) -> ClusterAddOnRow {
+    ClusterAddOnRow {
+        cluster: mca.metadata.namespace.clone(),
+        installed_by: if mca
+            .metadata
+            .annotations
+            .contains_key(INSTALLED_BY_PLACEMENT_ANNOTATION)
+        {
+            "placement".into()
+        } else {
+            "manual".into()
+        },
+        namespace: mca.status.namespace.clone(),
+        configs: mca
+            .status
+            .config_references
+            .iter()
+            .filter_map(|r| {
+                let c = r.last_applied_config.as_ref()?;
+                Some(format!(
+                    "{} {}@{}",
+                    r.resource,
+                    c.name,
+                    &c.spec_hash[..c.spec_hash.len().min(8)]
+                ))
+            })
+            .collect(),
+        conditions: mca.status.conditions.clone(),
+    }
+}
+
+fn not_found(name: &str) -> AdminResponse {
+    AdminResponse::error(
+        AdminErrorKind::NotFound,
+        format!(
+            "there is no add-on {name:?}: apply its ClusterManagementAddOn first \
+             (`ocm-edge addon list` shows the add-ons)"
+        ),
+    )
+}
+
+fn addon<'a>(core: &'a HubCore, name: &str) -> Result<&'a ClusterManagementAddOn, AdminResponse> {
+    core.addons()
+        .find(|a| a.metadata.name == name)
+        .ok_or_else(|| not_found(name))
+}
+
+fn views(core: &HubCore, access: &Access, names: &[String]) -> Vec<AddOnView> {
+    core.addons()
+        .filter(|a| names.contains(&a.metadata.name))
+        .map(|a| addon_view(core, access, a, None))
+        .collect()
+}
+
+fn needs_both(names: &[String], clusters: &[String]) -> Result<(), AdminResponse> {
+    if names.is_empty() || clusters.is_empty() {
+        return Err(AdminResponse::error(
+            AdminErrorKind::Invalid,
+            "name at least one add-on and one cluster (--names A --clusters c1,c2)",
+        ));
+    }
+    Ok(())
+}
+
+/// EnableAddOn: a ManagedClusterAddOn per add-on and cluster, all or nothing.
+pub fn enable(
+    core: &HubCore,
+    access: &Access,
+    names: &[String],
+    clusters: &[String],
+    namespace: Option<&str>,
+    now: DateTime<Utc>,
+) -> Planned {
+    needs_both(names, clusters)?;
+    if let Some(unknown) = clusters.iter().find(|c| core.cluster(c).is_none()) {
+        return Err(AdminResponse::error(
+            AdminErrorKind::NotFound,
+            format!(
+                "cluster {unknown:?} is not known to the hub (see `ocm-edge cluster list`); \
+                 nothing was enabled"
+            ),
+        ));
+    }
+    let mut change = Change::default();
+    for name in names {
+        addon(core, name)?;
+        for cluster in clusters {
+            let key = ObjectKey::new(ObjectKind::ManagedClusterAddOn, cluster, name);
+            if core.objects().get(&key).is_some() {
+                continue;
+            }
+            let mut metadata = ObjectMeta::namespaced(cluster.clone(), name.clone());
+            if let Some(ns) = namespace {
+                metadata
+                    .annotations
+                    .insert(INSTALL_NAMESPACE_ANNOTATION.to_owned(), ns.to_owned());
+            }
+            let mca = ManagedClusterAddOn {
+                metadata,
+                ..ManagedClusterAddOn::default()
+            };
+            let (created, _, _) = core
+                .apply_object(StoredObject::ClusterAddOn(Box::new(mca)), now)
+                .map_err(object_error)?;
+            change.extend(created);
+        }
+    }
+    Ok((change, AdminPayload::AddOns(views(core, access, names))))
+}
+
+/// DisableAddOn: the named add-ons' ManagedClusterAddOns on the clusters go, with their works.
+pub fn disable(
+    core: &HubCore,
+    access: &Access,
+    names: &[String],
+    clusters: &[String],
+    now: DateTime<Utc>,
+) -> Planned {
+    needs_both(names, clusters)?;
+    let mut change = Change::default();
+    for name in names {
+        addon(core, name)?;
+        for mca in core
+            .cluster_addons()
+            .filter(|m| &m.metadata.name == name && clusters.contains(&m.metadata.namespace))
+        {
+            change.extend(core.disable_addon(mca, now));
+        }
+    }
+    Ok((change, AdminPayload::AddOns(views(core, access, names))))
+}
+
+/// GetAddOn.
+pub fn get(core: &HubCore, access: &Access, name: &str, cluster: Option<&str>) -> Planned {
+    let a = addon(core, name)?;
+    Ok((
+        Change::default(),
+        AdminPayload::AddOn(Box::new(addon_view(core, access, a, cluster))),
+    ))
+}
+
+/// ListAddOns.
+pub fn list(core: &HubCore, access: &Access) -> AdminPayload {
+    AdminPayload::AddOns(
+        core.addons()
+            .map(|a| addon_view(core, access, a, None))
+            .collect(),
+    )
+}
