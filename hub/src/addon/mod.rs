@@ -48,6 +48,11 @@ pub fn work_name(addon: &str) -> String {
     format!("addon-{addon}-deploy-0")
 }
 
+/// The add-on whose agent work `work` is (`addon-<name>-deploy-0`), if it is one.
+pub fn addon_of_work(work: &str) -> Option<&str> {
+    work.strip_prefix("addon-")?.strip_suffix("-deploy-0")
+}
+
 /// An add-on's configs, one per (group, resource), the first given winning.
 fn resolve(layers: &[&[AddOnConfig]]) -> BTreeMap<(String, String), AddOnConfig> {
     let mut out = BTreeMap::new();
@@ -337,15 +342,45 @@ impl HubCore {
         ))
     }
 
-    /// Installs, renders and reports every add-on (called with the fleet's reconcile).
-    pub(crate) fn reconcile_addons(&self, now: DateTime<Utc>) -> Change {
+    /// Installs, renders and reports add-ons (called with the fleet's reconcile): all of them
+    /// when what they are rendered from changed (`stale`), else only the conditions of the
+    /// add-ons of the `dirty` clusters (their works' statuses or availability changed).
+    pub(crate) fn reconcile_addons(
+        &self,
+        stale: bool,
+        dirty: &BTreeSet<String>,
+        now: DateTime<Utc>,
+    ) -> Change {
         let mut change = Change::default();
-        if self.addons().next().is_none() && self.cluster_addons().next().is_none() {
+        if stale {
+            if self.addons().next().is_none() && self.cluster_addons().next().is_none() {
+                return change;
+            }
+            change.extend(self.install_by_placement(now));
+            for mca in self.cluster_addons() {
+                change.extend(self.reconcile_cluster_addon(mca, now));
+            }
             return change;
         }
-        change.extend(self.install_by_placement(now));
-        for mca in self.cluster_addons() {
-            change.extend(self.reconcile_cluster_addon(mca, now));
+        for cluster in dirty {
+            for mca in self
+                .objects()
+                .in_namespace(ObjectKind::ManagedClusterAddOn, cluster)
+                .filter_map(|o| o.as_cluster_addon())
+            {
+                let mut status = mca.status.clone();
+                let work_key = WorkKey::new(cluster.clone(), work_name(&mca.metadata.name));
+                self.work_conditions(&mut status.conditions, cluster, &work_key, time(now));
+                if status != mca.status {
+                    let mut updated = mca.clone();
+                    updated.status = status;
+                    change
+                        .records
+                        .push(Record::Object(Box::new(StoredObject::ClusterAddOn(
+                            Box::new(updated),
+                        ))));
+                }
+            }
         }
         change
     }

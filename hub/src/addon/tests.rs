@@ -233,8 +233,10 @@ fn the_placements_strategy_installs_where_its_placement_selects_and_uninstalls_e
     reconcile(&mut core, 2);
     assert!(cluster_addon(&core, "edge-1").is_some());
     assert!(cluster_addon(&core, "edge-2").is_none());
-    reconcile(&mut core, 3);
-    assert!(hello(&core, "edge-1").is_some());
+    assert!(
+        hello(&core, "edge-1").is_some(),
+        "rendered in the same reconcile"
+    );
 
     // The placement no longer selects edge-1: its add-on and work go.
     let c = core
@@ -295,4 +297,40 @@ fn bad_addon_objects_are_clear_errors_that_store_nothing() {
     let c = core.remove_cluster("edge-1", true, t(9)).unwrap();
     core.apply(&c.records);
     assert_eq!(core.cluster_addons().count(), 0);
+}
+
+#[test]
+fn a_status_of_one_clusters_addon_work_updates_that_addon_only_and_renders_nothing() {
+    let mut core = with_hello_world();
+    enable(&mut core, "edge-1");
+    enable(&mut core, "edge-2");
+    reconcile(&mut core, 2);
+    let work = core
+        .work(&WorkKey::new("edge-2", work_name("hello-template")))
+        .unwrap()
+        .clone();
+    let mut status = ManifestWorkStatus::default();
+    status.conditions.push(Condition::new(
+        WORK_APPLIED,
+        ConditionStatus::True,
+        "Done",
+        "done",
+    ));
+    let reported = status_input("edge-2", &work.resource_id, 1, "1", status);
+    step(&mut core, reported, 3);
+    let change = reconcile(&mut core, 3);
+    assert!(change.outbound.is_empty(), "nothing sent again");
+    let written: Vec<String> = change
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Object(o) => Some(o.key().to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(written, ["ManagedClusterAddOn edge-2/hello-template"]);
+    assert_eq!(
+        condition(&core, "edge-2", CONDITION_MANIFEST_APPLIED).0,
+        ConditionStatus::True
+    );
 }

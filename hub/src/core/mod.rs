@@ -372,6 +372,26 @@ pub struct HubCore {
     /// acceptance, a set, a binding) changed since they were last written: work statuses, which
     /// make most fleet batches, do not, so [`HubCore::reconcile_fleet`] skips that pass for them.
     set_conditions_stale: bool,
+    /// Whether what add-ons are rendered from (add-on objects, placements and their decisions,
+    /// which clusters may take work) changed since [`HubCore::reconcile_fleet`] last rendered
+    /// them all.
+    addons_stale: bool,
+    /// Clusters whose add-ons' conditions may have changed since (their add-on works' statuses,
+    /// their availability): only those are looked at when nothing else changed.
+    addon_clusters_dirty: std::collections::BTreeSet<String>,
+}
+
+/// Whether objects of `kind` are what add-ons are rendered from.
+fn feeds_addons(kind: ObjectKind) -> bool {
+    matches!(
+        kind,
+        ObjectKind::ClusterManagementAddOn
+            | ObjectKind::ManagedClusterAddOn
+            | ObjectKind::AddOnTemplate
+            | ObjectKind::AddOnDeploymentConfig
+            | ObjectKind::Placement
+            | ObjectKind::PlacementDecision
+    )
 }
 
 /// Whether objects of `kind` are what the sets' and bindings' conditions read.
@@ -399,6 +419,8 @@ impl HubCore {
             certificates: None,
             removed_revoked: vec![],
             set_conditions_stale: true,
+            addons_stale: true,
+            addon_clusters_dirty: Default::default(),
         }
     }
 
@@ -483,29 +505,45 @@ impl HubCore {
                 Record::Cluster(c) => {
                     let old = self.clusters.insert(c.name.clone(), (**c).clone());
                     self.set_conditions_stale |= old
+                        .as_ref()
                         .is_none_or(|old| old.labels != c.labels || old.acceptance != c.acceptance);
+                    if self.objects.has_cluster_addons() {
+                        self.addons_stale |= old
+                            .as_ref()
+                            .is_none_or(|o| o.is_schedulable() != c.is_schedulable());
+                        self.addon_clusters_dirty.insert(c.name.clone());
+                    }
                 }
                 Record::Work(w) => {
+                    if crate::addon::addon_of_work(&w.key.name).is_some() {
+                        self.addon_clusters_dirty.insert(w.key.cluster.clone());
+                    }
                     self.by_resource_id
                         .insert(w.resource_id.clone(), w.key.clone());
                     self.works.insert(w.key.clone(), (**w).clone());
                 }
                 Record::ForgetWork(key) => {
+                    if crate::addon::addon_of_work(&key.name).is_some() {
+                        self.addon_clusters_dirty.insert(key.cluster.clone());
+                    }
                     if let Some(w) = self.works.remove(key) {
                         self.by_resource_id.remove(&w.resource_id);
                     }
                 }
                 Record::ForgetCluster(name) => {
                     self.set_conditions_stale |= self.clusters.remove(name).is_some();
+                    self.addons_stale = true;
                 }
                 Record::RemovedRevoked(list) => self.removed_revoked = list.clone(),
                 Record::Counters(c) => self.counters = c.clone(),
                 Record::Object(o) => {
                     self.set_conditions_stale |= is_set_or_binding(o.kind());
+                    self.addons_stale |= feeds_addons(o.kind());
                     self.objects.apply(r);
                 }
                 Record::ForgetObject(key) => {
                     self.set_conditions_stale |= is_set_or_binding(key.kind);
+                    self.addons_stale |= feeds_addons(key.kind);
                     self.objects.apply(r);
                 }
                 // The clock moved when it stamped; this only stores it.
@@ -657,12 +695,27 @@ impl HubCore {
             self.apply(&pass.records);
             change.extend(pass);
         }
-        // Add-ons follow placements and their works' statuses.
-        let addons = self.reconcile_addons(now);
-        if !addons.is_empty() {
-            self.apply(&addons.records);
-            change.extend(addons);
+        // Add-ons follow placements, their objects and their works' statuses. The first pass
+        // may create clusters' add-ons (the Placements strategy) that the second renders.
+        for _ in 0..2 {
+            let dirty = std::mem::take(&mut self.addon_clusters_dirty);
+            let pass = self.reconcile_addons(self.addons_stale, &dirty, now);
+            // Only a cluster's add-on created by this pass needs another (its status written
+            // by it does not).
+            let created = pass.records.iter().any(|r| {
+                matches!(r, Record::Object(o) if o.kind() == ObjectKind::ManagedClusterAddOn
+                    && self.objects.get(&o.key()).is_none())
+            });
+            self.apply(&pass.records);
+            change.extend(pass);
+            self.addons_stale = created;
+            if !created {
+                break;
+            }
         }
+        // What the passes wrote themselves needs no other look.
+        self.addons_stale = false;
+        self.addon_clusters_dirty.clear();
         // Works written by a pass are read back by the next one (their rollout status).
         for _ in 0..3 {
             let pass = self.reconcile_replica_sets(now);

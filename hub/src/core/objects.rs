@@ -322,6 +322,26 @@ impl Objects {
             .map(|(_, o)| o)
     }
 
+    /// Objects of one kind in one namespace, sorted by name.
+    pub fn in_namespace<'a>(
+        &'a self,
+        kind: ObjectKind,
+        namespace: &'a str,
+    ) -> impl Iterator<Item = &'a StoredObject> + 'a {
+        let start = ObjectKey::new(kind, namespace, "");
+        self.by_key
+            .range(start..)
+            .take_while(move |(k, _)| k.kind == kind && k.namespace == namespace)
+            .map(|(_, o)| o)
+    }
+
+    /// Whether any cluster has an add-on.
+    pub fn has_cluster_addons(&self) -> bool {
+        self.of_kind(ObjectKind::ManagedClusterAddOn)
+            .next()
+            .is_some()
+    }
+
     pub fn cluster_sets(&self) -> Vec<ManagedClusterSet> {
         self.of_kind(ObjectKind::ManagedClusterSet)
             .filter_map(|o| match o {
