@@ -172,7 +172,8 @@ pub enum Command {
     /// Enable, disable and inspect OCM add-ons (apply them with `apply -f`).
     #[command(subcommand)]
     Addon(addon::AddonCommand),
-    /// Delete a cluster set, binding, placement, add-on score or ManifestWorkReplicaSet.
+    /// Delete a cluster set, binding, placement, add-on score, ManifestWorkReplicaSet, add-on,
+    /// cluster's add-on, add-on template or add-on config.
     Delete(delete::DeleteArgs),
     /// Show the hub's figures and counters (what it dropped, refused or ignored, and why).
     Stats(stats::StatsArgs),

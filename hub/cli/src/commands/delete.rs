@@ -1,5 +1,5 @@
-//! `ocm-edge delete KIND NAME [-n NS]`: cluster sets, bindings, placements, add-on scores and
-//! ManifestWorkReplicaSets (works: `ocm-edge work delete`).
+//! `ocm-edge delete KIND NAME [-n NS]`: cluster sets, bindings, placements, add-on scores,
+//! ManifestWorkReplicaSets and add-on objects (works: `ocm-edge work delete`).
 
 use clap::Args;
 
@@ -9,7 +9,8 @@ use crate::{CliError, GlobalArgs};
 /// `delete` arguments.
 #[derive(Debug, Clone, Args)]
 pub struct DeleteArgs {
-    /// clusterset, clustersetbinding, placement, addonplacementscore or manifestworkreplicaset.
+    /// clusterset, clustersetbinding, placement, addonplacementscore, manifestworkreplicaset,
+    /// clustermanagementaddon, managedclusteraddon, addontemplate or addondeploymentconfig.
     pub kind: String,
     /// Object name.
     pub name: String,

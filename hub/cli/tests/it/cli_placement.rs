@@ -515,6 +515,8 @@ async fn ocms_hello_world_template_addon_is_applied_enabled_rendered_and_disable
     let refused = addon(&fleet, "enable", "hello-template", "ghost").await;
     fails_mentioning(&refused, &["cluster \"ghost\" is not known"]);
 
+    // Enabled on edge-2 too, then the add-on deleted: gone from every cluster.
+    ok(&addon(&fleet, "enable", "hello-template", "edge-2").await);
     ok(&addon(&fleet, "disable", "hello-template", "cluster1").await);
     fleet
         .wait_sim("cluster1", "the add-on's Deployment gone", |sim| {
@@ -528,5 +530,34 @@ async fn ocms_hello_world_template_addon_is_applied_enabled_rendered_and_disable
         })
         .await
         .unwrap();
+    fleet
+        .wait_sim("edge-2", "the add-on's Deployment", |sim| {
+            sim.get(
+                "Deployment",
+                "open-cluster-management-agent-addon",
+                "hello-template-agent",
+            )
+        })
+        .await
+        .unwrap();
+    ok(&ocm_edge(
+        &fleet,
+        &["delete", "clustermanagementaddon", "hello-template"],
+    )
+    .await);
+    fleet
+        .wait_sim("edge-2", "the add-on's Deployment gone", |sim| {
+            sim.get(
+                "Deployment",
+                "open-cluster-management-agent-addon",
+                "hello-template-agent",
+            )
+            .is_none()
+            .then_some(())
+        })
+        .await
+        .unwrap();
+    let none = ok(&ocm_edge(&fleet, &["addon", "list"]).await);
+    assert!(none.contains("No add-ons yet"), "{none}");
     fleet.shutdown().await;
 }
