@@ -27,17 +27,34 @@ use chrono::{DateTime, Utc};
 use ocm_edge_schemas::api::addon::{
     ADDON_DEPLOYMENT_CONFIGS, ADDON_GROUP, ADDON_TEMPLATES, AddOnConfig, AddOnDeploymentConfig,
     AddOnTemplate, CONDITION_AVAILABLE, CONDITION_CONFIGURED, CONDITION_MANIFEST_APPLIED,
-    ClusterManagementAddOn, ConfigReference, ConfigSpecHash, DEFAULT_INSTALL_NAMESPACE,
-    INSTALL_MANUAL, INSTALL_NAMESPACE_ANNOTATION, INSTALL_PLACEMENTS, LABEL_ADDON_NAME,
-    ManagedClusterAddOn, ObjectReference,
+    CONDITION_PROGRESSING, ClusterManagementAddOn, ConfigReference, ConfigSpecHash,
+    DEFAULT_INSTALL_NAMESPACE, INSTALL_MANUAL, INSTALL_NAMESPACE_ANNOTATION, INSTALL_PLACEMENTS,
+    InstallConfigReference, InstallProgression, LABEL_ADDON_NAME, ManagedClusterAddOn,
+    ObjectReference,
 };
 use ocm_edge_schemas::api::meta::{Condition, ConditionStatus, ObjectMeta, set_condition};
-use ocm_edge_schemas::api::placement::LABEL_PLACEMENT;
-use ocm_edge_schemas::api::work::{WORK_APPLIED, WORK_AVAILABLE};
+use ocm_edge_schemas::api::work::{ManifestWorkSpec, WORK_APPLIED, WORK_AVAILABLE};
 
 use crate::core::objects::{ObjectError, ObjectKey, ObjectKind, StoredObject};
 use crate::core::{Change, HubCore, Record, WorkKey, time};
+use crate::rollout::{
+    ClusterRolloutStatus, ClusterWork, RolloutStatus, TemplateState, rollout_clusters,
+    work_rollout_status,
+};
 use crate::work::WorkInput;
+
+/// Annotation of a ManagedClusterAddOn: when the hub last sent its cluster a new agent (its
+/// rollout's progressDeadline and minSuccessTime count from it), RFC 3339.
+pub const CONFIG_SENT_AT_ANNOTATION: &str = "edge.open-cluster-management.io/config-sent-at";
+
+/// When the hub last sent `mca`'s cluster a new agent.
+fn sent_at(mca: &ManagedClusterAddOn) -> Option<DateTime<Utc>> {
+    mca.metadata
+        .annotations
+        .get(CONFIG_SENT_AT_ANNOTATION)
+        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+        .map(|t| t.with_timezone(&Utc))
+}
 
 /// Annotation of a ManagedClusterAddOn the install strategy created (and may remove).
 pub const INSTALLED_BY_PLACEMENT_ANNOTATION: &str =
@@ -74,6 +91,9 @@ fn spec_hash(spec: &impl serde::Serialize) -> String {
         .map(|b| format!("{b:02x}"))
         .collect()
 }
+
+/// Whether each `(cluster, add-on)` of a Placements add-on may take its new agent now.
+type RolloutGate = BTreeMap<(String, String), bool>;
 
 /// One cluster's add-on, resolved: its template and config, ready to render.
 struct Resolved<'a> {
@@ -133,19 +153,10 @@ impl HubCore {
     /// The clusters placement `namespace/name` decided on, in decision order (none when it does
     /// not exist).
     pub(crate) fn placement_clusters(&self, namespace: &str, name: &str) -> Vec<String> {
-        self.objects()
-            .of_kind(ObjectKind::PlacementDecision)
-            .filter_map(|o| match o {
-                StoredObject::Decision(d)
-                    if d.metadata.namespace == namespace
-                        && d.metadata.labels.get(LABEL_PLACEMENT).map(String::as_str)
-                            == Some(name) =>
-                {
-                    Some(d.status.decisions.iter().map(|c| c.cluster_name.clone()))
-                }
-                _ => None,
-            })
-            .flatten()
+        self.placement_decisions(namespace, name)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|d| d.cluster)
             .collect()
     }
 
@@ -345,22 +356,45 @@ impl HubCore {
     /// Installs, renders and reports add-ons (called with the fleet's reconcile): all of them
     /// when what they are rendered from changed (`stale`), else only the conditions of the
     /// add-ons of the `dirty` clusters (their works' statuses or availability changed).
+    /// Returns the change and, from the rollouts, when to look at every add-on again.
     pub(crate) fn reconcile_addons(
         &self,
         stale: bool,
         dirty: &BTreeSet<String>,
         now: DateTime<Utc>,
-    ) -> Change {
+    ) -> (Change, Option<DateTime<Utc>>) {
         let mut change = Change::default();
         if stale {
             if self.addons().next().is_none() && self.cluster_addons().next().is_none() {
-                return change;
+                return (change, None);
             }
             change.extend(self.install_by_placement(now));
+            let (gate, requeue) = self.rollout_gate(now);
             for mca in self.cluster_addons() {
-                change.extend(self.reconcile_cluster_addon(mca, now));
+                let key = (mca.metadata.namespace.clone(), mca.metadata.name.clone());
+                let may_write = gate.get(&key).copied().unwrap_or(true);
+                change.extend(self.reconcile_cluster_addon(mca, may_write, now));
             }
-            return change;
+            // Each placement's progression, from the clusters' add-ons as this pass leaves them.
+            let written: BTreeMap<(String, String), &ManagedClusterAddOn> = change
+                .records
+                .iter()
+                .filter_map(|r| match r {
+                    Record::Object(o) => o.as_cluster_addon(),
+                    _ => None,
+                })
+                .map(|m| ((m.metadata.namespace.clone(), m.metadata.name.clone()), m))
+                .collect();
+            let mut progressions = Vec::new();
+            for addon in self.addons() {
+                if let Some(updated) = self.install_progressions(addon, &written, now) {
+                    progressions.push(Record::Object(Box::new(StoredObject::AddOn(Box::new(
+                        updated,
+                    )))));
+                }
+            }
+            change.records.extend(progressions);
+            return (change, requeue);
         }
         for cluster in dirty {
             for mca in self
@@ -382,7 +416,7 @@ impl HubCore {
                 }
             }
         }
-        change
+        (change, None)
     }
 
     /// The Placements install strategy: a ManagedClusterAddOn on every selected cluster that
@@ -536,25 +570,130 @@ impl HubCore {
         })
     }
 
-    /// Renders and delivers one cluster's add-on and writes its status from its work.
-    fn reconcile_cluster_addon(&self, mca: &ManagedClusterAddOn, now: DateTime<Utc>) -> Change {
+    /// One cluster's add-on as it should be now: resolved, rendered and prepared for the
+    /// cluster.
+    fn desired<'a>(
+        &'a self,
+        addon: &'a ClusterManagementAddOn,
+        mca: &'a ManagedClusterAddOn,
+    ) -> Result<(Resolved<'a>, ManifestWorkSpec), String> {
+        let cluster = &mca.metadata.namespace;
+        let resolved = self.resolve_cluster_addon(addon, mca)?;
+        let config = resolved.config.map(|c| &c.spec);
+        let vars = render::variables(cluster, &resolved.install_namespace, config);
+        let mut spec = render::render(&resolved.template.spec.agent_spec, &vars, config)?;
+        render::prepare_cluster(&mut spec, &resolved.install_namespace);
+        Ok((resolved, spec))
+    }
+
+    /// Which clusters the rollouts of the Placements add-ons let take their new agent now
+    /// (`(cluster, add-on)`: true), by each placement's `rolloutStrategy` over its decision
+    /// groups, as ManifestWorkReplicaSets roll out; and when to look again. Clusters of no
+    /// placement strategy are not in it (they take a change at once).
+    fn rollout_gate(&self, now: DateTime<Utc>) -> (RolloutGate, Option<DateTime<Utc>>) {
+        let mut gate = RolloutGate::new();
+        let mut requeue: Option<DateTime<Utc>> = None;
+        for addon in self.addons() {
+            if addon.spec.install_strategy.type_ != INSTALL_PLACEMENTS {
+                continue;
+            }
+            let name = &addon.metadata.name;
+            for p in &addon.spec.install_strategy.placements {
+                let decided = self
+                    .placement_decisions(&p.namespace, &p.name)
+                    .unwrap_or_default();
+                let mut existing = Vec::new();
+                for d in &decided {
+                    let key = ObjectKey::new(ObjectKind::ManagedClusterAddOn, &d.cluster, name);
+                    let Some(mca) = self.objects().get(&key).and_then(|o| o.as_cluster_addon())
+                    else {
+                        continue;
+                    };
+                    let Some(work) = self.work(&WorkKey::new(d.cluster.clone(), work_name(name)))
+                    else {
+                        continue;
+                    };
+                    let current = self
+                        .desired(addon, mca)
+                        .is_ok_and(|(_, spec)| *work.spec == spec);
+                    let cluster_work = ClusterWork {
+                        template: if current {
+                            TemplateState::Current {
+                                sent_at: sent_at(mca).unwrap_or(work.created.as_datetime()),
+                            }
+                        } else {
+                            TemplateState::Outdated
+                        },
+                        generation: work.resource_version,
+                        conditions: work
+                            .status
+                            .as_ref()
+                            .map(|s| s.conditions.clone())
+                            .unwrap_or_default(),
+                        reachable: self.reachable(&d.cluster),
+                        deleting: work.deleting.is_some(),
+                    };
+                    if let Some((status, since)) = work_rollout_status(&cluster_work) {
+                        existing.push(ClusterRolloutStatus {
+                            cluster: d.cluster.clone(),
+                            group: d.group.clone(),
+                            status,
+                            last_transition_time: since,
+                            recheck_time: None,
+                        });
+                    }
+                }
+                let to_apply: BTreeSet<String> = match rollout_clusters(
+                    &p.rollout_strategy,
+                    &decided,
+                    &existing,
+                    now,
+                ) {
+                    Ok(result) => {
+                        if let Some(t) = result.recheck_at {
+                            requeue = Some(requeue.map_or(t, |r| r.min(t)));
+                        }
+                        result
+                            .clusters_to_rollout
+                            .into_iter()
+                            .filter(|c| c.status == RolloutStatus::ToApply)
+                            .map(|c| c.cluster)
+                            .collect()
+                    }
+                    Err(e) => {
+                        tracing::warn!(addon = %name, placement = %p.name, error = %e, "add-on rollout strategy cannot be used; nothing rolled out there");
+                        BTreeSet::new()
+                    }
+                };
+                for d in decided {
+                    let may = to_apply.contains(&d.cluster);
+                    *gate.entry((d.cluster, name.clone())).or_insert(false) |= may;
+                }
+            }
+        }
+        (gate, requeue)
+    }
+
+    /// Renders and delivers one cluster's add-on (when `may_write`: its rollout lets it take a
+    /// change now) and writes its status from its work.
+    fn reconcile_cluster_addon(
+        &self,
+        mca: &ManagedClusterAddOn,
+        may_write: bool,
+        now: DateTime<Utc>,
+    ) -> Change {
         let cluster = &mca.metadata.namespace;
         let Some(addon) = self.addon(&mca.metadata.name) else {
             // Its add-on was deleted: it goes, with its work.
             return self.disable_addon(mca, now);
         };
         let mut change = Change::default();
-        let mut status = mca.status.clone();
+        let mut updated = mca.clone();
+        let status = &mut updated.status;
         status.add_on_meta = addon.spec.add_on_meta.clone();
         let at = time(now);
         let work_key = WorkKey::new(cluster.clone(), work_name(&mca.metadata.name));
-        let rendered = self.resolve_cluster_addon(addon, mca).and_then(|resolved| {
-            let config = resolved.config.map(|c| &c.spec);
-            let vars = render::variables(cluster, &resolved.install_namespace, config);
-            render::render(&resolved.template.spec.agent_spec, &vars, config)
-                .map(|spec| (resolved, spec))
-        });
-        match rendered {
+        match self.desired(addon, mca) {
             Err(why) => {
                 set_condition(
                     &mut status.conditions,
@@ -567,8 +706,7 @@ impl HubCore {
                     at,
                 );
             }
-            Ok((resolved, mut spec)) => {
-                render::prepare_cluster(&mut spec, &resolved.install_namespace);
+            Ok((resolved, spec)) => {
                 set_condition(
                     &mut status.conditions,
                     Condition::new(
@@ -580,7 +718,6 @@ impl HubCore {
                     at,
                 );
                 status.namespace = resolved.install_namespace.clone();
-                status.config_references = resolved.references;
                 status.related_objects = vec![ObjectReference {
                     group: "work.open-cluster-management.io".into(),
                     resource: "manifestworks".into(),
@@ -597,20 +734,69 @@ impl HubCore {
                 let same = current.is_some_and(|w| {
                     w.deleting.is_none() && *w.spec == *input.spec && w.labels == input.labels
                 });
+                let mut carried = same;
+                let mut sent_now = false;
                 if !same
+                    && may_write
                     && self.cluster(cluster).is_some_and(|c| c.is_schedulable())
                     && current.is_none_or(|w| w.deleting.is_none())
                     && let Ok((write, _)) =
                         self.write_works(&input, std::slice::from_ref(cluster), true, now)
                 {
                     change.extend(write);
+                    carried = true;
+                    sent_now = true;
+                    // When this cluster's rollout of the new agent started.
+                    updated
+                        .metadata
+                        .annotations
+                        .insert(CONFIG_SENT_AT_ANNOTATION.to_owned(), now.to_rfc3339());
                 }
+                let status = &mut updated.status;
+                // The desired configs; the applied ones only once the cluster carries them.
+                let previous = std::mem::take(&mut status.config_references);
+                status.config_references = resolved
+                    .references
+                    .into_iter()
+                    .map(|mut r| {
+                        if !carried {
+                            r.last_applied_config = previous
+                                .iter()
+                                .find(|p| p.group == r.group && p.resource == r.resource)
+                                .and_then(|p| p.last_applied_config.clone());
+                        }
+                        r
+                    })
+                    .collect();
+                let progressing = if !carried {
+                    (
+                        ConditionStatus::True,
+                        "WaitingForCanary",
+                        "Waiting for the rollout to reach this cluster",
+                    )
+                } else if !sent_now && self.work_succeeded(&work_key) {
+                    (ConditionStatus::False, "Completed", "Completed")
+                } else {
+                    (
+                        ConditionStatus::True,
+                        "Progressing",
+                        "The cluster is taking the current configs",
+                    )
+                };
+                set_condition(
+                    &mut status.conditions,
+                    Condition::new(
+                        CONDITION_PROGRESSING,
+                        progressing.0,
+                        progressing.1,
+                        progressing.2,
+                    ),
+                    at,
+                );
             }
         }
-        self.work_conditions(&mut status.conditions, cluster, &work_key, at);
-        if status != mca.status {
-            let mut updated = mca.clone();
-            updated.status = status;
+        self.work_conditions(&mut updated.status.conditions, cluster, &work_key, at);
+        if updated != *mca {
             change
                 .records
                 .push(Record::Object(Box::new(StoredObject::ClusterAddOn(
@@ -618,6 +804,136 @@ impl HubCore {
                 ))));
         }
         change
+    }
+
+    /// `addon` with each placement's `installProgressions` as the clusters' add-ons (those
+    /// `written` by this pass, else the stored ones) say, or `None` when they did not change:
+    /// the desired configs, the last applied (every selected cluster carries them) and last
+    /// known good (every selected cluster completed them), and Progressing.
+    fn install_progressions(
+        &self,
+        addon: &ClusterManagementAddOn,
+        written: &BTreeMap<(String, String), &ManagedClusterAddOn>,
+        now: DateTime<Utc>,
+    ) -> Option<ClusterManagementAddOn> {
+        let strategy = &addon.spec.install_strategy;
+        if strategy.type_ != INSTALL_PLACEMENTS {
+            return None;
+        }
+        let name = &addon.metadata.name;
+        let mut updated = addon.clone();
+        let old = std::mem::take(&mut updated.status.install_progressions);
+        for p in &strategy.placements {
+            let mut progression = old
+                .iter()
+                .find(|o| o.namespace == p.namespace && o.name == p.name)
+                .cloned()
+                .unwrap_or_else(|| InstallProgression {
+                    namespace: p.namespace.clone(),
+                    name: p.name.clone(),
+                    ..InstallProgression::default()
+                });
+            let configs = resolve(&[&p.configs, &addon.spec.default_configs]);
+            let clusters: Vec<&ManagedClusterAddOn> = self
+                .placement_clusters(&p.namespace, &p.name)
+                .into_iter()
+                .filter_map(|c| {
+                    let key = (c, name.clone());
+                    written.get(&key).copied().or_else(|| {
+                        self.objects()
+                            .get(&ObjectKey::new(
+                                ObjectKind::ManagedClusterAddOn,
+                                &key.0,
+                                name,
+                            ))
+                            .and_then(|o| o.as_cluster_addon())
+                    })
+                })
+                .collect();
+            let completed = clusters
+                .iter()
+                .filter(|m| {
+                    m.status
+                        .conditions
+                        .iter()
+                        .any(|c| c.type_ == CONDITION_PROGRESSING && c.reason == "Completed")
+                })
+                .count();
+            let mut references = Vec::new();
+            for c in configs.values() {
+                let hash = if c.is(ADDON_TEMPLATES) {
+                    self.addon_template(&c.name).map(|t| spec_hash(&t.spec))
+                } else {
+                    self.addon_config(&c.namespace, &c.name)
+                        .map(|d| spec_hash(&d.spec))
+                };
+                let desired = hash.map(|spec_hash| ConfigSpecHash {
+                    namespace: c.namespace.clone(),
+                    name: c.name.clone(),
+                    spec_hash,
+                });
+                let carried_by_all = clusters.iter().all(|m| {
+                    m.status.config_references.iter().any(|r| {
+                        r.group == c.group
+                            && r.resource == c.resource
+                            && r.last_applied_config == desired
+                    })
+                });
+                let before = progression
+                    .config_references
+                    .iter()
+                    .find(|r| r.group == c.group && r.resource == c.resource);
+                references.push(InstallConfigReference {
+                    group: c.group.clone(),
+                    resource: c.resource.clone(),
+                    desired_config: desired.clone(),
+                    last_applied_config: if carried_by_all {
+                        desired.clone()
+                    } else {
+                        before.and_then(|b| b.last_applied_config.clone())
+                    },
+                    last_known_good_config: if carried_by_all && completed == clusters.len() {
+                        desired
+                    } else {
+                        before.and_then(|b| b.last_known_good_config.clone())
+                    },
+                });
+            }
+            progression.config_references = references;
+            let (status, reason) = if completed == clusters.len() {
+                (ConditionStatus::False, "Completed")
+            } else {
+                (ConditionStatus::True, "Progressing")
+            };
+            set_condition(
+                &mut progression.conditions,
+                Condition::new(
+                    CONDITION_PROGRESSING,
+                    status,
+                    reason,
+                    format!("{completed}/{} completed with no errors", clusters.len()),
+                ),
+                time(now),
+            );
+            updated.status.install_progressions.push(progression);
+        }
+        (updated != *addon).then_some(updated)
+    }
+
+    /// Whether the add-on's work is applied and available for its current generation.
+    fn work_succeeded(&self, key: &WorkKey) -> bool {
+        self.work(key).is_some_and(|w| {
+            let conditions = w
+                .status
+                .as_ref()
+                .map(|s| s.conditions.as_slice())
+                .unwrap_or_default();
+            [WORK_APPLIED, WORK_AVAILABLE].iter().all(|t| {
+                conditions.iter().any(|c| {
+                    c.type_ == *t && c.is_true() && c.observed_generation >= w.resource_version
+                })
+            })
+        })
     }
 
     /// ManifestApplied and Available from the add-on's work; Unknown while the cluster is

@@ -334,3 +334,128 @@ fn a_status_of_one_clusters_addon_work_updates_that_addon_only_and_renders_nothi
         ConditionStatus::True
     );
 }
+
+/// Reports `cluster`'s add-on work applied and available for its current version.
+fn report_done(core: &mut HubCore, cluster: &str, secs: i64) {
+    let work = core
+        .work(&WorkKey::new(cluster, work_name("hello-template")))
+        .unwrap()
+        .clone();
+    let mut status = ManifestWorkStatus::default();
+    for type_ in [WORK_APPLIED, WORK_AVAILABLE] {
+        let mut c = Condition::new(type_, ConditionStatus::True, "Done", "done");
+        c.observed_generation = work.resource_version;
+        status.conditions.push(c);
+    }
+    let seq = format!("{secs}");
+    let reported = status_input(
+        cluster,
+        &work.resource_id,
+        work.resource_version,
+        &seq,
+        status,
+    );
+    step(core, reported, secs);
+}
+
+fn level(core: &HubCore, cluster: &str) -> Option<String> {
+    hello(core, cluster).map(|d| {
+        d["spec"]["template"]["spec"]["containers"][0]["env"][0]["value"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    })
+}
+
+#[test]
+fn a_placements_rollout_strategy_installs_and_changes_one_cluster_at_a_time() {
+    let clusters = ["edge-1", "edge-2", "edge-3"];
+    let mut core = live(&clusters);
+    for v in [
+        json!({"apiVersion": "cluster.open-cluster-management.io/v1beta2",
+            "kind": "ManagedClusterSetBinding", "metadata": {"name": "default", "namespace": "default"},
+            "spec": {"clusterSet": "default"}}),
+        json!({"apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+            "metadata": {"name": "all", "namespace": "default"}, "spec": {}}),
+        template(),
+        config("default", "4"),
+    ] {
+        apply(&mut core, v).unwrap();
+    }
+    let sets = core.ensure_builtin_cluster_sets(t(0));
+    core.apply(&sets.records);
+    let mut cma = addon("default");
+    cma["spec"]["installStrategy"] = json!({"type": "Placements", "placements": [
+        {"name": "all", "namespace": "default",
+         "rolloutStrategy": {"type": "Progressive", "progressive": {"maxConcurrency": 1}}}]});
+    apply(&mut core, cma).unwrap();
+    let installed = |core: &HubCore| clusters.iter().filter(|c| hello(core, c).is_some()).count();
+
+    reconcile(&mut core, 2);
+    assert_eq!(
+        core.cluster_addons().count(),
+        3,
+        "installed everywhere it is placed"
+    );
+    assert_eq!(installed(&core), 1, "one cluster at a time");
+    let mut secs = 3;
+    while installed(&core) < 3 {
+        let next = clusters
+            .iter()
+            .find(|c| {
+                hello(&core, c).is_some()
+                    && condition(&core, c, CONDITION_PROGRESSING).0 == ConditionStatus::True
+            })
+            .expect("a cluster taking the add-on");
+        report_done(&mut core, next, secs);
+        reconcile(&mut core, secs);
+        secs += 1;
+        assert!(secs < 10, "the rollout does not move on");
+    }
+    let last = clusters
+        .iter()
+        .find(|c| condition(&core, c, CONDITION_PROGRESSING).0 == ConditionStatus::True)
+        .unwrap();
+    report_done(&mut core, last, secs);
+    reconcile(&mut core, secs);
+    for c in clusters {
+        assert_eq!(
+            condition(&core, c, CONDITION_PROGRESSING),
+            (ConditionStatus::False, "Completed".to_owned())
+        );
+    }
+
+    let progression =
+        |core: &HubCore| core.addons().next().unwrap().status.install_progressions[0].clone();
+    let done = progression(&core);
+    assert_eq!(done.conditions[0].reason, "Completed");
+    let configs = |p: &InstallProgression| {
+        p.config_references
+            .iter()
+            .find(|r| r.resource == ADDON_DEPLOYMENT_CONFIGS)
+            .cloned()
+            .unwrap()
+    };
+    let good = configs(&done).last_known_good_config.unwrap();
+    assert_eq!(Some(&good), configs(&done).desired_config.as_ref());
+
+    // A config change reaches one cluster; the others wait for it, on their old config.
+    apply(&mut core, config("default", "9")).unwrap();
+    reconcile(&mut core, 20);
+    let moving = progression(&core);
+    assert_eq!(moving.conditions[0].reason, "Progressing");
+    assert_eq!(moving.conditions[0].message, "0/3 completed with no errors");
+    assert_ne!(configs(&moving).desired_config.as_ref(), Some(&good));
+    assert_eq!(
+        configs(&moving).last_known_good_config,
+        Some(good),
+        "the last known good config stays until every cluster completed the new one"
+    );
+    let levels: Vec<String> = clusters.iter().map(|c| level(&core, c).unwrap()).collect();
+    assert_eq!(levels.iter().filter(|l| *l == "9").count(), 1, "{levels:?}");
+    let waiting = clusters
+        .iter()
+        .filter(|c| condition(&core, c, CONDITION_PROGRESSING).1 == "WaitingForCanary")
+        .count();
+    assert_eq!(waiting, 2);
+}

@@ -379,6 +379,8 @@ pub struct HubCore {
     /// Clusters whose add-ons' conditions may have changed since (their add-on works' statuses,
     /// their availability): only those are looked at when nothing else changed.
     addon_clusters_dirty: std::collections::BTreeSet<String>,
+    /// When add-on rollouts must be looked at again (a deadline or a soak time ends).
+    addons_requeue_at: Option<DateTime<Utc>>,
 }
 
 /// Whether objects of `kind` are what add-ons are rendered from.
@@ -421,6 +423,7 @@ impl HubCore {
             set_conditions_stale: true,
             addons_stale: true,
             addon_clusters_dirty: Default::default(),
+            addons_requeue_at: None,
         }
     }
 
@@ -516,6 +519,8 @@ impl HubCore {
                 }
                 Record::Work(w) => {
                     if crate::addon::addon_of_work(&w.key.name).is_some() {
+                        // Its status may let an add-on's rollout move on to other clusters.
+                        self.addons_stale = true;
                         self.addon_clusters_dirty.insert(w.key.cluster.clone());
                     }
                     self.by_resource_id
@@ -697,9 +702,16 @@ impl HubCore {
         }
         // Add-ons follow placements, their objects and their works' statuses. The first pass
         // may create clusters' add-ons (the Placements strategy) that the second renders.
+        if self.addons_requeue_at.is_some_and(|t| t <= now) {
+            self.addons_stale = true;
+        }
         for _ in 0..2 {
             let dirty = std::mem::take(&mut self.addon_clusters_dirty);
-            let pass = self.reconcile_addons(self.addons_stale, &dirty, now);
+            let stale = self.addons_stale;
+            let (pass, requeue) = self.reconcile_addons(stale, &dirty, now);
+            if stale {
+                self.addons_requeue_at = requeue;
+            }
             // Only a cluster's add-on created by this pass needs another (its status written
             // by it does not).
             let created = pass.records.iter().any(|r| {
@@ -728,12 +740,17 @@ impl HubCore {
         change
     }
 
-    /// When the hub must wake up for placements or replica sets (None: nothing scheduled).
+    /// When the hub must wake up for placements, replica sets or add-on rollouts (None: nothing
+    /// scheduled).
     pub fn fleet_requeue_at(&self) -> Option<DateTime<Utc>> {
-        match (self.placements_requeue_at(), self.replica_sets_requeue_at()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [
+            self.placements_requeue_at(),
+            self.replica_sets_requeue_at(),
+            self.addons_requeue_at,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// Handles one agent event. Events from clusters that are not accepted are ignored and

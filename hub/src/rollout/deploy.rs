@@ -37,37 +37,55 @@ impl HubCore {
             .collect()
     }
 
+    /// The clusters placement `namespace/name` decided on, with their decision groups, in
+    /// decision order; `None` when the placement does not exist.
+    pub(crate) fn placement_decisions(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Option<Vec<ClusterDecision>> {
+        let key = ObjectKey::new(ObjectKind::Placement, namespace, name);
+        self.objects().get(&key)?;
+        let mut clusters = Vec::new();
+        for o in self
+            .objects()
+            .in_namespace(ObjectKind::PlacementDecision, namespace)
+        {
+            let StoredObject::Decision(d) = o else {
+                continue;
+            };
+            if d.metadata.labels.get(LABEL_PLACEMENT).map(String::as_str) != Some(name) {
+                continue;
+            }
+            let (index, group) = crate::placement::decision::group_of(d);
+            for c in &d.status.decisions {
+                clusters.push(ClusterDecision::new(
+                    c.cluster_name.clone(),
+                    index,
+                    group.clone(),
+                ));
+            }
+        }
+        Some(clusters)
+    }
+
     /// Each placement's decided clusters with their decision groups; placements that do not
     /// exist are left out (the planner reports them).
     fn decided_clusters(&self, r: &ReplicaSetRecord) -> BTreeMap<String, Vec<ClusterDecision>> {
         let ns = &r.set.metadata.namespace;
-        let mut out = BTreeMap::new();
-        let decisions = self.objects().decisions();
-        for p in &r.set.spec.placement_refs {
-            let key = ObjectKey::new(ObjectKind::Placement, ns.clone(), p.name.clone());
-            if self.objects().get(&key).is_none() {
-                continue;
-            }
-            let mut clusters = Vec::new();
-            for d in decisions.iter().filter(|d| {
-                &d.metadata.namespace == ns
-                    && d.metadata.labels.get(LABEL_PLACEMENT) == Some(&p.name)
-            }) {
-                let (index, name) = crate::placement::decision::group_of(d);
-                for c in &d.status.decisions {
-                    clusters.push(ClusterDecision::new(
-                        c.cluster_name.clone(),
-                        index,
-                        name.clone(),
-                    ));
-                }
-            }
-            out.insert(p.name.clone(), clusters);
-        }
-        out
+        r.set
+            .spec
+            .placement_refs
+            .iter()
+            .filter_map(|p| {
+                self.placement_decisions(ns, &p.name)
+                    .map(|d| (p.name.clone(), d))
+            })
+            .collect()
     }
 
-    fn reachable(&self, cluster: &str) -> bool {
+    /// False while the hub sees `cluster` unreachable.
+    pub(crate) fn reachable(&self, cluster: &str) -> bool {
         self.cluster(cluster)
             .and_then(|c| c.availability.as_ref())
             .is_none_or(|a| a.status() != ConditionStatus::Unknown)

@@ -85,6 +85,36 @@ fn orphaning_work() -> ManifestWork {
     .unwrap()
 }
 
+/// What an end-to-end test runs on: the real cluster's admin, a directory, a kubeconfig of the
+/// agent's service account (deploy/k3s/agent.yaml's RBAC), a fleet on the hub's own broker.
+struct E2e {
+    admin: KubeApplier,
+    dir: tempfile::TempDir,
+    kubeconfig: std::path::PathBuf,
+    fleet: Fleet,
+}
+
+impl E2e {
+    /// `None` (skipped, or a failure in CI) when there is no real cluster.
+    async fn start(test: &str) -> Option<E2e> {
+        let admin_kubeconfig = ocm_edge_tests::kube::kubeconfig(test)?;
+        let admin = KubeApplier::connect(Some(&admin_kubeconfig)).await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let kubeconfig = agent_kubeconfig(&admin, &admin_kubeconfig, dir.path()).await;
+        let fleet = Fleet::start_with(FleetOptions {
+            hub_broker: true,
+            ..FleetOptions::default()
+        })
+        .await;
+        Some(E2e {
+            admin,
+            dir,
+            kubeconfig,
+            fleet,
+        })
+    }
+}
+
 /// The real agent binary for `cluster` on `fleet`'s hub broker, on the real cluster through
 /// `kubeconfig`, with its store in `data_dir` (add `unjoin` for that subcommand).
 fn agent_command(
@@ -130,19 +160,16 @@ fn site_work(cluster: &str, ns: &str) -> ManifestWork {
 /// capacity.
 #[tokio::test]
 async fn e2e_a_removed_and_an_unjoined_cluster_leave_nothing_on_a_real_api_server() {
-    let Some(admin_kubeconfig) = ocm_edge_tests::kube::kubeconfig(
-        "e2e_a_removed_and_an_unjoined_cluster_leave_nothing_on_a_real_api_server",
-    ) else {
+    let Some(E2e {
+        admin,
+        dir,
+        kubeconfig,
+        fleet,
+    }) = E2e::start("e2e_a_removed_and_an_unjoined_cluster_leave_nothing_on_a_real_api_server")
+        .await
+    else {
         return;
     };
-    let admin = KubeApplier::connect(Some(&admin_kubeconfig)).await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = agent_kubeconfig(&admin, &admin_kubeconfig, dir.path()).await;
-    let fleet = Fleet::start_with(FleetOptions {
-        hub_broker: true,
-        ..FleetOptions::default()
-    })
-    .await;
     let hub = fleet.admin().await;
     let mut agents = Vec::new();
     for cluster in ["kube-removed", "kube-unjoined"] {
@@ -227,20 +254,17 @@ async fn e2e_a_removed_and_an_unjoined_cluster_leave_nothing_on_a_real_api_serve
 
 #[tokio::test]
 async fn e2e_a_work_goes_through_the_real_agent_binary_to_a_real_api_server_and_back() {
-    let Some(admin_kubeconfig) = ocm_edge_tests::kube::kubeconfig(
-        "e2e_a_work_goes_through_the_real_agent_binary_to_a_real_api_server_and_back",
-    ) else {
+    let Some(E2e {
+        admin,
+        dir,
+        kubeconfig,
+        fleet,
+    }) = E2e::start("e2e_a_work_goes_through_the_real_agent_binary_to_a_real_api_server_and_back")
+        .await
+    else {
         return;
     };
-    let admin = KubeApplier::connect(Some(&admin_kubeconfig)).await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = agent_kubeconfig(&admin, &admin_kubeconfig, dir.path()).await;
 
-    let fleet = Fleet::start_with(FleetOptions {
-        hub_broker: true,
-        ..FleetOptions::default()
-    })
-    .await;
     let data_dir = dir.path().join("agent");
     let mut agent = agent_command(&fleet, CLUSTER, &kubeconfig, &data_dir)
         .spawn()
@@ -359,5 +383,145 @@ async fn e2e_a_work_goes_through_the_real_agent_binary_to_a_real_api_server_and_
     })
     .await
     .unwrap();
+    agent.kill().await.unwrap();
+}
+
+/// A template add-on on a real API server, through the real agent binary: its agent's
+/// Deployment, ServiceAccount, Role, RoleBinding and a ConfigMap rendered with the cluster's
+/// variables land in the install namespace its AddOnDeploymentConfig names (which the hub creates
+/// for it); the hub sees the add-on applied; disabling it removes them and leaves the namespace.
+#[tokio::test]
+async fn e2e_a_template_addon_is_installed_with_the_clusters_variables_on_a_real_api_server() {
+    const ADDON_CLUSTER: &str = "kube-addon";
+    const NS: &str = "e2e-addon-ns";
+    let Some(E2e {
+        admin,
+        dir,
+        kubeconfig,
+        fleet,
+    }) = E2e::start(
+        "e2e_a_template_addon_is_installed_with_the_clusters_variables_on_a_real_api_server",
+    )
+    .await
+    else {
+        return;
+    };
+    let mut agent = agent_command(
+        &fleet,
+        ADDON_CLUSTER,
+        &kubeconfig,
+        &dir.path().join("agent"),
+    )
+    .spawn()
+    .unwrap();
+    fleet.accept(ADDON_CLUSTER).await;
+    let hub = fleet.admin().await;
+    let template = json!({"apiVersion": "addon.open-cluster-management.io/v1alpha1",
+    "kind": "AddOnTemplate", "metadata": {"name": "probe"},
+    "spec": {"addonName": "probe", "agentSpec": {"workload": {"manifests": [
+        {"apiVersion": "v1", "kind": "ServiceAccount",
+         "metadata": {"name": "probe-agent", "namespace": "{{INSTALL_NAMESPACE}}"}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+         "metadata": {"name": "probe-agent", "namespace": "{{INSTALL_NAMESPACE}}"},
+         "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+         "metadata": {"name": "probe-agent", "namespace": "{{INSTALL_NAMESPACE}}"},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "probe-agent"},
+         "subjects": [{"kind": "ServiceAccount", "name": "probe-agent",
+                       "namespace": "{{INSTALL_NAMESPACE}}"}]},
+        {"apiVersion": "v1", "kind": "ConfigMap",
+         "metadata": {"name": "probe-settings", "namespace": "{{INSTALL_NAMESPACE}}"},
+         "data": {"cluster": "{{CLUSTER_NAME}}", "level": "{{LOG_LEVEL}}"}},
+        {"apiVersion": "apps/v1", "kind": "Deployment",
+         "metadata": {"name": "probe-agent", "namespace": "{{INSTALL_NAMESPACE}}"},
+         "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "probe"}},
+            "template": {"metadata": {"labels": {"app": "probe"}}, "spec": {
+                "serviceAccountName": "probe-agent",
+                "containers": [{"name": "probe", "image": "busybox",
+                    "args": ["--cluster={{CLUSTER_NAME}}"]}]}}}}
+    ]}}}});
+    let config = json!({"apiVersion": "addon.open-cluster-management.io/v1beta1",
+        "kind": "AddOnDeploymentConfig",
+        "metadata": {"name": "probe", "namespace": ADDON_CLUSTER},
+        "spec": {"agentInstallNamespace": NS,
+                 "customizedVariables": [{"name": "LOG_LEVEL", "value": "2"}]}});
+    let addon = json!({"apiVersion": "addon.open-cluster-management.io/v1beta1",
+        "kind": "ClusterManagementAddOn", "metadata": {"name": "probe"},
+        "spec": {"defaultConfigs": [
+            {"group": "addon.open-cluster-management.io", "resource": "addontemplates",
+             "name": "probe"},
+            {"group": "addon.open-cluster-management.io", "resource": "addondeploymentconfigs",
+             "namespace": ADDON_CLUSTER, "name": "probe"}]}});
+    for object in [template, config, addon] {
+        hub.apply_object(object).await.unwrap();
+    }
+    hub.switch_addons(true, vec!["probe".into()], vec![ADDON_CLUSTER.into()], None)
+        .await
+        .unwrap();
+
+    let object = |kind: &str, api_version: &str, name: &str| {
+        json!({"apiVersion": api_version, "kind": kind,
+            "metadata": {"name": name, "namespace": NS}})
+    };
+    let settings = object("ConfigMap", "v1", "probe-settings");
+    wait_until("the add-on's objects on the cluster", WAIT, || async {
+        get(&admin, &settings).await.is_some()
+            && get(&admin, &object("Deployment", "apps/v1", "probe-agent"))
+                .await
+                .is_some()
+    })
+    .await
+    .unwrap();
+    let data = get(&admin, &settings).await.unwrap()["data"].clone();
+    assert_eq!(data, json!({"cluster": ADDON_CLUSTER, "level": "2"}));
+    let binding = get(
+        &admin,
+        &object("RoleBinding", "rbac.authorization.k8s.io/v1", "probe-agent"),
+    )
+    .await
+    .expect("the add-on's RoleBinding");
+    assert_eq!(binding["subjects"][0]["namespace"], NS);
+    let deployment = get(&admin, &object("Deployment", "apps/v1", "probe-agent"))
+        .await
+        .unwrap();
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["containers"][0]["args"][0],
+        format!("--cluster={ADDON_CLUSTER}")
+    );
+    wait_until("the add-on applied at the hub", WAIT, || async {
+        hub.get_addon("probe", Some(ADDON_CLUSTER))
+            .await
+            .is_ok_and(|a| {
+                a.clusters.iter().any(|r| {
+                    r.conditions
+                        .iter()
+                        .any(|c| c.type_ == "ManifestApplied" && c.status == ConditionStatus::True)
+                })
+            })
+    })
+    .await
+    .unwrap();
+
+    hub.switch_addons(
+        false,
+        vec!["probe".into()],
+        vec![ADDON_CLUSTER.into()],
+        None,
+    )
+    .await
+    .unwrap();
+    wait_until("the add-on's objects gone", WAIT, || async {
+        get(&admin, &settings).await.is_none()
+            && get(&admin, &object("Deployment", "apps/v1", "probe-agent"))
+                .await
+                .is_none()
+    })
+    .await
+    .unwrap();
+    let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}});
+    assert!(
+        get(&admin, &namespace).await.is_some(),
+        "the install namespace stays (other add-ons may share it)"
+    );
     agent.kill().await.unwrap();
 }
