@@ -45,6 +45,22 @@ pub fn addon_view(
                 ns => format!("{} {ns}/{}", c.resource, c.name),
             })
             .collect(),
+        progressions: addon
+            .status
+            .install_progressions
+            .iter()
+            .map(|p| {
+                let state = p
+                    .conditions
+                    .iter()
+                    .find(|c| c.type_ == ocm_edge_schemas::api::addon::CONDITION_PROGRESSING)
+                    .map_or_else(
+                        || "-".to_owned(),
+                        |c| format!("{} ({})", c.reason, c.message),
+                    );
+                format!("{}/{}: {state}", p.namespace, p.name)
+            })
+            .collect(),
         clusters: core
             .cluster_addons()
             .filter(|m| m.metadata.name == addon.metadata.name)

@@ -121,6 +121,9 @@ pub struct AddOnView {
     /// Its default configs, `resource namespace/name`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub default_configs: Vec<String>,
+    /// With `Placements`: each placement's rollout, `namespace/name: Reason (message)`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub progressions: Vec<String>,
     /// One row per cluster it is enabled on, sorted by cluster.
     #[serde(default)]
     pub clusters: Vec<ClusterAddOnRow>,

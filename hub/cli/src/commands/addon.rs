@@ -8,7 +8,7 @@ use crate::output::{OutputFormat, ago, new_table, print, to_document};
 use crate::{CliError, GlobalArgs};
 use ocm_edge_schemas::admin::AddOnView;
 use ocm_edge_schemas::api::addon::{
-    CONDITION_AVAILABLE, CONDITION_CONFIGURED, CONDITION_MANIFEST_APPLIED,
+    CONDITION_AVAILABLE, CONDITION_CONFIGURED, CONDITION_MANIFEST_APPLIED, CONDITION_PROGRESSING,
 };
 use ocm_edge_schemas::api::meta::find_condition;
 
@@ -76,6 +76,9 @@ pub fn addon_detail(a: &AddOnView, now: DateTime<Utc>) -> String {
     for c in &a.default_configs {
         out.push_str(&format!("Config:      {c}\n"));
     }
+    for p in &a.progressions {
+        out.push_str(&format!("Rollout:     {p}\n"));
+    }
     if a.clusters.is_empty() {
         out.push_str(&format!(
             "Enabled on no cluster (`ocm-edge addon enable --names {} --clusters NAME`)\n",
@@ -91,6 +94,7 @@ pub fn addon_detail(a: &AddOnView, now: DateTime<Utc>) -> String {
         "APPLIED",
         "AVAILABLE",
         "SINCE",
+        "PROGRESSING",
         "CONFIGS",
     ]);
     for row in &a.clusters {
@@ -108,6 +112,8 @@ pub fn addon_detail(a: &AddOnView, now: DateTime<Utc>) -> String {
             available
                 .and_then(|c| c.last_transition_time)
                 .map_or_else(|| "-".to_owned(), |t| ago(t, now)),
+            find_condition(&row.conditions, CONDITION_PROGRESSING)
+                .map_or_else(|| "-".to_owned(), |c| c.reason.clone()),
             row.configs.join(", "),
         ]);
     }

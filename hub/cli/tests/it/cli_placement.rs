@@ -561,3 +561,125 @@ async fn ocms_hello_world_template_addon_is_applied_enabled_rendered_and_disable
     assert!(none.contains("No add-ons yet"), "{none}");
     fleet.shutdown().await;
 }
+
+/// A Placements add-on through the binary: installed on every cluster its placement selects,
+/// then a config change rolled out progressively (one cluster at a time, each soaking an hour),
+/// so that one cluster runs the new config and the others wait, as `addon get` shows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_placements_addon_installs_everywhere_and_rolls_a_config_change_out_progressively() {
+    let mut fleet = fleet().await;
+    let clusters = ["edge-1", "edge-2", "edge-3"];
+    for c in clusters {
+        fleet.start_accepted(c, &[]).await;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("probe.yaml");
+    let write = |level: &str, strategy: &str| {
+        std::fs::write(
+            &file,
+            format!(
+                "apiVersion: cluster.open-cluster-management.io/v1beta2
+kind: ManagedClusterSetBinding
+metadata: {{name: default, namespace: default}}
+spec: {{clusterSet: default}}
+---
+apiVersion: cluster.open-cluster-management.io/v1beta1
+kind: Placement
+metadata: {{name: all, namespace: default}}
+spec: {{}}
+---
+apiVersion: addon.open-cluster-management.io/v1alpha1
+kind: AddOnTemplate
+metadata: {{name: probe}}
+spec:
+  addonName: probe
+  agentSpec:
+    workload:
+      manifests:
+      - apiVersion: v1
+        kind: ConfigMap
+        metadata: {{name: probe, namespace: '{{{{INSTALL_NAMESPACE}}}}'}}
+        data: {{level: '{{{{LOG_LEVEL}}}}', cluster: '{{{{CLUSTER_NAME}}}}'}}
+---
+apiVersion: addon.open-cluster-management.io/v1beta1
+kind: AddOnDeploymentConfig
+metadata: {{name: probe, namespace: default}}
+spec:
+  customizedVariables: [{{name: LOG_LEVEL, value: '{level}'}}]
+---
+apiVersion: addon.open-cluster-management.io/v1beta1
+kind: ClusterManagementAddOn
+metadata: {{name: probe}}
+spec:
+  defaultConfigs:
+  - {{group: addon.open-cluster-management.io, resource: addontemplates, name: probe}}
+  - {{group: addon.open-cluster-management.io, resource: addondeploymentconfigs, namespace: default, name: probe}}
+  installStrategy:
+    type: Placements
+    placements:
+    - name: all
+      namespace: default
+      rolloutStrategy: {strategy}
+"
+            ),
+        )
+        .unwrap();
+    };
+    let level_on = |fleet: &Fleet, cluster: &str| {
+        fleet
+            .sim(cluster)
+            .get("ConfigMap", "open-cluster-management-agent-addon", "probe")
+            .and_then(|c| c["data"]["level"].as_str().map(str::to_owned))
+    };
+    write("1", "{type: All}");
+    ok(&ocm_edge(&fleet, &["apply", "-f", file.to_str().unwrap()]).await);
+    wait_for("the add-on on every cluster", WAIT, || async {
+        clusters
+            .iter()
+            .all(|c| level_on(&fleet, c).as_deref() == Some("1"))
+            .then_some(())
+    })
+    .await
+    .unwrap();
+    let shown = wait_for("the install completed", WAIT, || async {
+        let text = ok(&ocm_edge(&fleet, &["addon", "get", "probe"]).await);
+        text.contains("Rollout:     default/all: Completed (3/3")
+            .then_some(text)
+    })
+    .await
+    .unwrap();
+    assert_eq!(shown.matches("placement").count(), 3, "{shown}");
+
+    // Level 2, one cluster at a time, each soaking an hour before the next. The strategy first:
+    // `apply` takes configs before add-ons, so a config given with a new strategy would roll out
+    // by the old one.
+    let progressive = "{type: Progressive, progressive: {maxConcurrency: 1, minSuccessTime: 1h}}";
+    write("1", progressive);
+    ok(&ocm_edge(&fleet, &["apply", "-f", file.to_str().unwrap()]).await);
+    write("2", progressive);
+    ok(&ocm_edge(&fleet, &["apply", "-f", file.to_str().unwrap()]).await);
+    let first = wait_for("one cluster on level 2", WAIT, || async {
+        clusters
+            .iter()
+            .find(|c| level_on(&fleet, c).as_deref() == Some("2"))
+            .copied()
+    })
+    .await
+    .unwrap();
+    let shown = wait_for(
+        "the first cluster soaking, the others waiting",
+        WAIT,
+        || async {
+            let text = ok(&ocm_edge(&fleet, &["addon", "get", "probe"]).await);
+            (text.matches("WaitingForCanary").count() == 2
+                && text.contains("default/all: Progressing (1/3 completed"))
+            .then_some(text)
+        },
+    )
+    .await
+    .unwrap();
+    for c in clusters.iter().filter(|c| **c != first) {
+        assert_eq!(level_on(&fleet, c).as_deref(), Some("1"), "{c}: {shown}");
+    }
+    fleet.shutdown().await;
+}
