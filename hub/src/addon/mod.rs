@@ -18,6 +18,7 @@
 //! known cluster. A config change reaches every cluster at once: the placements'
 //! `rolloutStrategy` is kept, not yet followed.
 
+pub mod health;
 pub mod render;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -46,6 +47,18 @@ use crate::work::WorkInput;
 /// Annotation of a ManagedClusterAddOn: when the hub last sent its cluster a new agent (its
 /// rollout's progressDeadline and minSuccessTime count from it), RFC 3339.
 pub const CONFIG_SENT_AT_ANNOTATION: &str = "edge.open-cluster-management.io/config-sent-at";
+
+/// `addon`'s health check (its annotation was checked at apply).
+fn health_mode(addon: &ClusterManagementAddOn) -> health::Mode {
+    health::Mode::parse(
+        addon
+            .metadata
+            .annotations
+            .get(health::HEALTH_CHECK_ANNOTATION)
+            .map(String::as_str),
+    )
+    .unwrap_or(health::Mode::WorkloadAvailability)
+}
 
 /// When the hub last sent `mca`'s cluster a new agent.
 fn sent_at(mca: &ManagedClusterAddOn) -> Option<DateTime<Utc>> {
@@ -168,6 +181,15 @@ impl HubCore {
         let invalid = |message: String| Err(ObjectError::Invalid(object.key(), message));
         match object {
             StoredObject::AddOn(a) => {
+                let mode = a.metadata.annotations.get(health::HEALTH_CHECK_ANNOTATION);
+                if health::Mode::parse(mode.map(String::as_str)).is_none() {
+                    return invalid(format!(
+                        "annotation {} {:?} is none of {}",
+                        health::HEALTH_CHECK_ANNOTATION,
+                        mode.map(String::as_str).unwrap_or_default(),
+                        health::MODES
+                    ));
+                }
                 let strategy = &a.spec.install_strategy;
                 if strategy.type_ != INSTALL_MANUAL && strategy.type_ != INSTALL_PLACEMENTS {
                     return invalid(format!(
@@ -369,8 +391,25 @@ impl HubCore {
                 return (change, None);
             }
             change.extend(self.install_by_placement(now));
+            // Those the install strategy just removed are not written again.
+            let removed: BTreeSet<ObjectKey> = change
+                .records
+                .iter()
+                .filter_map(|r| match r {
+                    Record::ForgetObject(key) => Some(key.clone()),
+                    _ => None,
+                })
+                .collect();
             let (gate, requeue) = self.rollout_gate(now);
             for mca in self.cluster_addons() {
+                let object_key = ObjectKey::new(
+                    ObjectKind::ManagedClusterAddOn,
+                    mca.metadata.namespace.clone(),
+                    mca.metadata.name.clone(),
+                );
+                if removed.contains(&object_key) {
+                    continue;
+                }
                 let key = (mca.metadata.namespace.clone(), mca.metadata.name.clone());
                 let may_write = gate.get(&key).copied().unwrap_or(true);
                 change.extend(self.reconcile_cluster_addon(mca, may_write, now));
@@ -404,7 +443,17 @@ impl HubCore {
             {
                 let mut status = mca.status.clone();
                 let work_key = WorkKey::new(cluster.clone(), work_name(&mca.metadata.name));
-                self.work_conditions(&mut status.conditions, cluster, &work_key, time(now));
+                let mode = self
+                    .addon(&mca.metadata.name)
+                    .map_or(health::Mode::Work, health_mode);
+                self.work_conditions(
+                    &mut status.conditions,
+                    cluster,
+                    &work_key,
+                    None,
+                    mode,
+                    time(now),
+                );
                 if status != mca.status {
                     let mut updated = mca.clone();
                     updated.status = status;
@@ -583,6 +632,7 @@ impl HubCore {
         let vars = render::variables(cluster, &resolved.install_namespace, config);
         let mut spec = render::render(&resolved.template.spec.agent_spec, &vars, config)?;
         render::prepare_cluster(&mut spec, &resolved.install_namespace);
+        health::ask_feedback(&mut spec, health_mode(addon));
         Ok((resolved, spec))
     }
 
@@ -693,6 +743,7 @@ impl HubCore {
         status.add_on_meta = addon.spec.add_on_meta.clone();
         let at = time(now);
         let work_key = WorkKey::new(cluster.clone(), work_name(&mca.metadata.name));
+        let mut sent_spec: Option<Arc<ManifestWorkSpec>> = None;
         match self.desired(addon, mca) {
             Err(why) => {
                 set_condition(
@@ -736,6 +787,7 @@ impl HubCore {
                 });
                 let mut carried = same;
                 let mut sent_now = false;
+                let spec = Arc::clone(&input.spec);
                 if !same
                     && may_write
                     && self.cluster(cluster).is_some_and(|c| c.is_schedulable())
@@ -746,6 +798,7 @@ impl HubCore {
                     change.extend(write);
                     carried = true;
                     sent_now = true;
+                    sent_spec = Some(spec);
                     // When this cluster's rollout of the new agent started.
                     updated
                         .metadata
@@ -795,7 +848,15 @@ impl HubCore {
                 );
             }
         }
-        self.work_conditions(&mut updated.status.conditions, cluster, &work_key, at);
+        updated.status.health_check.mode = health::Mode::ocm_mode(health_mode(addon)).to_owned();
+        self.work_conditions(
+            &mut updated.status.conditions,
+            cluster,
+            &work_key,
+            sent_spec.as_deref(),
+            health_mode(addon),
+            at,
+        );
         if updated != *mca {
             change
                 .records
@@ -938,18 +999,26 @@ impl HubCore {
 
     /// ManifestApplied and Available from the add-on's work; Unknown while the cluster is
     /// unreachable.
+    ///
+    /// `sent`: the spec this pass just sent, whose status has not come yet.
     fn work_conditions(
         &self,
         conditions: &mut Vec<Condition>,
         cluster: &str,
         work_key: &WorkKey,
+        sent: Option<&ManifestWorkSpec>,
+        mode: health::Mode,
         at: ocm_edge_schemas::api::meta::Time,
     ) {
-        let work_conditions = self
-            .work(work_key)
-            .and_then(|w| w.status.as_ref())
-            .map(|s| s.conditions.as_slice())
-            .unwrap_or_default();
+        let work = self.work(work_key);
+        let (spec, status) = match sent {
+            Some(spec) => (Some(spec), None),
+            None => (
+                work.map(|w| w.spec.as_ref()),
+                work.and_then(|w| w.status.as_ref()),
+            ),
+        };
+        let work_conditions = status.map(|s| s.conditions.as_slice()).unwrap_or_default();
         let of = |type_: &str| work_conditions.iter().find(|c| c.type_ == type_);
         let applied = match of(WORK_APPLIED) {
             Some(c) if c.is_true() => (
@@ -983,6 +1052,10 @@ impl HubCore {
                 "ClusterUnreachable",
                 "The cluster is unreachable".to_owned(),
             )
+        } else if let Some(probed) =
+            spec.and_then(|spec| health::probe(mode, spec, status.map(|s| &s.resource_status)))
+        {
+            probed
         } else {
             match of(WORK_AVAILABLE) {
                 Some(c) if c.is_true() => (

@@ -2,7 +2,10 @@
 //! placement, rendered per cluster, reported from its work, and removed.
 
 use ocm_edge_schemas::admin::WriteOutcome;
-use ocm_edge_schemas::api::work::ManifestWorkStatus;
+use ocm_edge_schemas::api::work::{
+    FeedbackValue, FieldValue, ManifestCondition, ManifestWorkStatus, ResourceMeta,
+    StatusFeedbackResult,
+};
 use serde_json::{Value, json};
 
 use super::*;
@@ -125,20 +128,40 @@ fn an_enabled_template_addon_is_rendered_for_its_cluster_and_reported_from_its_w
     );
     assert_eq!(
         condition(&core, "edge-1", CONDITION_AVAILABLE),
-        (ConditionStatus::False, "WorkNotFound".to_owned())
+        (ConditionStatus::False, "NoProbeResult".to_owned())
     );
 
-    // The agent reports the work applied and available: so is the add-on.
+    // The work asks for its Deployment's WellKnownStatus (the default health check)...
     let work = core
         .work(&WorkKey::new("edge-1", work_name("hello-template")))
         .unwrap()
         .clone();
+    assert_eq!(
+        work.spec.manifest_configs[0].resource_identifier.resource,
+        "deployments"
+    );
+    // ...and the agent reports it applied, with one replica available: the add-on is available.
     let mut status = ManifestWorkStatus::default();
     for type_ in [WORK_APPLIED, WORK_AVAILABLE] {
         status
             .conditions
             .push(Condition::new(type_, ConditionStatus::True, "Done", "done"));
     }
+    status.resource_status.manifests.push(ManifestCondition {
+        resource_meta: ResourceMeta {
+            kind: "Deployment".into(),
+            name: "hello-template-agent".into(),
+            namespace: "hello-ns".into(),
+            ..ResourceMeta::default()
+        },
+        status_feedback: StatusFeedbackResult {
+            values: vec![FeedbackValue {
+                name: "AvailableReplicas".into(),
+                field_value: FieldValue::integer(1),
+            }],
+        },
+        conditions: vec![],
+    });
     step(
         &mut core,
         status_input(
@@ -157,7 +180,7 @@ fn an_enabled_template_addon_is_rendered_for_its_cluster_and_reported_from_its_w
     );
     assert_eq!(
         condition(&core, "edge-1", CONDITION_AVAILABLE),
-        (ConditionStatus::True, "WorkApplied".to_owned())
+        (ConditionStatus::True, "ProbeAvailable".to_owned())
     );
 
     // A config change reaches the cluster; a second pass changes nothing.

@@ -500,7 +500,7 @@ async fn ocms_hello_world_template_addon_is_applied_enabled_rendered_and_disable
     let shown = wait_for("the add-on available on cluster1", WAIT, || async {
         let out = ocm_edge(&fleet, &["addon", "get", "hello-template"]).await;
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        text.contains("True (WorkApplied)").then_some(text)
+        text.contains("True (ProbeAvailable)").then_some(text)
     })
     .await
     .unwrap();
