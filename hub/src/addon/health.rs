@@ -59,11 +59,16 @@ pub const MODES: &str = "WorkloadAvailability, DeploymentAvailability, Work or N
 /// Asks the work for the WellKnownStatus of each workload `mode` probes (unless the template
 /// already asks for it).
 pub fn ask_feedback(spec: &mut ManifestWorkSpec, mode: Mode) {
+    ask_well_known(spec, |kind| mode.probes(kind));
+}
+
+/// Asks the work for the WellKnownStatus of each manifest whose kind `wanted` takes.
+pub fn ask_well_known(spec: &mut ManifestWorkSpec, wanted: impl Fn(&str) -> bool) {
     let probed: Vec<ResourceIdentifier> = spec
         .workload
         .manifests
         .iter()
-        .filter(|m| m.kind().is_some_and(|k| mode.probes(k)))
+        .filter(|m| m.kind().is_some_and(&wanted))
         .map(|m| ResourceIdentifier {
             group: m
                 .api_version()
@@ -96,6 +101,36 @@ pub fn ask_feedback(spec: &mut ManifestWorkSpec, mode: Mode) {
             }),
         }
     }
+}
+
+/// Whether every pre-delete hook of `spec` finished, as `status` reports: a Job complete, a Pod
+/// succeeded.
+pub fn hooks_done(spec: &ManifestWorkSpec, status: Option<&ManifestResourceStatus>) -> bool {
+    spec.workload.manifests.iter().all(|m| {
+        let Some(kind @ ("Job" | "Pod")) = m.kind() else {
+            return true;
+        };
+        let reported = status.and_then(|s| {
+            s.manifests.iter().find(|r| {
+                r.resource_meta.kind == kind
+                    && r.resource_meta.name == m.name().unwrap_or_default()
+                    && r.resource_meta.namespace == m.namespace().unwrap_or_default()
+            })
+        });
+        let value = |name: &str| {
+            reported.and_then(|r| {
+                r.status_feedback
+                    .values
+                    .iter()
+                    .find(|v| v.name == name)
+                    .and_then(|v| v.field_value.string.clone())
+            })
+        };
+        match kind {
+            "Job" => value("JobComplete").as_deref() == Some("True"),
+            _ => value("PodPhase").as_deref() == Some("Succeeded"),
+        }
+    })
 }
 
 /// The add-on's `Available` from its work's manifests' feedback (`None` when `mode` judges by

@@ -34,7 +34,7 @@ use ocm_edge_schemas::api::addon::{
     ObjectReference,
 };
 use ocm_edge_schemas::api::meta::{Condition, ConditionStatus, ObjectMeta, set_condition};
-use ocm_edge_schemas::api::work::{ManifestWorkSpec, WORK_APPLIED, WORK_AVAILABLE};
+use ocm_edge_schemas::api::work::{Manifest, ManifestWorkSpec, WORK_APPLIED, WORK_AVAILABLE};
 
 use crate::core::objects::{ObjectError, ObjectKey, ObjectKind, StoredObject};
 use crate::core::{Change, HubCore, Record, WorkKey, time};
@@ -78,10 +78,21 @@ pub fn work_name(addon: &str) -> String {
     format!("addon-{addon}-deploy-0")
 }
 
-/// The add-on whose agent work `work` is (`addon-<name>-deploy-0`), if it is one.
-pub fn addon_of_work(work: &str) -> Option<&str> {
-    work.strip_prefix("addon-")?.strip_suffix("-deploy-0")
+/// The ManifestWork that runs add-on `addon`'s pre-delete hooks (OCM's name).
+pub fn pre_delete_work_name(addon: &str) -> String {
+    format!("addon-{addon}-pre-delete")
 }
+
+/// The add-on whose work `work` is (`addon-<name>-deploy-0` or `addon-<name>-pre-delete`), if
+/// it is one.
+pub fn addon_of_work(work: &str) -> Option<&str> {
+    let rest = work.strip_prefix("addon-")?;
+    rest.strip_suffix("-deploy-0")
+        .or_else(|| rest.strip_suffix("-pre-delete"))
+}
+
+/// ManagedClusterAddOn condition: its pre-delete hooks finished (OCM's).
+pub const CONDITION_HOOK_COMPLETED: &str = "HookManifestCompleted";
 
 /// An add-on's configs, one per (group, resource), the first given winning.
 fn resolve(layers: &[&[AddOnConfig]]) -> BTreeMap<(String, String), AddOnConfig> {
@@ -391,12 +402,16 @@ impl HubCore {
                 return (change, None);
             }
             change.extend(self.install_by_placement(now));
-            // Those the install strategy just removed are not written again.
+            // Those the install strategy just removed (or started removing) are not written
+            // again.
             let removed: BTreeSet<ObjectKey> = change
                 .records
                 .iter()
                 .filter_map(|r| match r {
                     Record::ForgetObject(key) => Some(key.clone()),
+                    Record::Object(o) if o.kind() == ObjectKind::ManagedClusterAddOn => {
+                        Some(o.key())
+                    }
                     _ => None,
                 })
                 .collect();
@@ -524,7 +539,88 @@ impl HubCore {
     }
 
     /// Removes a cluster's add-on and the work of its agent.
+    ///
+    /// A template with pre-delete hooks runs them first: they go to the cluster as the work
+    /// `addon-<name>-pre-delete`, the cluster's add-on is marked deleting, and
+    /// [`HubCore::finish_removal`] removes everything once they finished. A cluster that cannot
+    /// run them (unreachable, being removed) skips them.
     pub(crate) fn disable_addon(&self, mca: &ManagedClusterAddOn, now: DateTime<Utc>) -> Change {
+        let cluster = &mca.metadata.namespace;
+        if mca.metadata.deletion_timestamp.is_some() {
+            // Its hooks are running.
+            return Change::default();
+        }
+        let main = WorkKey::new(cluster.clone(), work_name(&mca.metadata.name));
+        let can_run = self.cluster(cluster).is_some_and(|c| c.is_schedulable())
+            && self.reachable(cluster)
+            && self.work(&main).is_some_and(|w| w.deleting.is_none());
+        let hooks = self
+            .addon(&mca.metadata.name)
+            .and_then(|a| {
+                self.desired(a, mca)
+                    .ok()
+                    .map(|(resolved, _, hooks)| (resolved, hooks))
+            })
+            .filter(|(_, hooks)| !hooks.is_empty() && can_run);
+        if let Some((resolved, hooks)) = hooks {
+            let mut spec = ManifestWorkSpec::default();
+            spec.workload.manifests = hooks;
+            render::prepare_cluster(&mut spec, &resolved.install_namespace);
+            health::ask_well_known(&mut spec, |kind| kind == "Job" || kind == "Pod");
+            let input = WorkInput {
+                name: pre_delete_work_name(&mca.metadata.name),
+                labels: [(LABEL_ADDON_NAME.to_owned(), mca.metadata.name.clone())].into(),
+                annotations: Default::default(),
+                spec: Arc::new(spec),
+            };
+            if let Ok((write, _)) =
+                self.write_works(&input, std::slice::from_ref(cluster), true, now)
+            {
+                let mut deleting = mca.clone();
+                deleting.metadata.deletion_timestamp = Some(time(now));
+                set_condition(
+                    &mut deleting.status.conditions,
+                    Condition::new(
+                        CONDITION_HOOK_COMPLETED,
+                        ConditionStatus::False,
+                        "HookManifestIsNotCompleted",
+                        "The pre-delete hooks run before the add-on is removed",
+                    ),
+                    time(now),
+                );
+                let mut change = write;
+                change
+                    .records
+                    .push(Record::Object(Box::new(StoredObject::ClusterAddOn(
+                        Box::new(deleting),
+                    ))));
+                return change;
+            }
+        }
+        self.remove_cluster_addon(mca, now)
+    }
+
+    /// A cluster's add-on being deleted: removed once its pre-delete hooks finished, or at once
+    /// when its cluster can no longer run them.
+    fn finish_removal(&self, mca: &ManagedClusterAddOn, now: DateTime<Utc>) -> Change {
+        let cluster = &mca.metadata.namespace;
+        let hook = self.work(&WorkKey::new(
+            cluster.clone(),
+            pre_delete_work_name(&mca.metadata.name),
+        ));
+        let done = hook.is_none_or(|w| {
+            health::hooks_done(&w.spec, w.status.as_ref().map(|s| &s.resource_status))
+        });
+        let stuck = !self.cluster(cluster).is_some_and(|c| c.is_schedulable());
+        if done || stuck {
+            tracing::info!(%cluster, addon = %mca.metadata.name, done, "removing the cluster's add-on");
+            return self.remove_cluster_addon(mca, now);
+        }
+        Change::default()
+    }
+
+    /// Forgets a cluster's add-on and deletes its works.
+    fn remove_cluster_addon(&self, mca: &ManagedClusterAddOn, now: DateTime<Utc>) -> Change {
         let cluster = &mca.metadata.namespace;
         let mut change = Change {
             records: vec![Record::ForgetObject(ObjectKey::new(
@@ -534,11 +630,16 @@ impl HubCore {
             ))],
             outbound: vec![],
         };
-        let key = WorkKey::new(cluster.clone(), work_name(&mca.metadata.name));
-        if self.work(&key).is_some_and(|w| w.deleting.is_none())
-            && let Ok(delete) = self.delete_work(&key, now)
-        {
-            change.extend(delete);
+        for name in [
+            work_name(&mca.metadata.name),
+            pre_delete_work_name(&mca.metadata.name),
+        ] {
+            let key = WorkKey::new(cluster.clone(), name);
+            if self.work(&key).is_some_and(|w| w.deleting.is_none())
+                && let Ok(delete) = self.delete_work(&key, now)
+            {
+                change.extend(delete);
+            }
         }
         change
     }
@@ -625,15 +726,16 @@ impl HubCore {
         &'a self,
         addon: &'a ClusterManagementAddOn,
         mca: &'a ManagedClusterAddOn,
-    ) -> Result<(Resolved<'a>, ManifestWorkSpec), String> {
+    ) -> Result<(Resolved<'a>, ManifestWorkSpec, Vec<Manifest>), String> {
         let cluster = &mca.metadata.namespace;
         let resolved = self.resolve_cluster_addon(addon, mca)?;
         let config = resolved.config.map(|c| &c.spec);
         let vars = render::variables(cluster, &resolved.install_namespace, config);
         let mut spec = render::render(&resolved.template.spec.agent_spec, &vars, config)?;
+        let hooks = render::split_pre_delete(&mut spec);
         render::prepare_cluster(&mut spec, &resolved.install_namespace);
         health::ask_feedback(&mut spec, health_mode(addon));
-        Ok((resolved, spec))
+        Ok((resolved, spec, hooks))
     }
 
     /// Which clusters the rollouts of the Placements add-ons let take their new agent now
@@ -665,7 +767,7 @@ impl HubCore {
                     };
                     let current = self
                         .desired(addon, mca)
-                        .is_ok_and(|(_, spec)| *work.spec == spec);
+                        .is_ok_and(|(_, spec, _)| *work.spec == spec);
                     let cluster_work = ClusterWork {
                         template: if current {
                             TemplateState::Current {
@@ -732,6 +834,9 @@ impl HubCore {
         may_write: bool,
         now: DateTime<Utc>,
     ) -> Change {
+        if mca.metadata.deletion_timestamp.is_some() {
+            return self.finish_removal(mca, now);
+        }
         let cluster = &mca.metadata.namespace;
         let Some(addon) = self.addon(&mca.metadata.name) else {
             // Its add-on was deleted: it goes, with its work.
@@ -757,7 +862,7 @@ impl HubCore {
                     at,
                 );
             }
-            Ok((resolved, spec)) => {
+            Ok((resolved, spec, _)) => {
                 set_condition(
                     &mut status.conditions,
                     Condition::new(

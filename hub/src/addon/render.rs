@@ -113,6 +113,26 @@ pub fn render(
     Ok(out)
 }
 
+/// Takes the template's pre-delete hooks (Jobs and Pods labelled or annotated
+/// `open-cluster-management.io/addon-pre-delete`, OCM's hook) out of `spec`: they run only when
+/// the add-on is removed from the cluster, before its agent goes.
+pub fn split_pre_delete(spec: &mut ManifestWorkSpec) -> Vec<Manifest> {
+    let is_hook = |m: &Manifest| {
+        matches!(m.kind(), Some("Job" | "Pod"))
+            && ["labels", "annotations"].iter().any(|field| {
+                m.0.pointer(&format!("/metadata/{field}"))
+                    .and_then(|v| v.get(ocm_edge_schemas::api::addon::LABEL_PRE_DELETE))
+                    .is_some()
+            })
+    };
+    let (hooks, rest): (Vec<Manifest>, Vec<Manifest>) =
+        std::mem::take(&mut spec.workload.manifests)
+            .into_iter()
+            .partition(is_hook);
+    spec.workload.manifests = rest;
+    hooks
+}
+
 /// OCM's annotation of a template resource that stays on the cluster when the add-on goes.
 pub const DELETION_ORPHAN_ANNOTATION: &str = "addon.open-cluster-management.io/deletion-orphan";
 

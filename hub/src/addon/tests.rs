@@ -482,3 +482,84 @@ fn a_placements_rollout_strategy_installs_and_changes_one_cluster_at_a_time() {
         .count();
     assert_eq!(waiting, 2);
 }
+
+#[test]
+fn a_pre_delete_hook_runs_before_the_addon_is_removed_and_never_while_installed() {
+    let mut core = with_hello_world();
+    let mut with_hook = template();
+    with_hook["spec"]["agentSpec"]["workload"]["manifests"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "cleanup", "namespace": "{{INSTALL_NAMESPACE}}",
+                "labels": {"open-cluster-management.io/addon-pre-delete": ""}},
+            "spec": {"template": {"spec": {"restartPolicy": "Never",
+                "containers": [{"name": "c", "image": "busybox"}]}}}}));
+    apply(&mut core, with_hook).unwrap();
+    enable(&mut core, "edge-1");
+    reconcile(&mut core, 2);
+    let main = WorkKey::new("edge-1", work_name("hello-template"));
+    let hook = WorkKey::new("edge-1", pre_delete_work_name("hello-template"));
+    let kinds = |core: &HubCore, key: &WorkKey| -> Vec<String> {
+        core.work(key)
+            .map(|w| {
+                w.spec
+                    .workload
+                    .manifests
+                    .iter()
+                    .filter_map(|m| m.kind().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert!(
+        !kinds(&core, &main).contains(&"Job".to_owned()),
+        "not while installed"
+    );
+
+    let key = ObjectKey::new(ObjectKind::ManagedClusterAddOn, "edge-1", "hello-template");
+    let c = core.delete_object(&key, t(3)).unwrap();
+    core.apply(&c.records);
+    assert!(
+        kinds(&core, &hook).contains(&"Job".to_owned()),
+        "the hook goes first"
+    );
+    assert!(
+        core.work(&main).is_some_and(|w| w.deleting.is_none()),
+        "the agent stays while its hook runs"
+    );
+    assert!(cluster_addon(&core, "edge-1").is_some());
+    reconcile(&mut core, 4);
+    assert!(
+        cluster_addon(&core, "edge-1").is_some(),
+        "waits for the hook"
+    );
+
+    // The hook's Job completes: everything goes.
+    let work = core.work(&hook).unwrap().clone();
+    let mut status = ManifestWorkStatus::default();
+    status.resource_status.manifests.push(ManifestCondition {
+        resource_meta: ResourceMeta {
+            kind: "Job".into(),
+            name: "cleanup".into(),
+            namespace: "hello-ns".into(),
+            ..ResourceMeta::default()
+        },
+        status_feedback: StatusFeedbackResult {
+            values: vec![FeedbackValue {
+                name: "JobComplete".into(),
+                field_value: FieldValue::string("True"),
+            }],
+        },
+        conditions: vec![],
+    });
+    step(
+        &mut core,
+        status_input("edge-1", &work.resource_id, 1, "1", status),
+        5,
+    );
+    reconcile(&mut core, 5);
+    assert!(cluster_addon(&core, "edge-1").is_none());
+    assert!(core.work(&main).is_some_and(|w| w.deleting.is_some()));
+    assert!(core.work(&hook).is_some_and(|w| w.deleting.is_some()));
+}

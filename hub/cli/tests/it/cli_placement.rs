@@ -683,3 +683,89 @@ spec:
     }
     fleet.shutdown().await;
 }
+
+/// An add-on whose template has a pre-delete hook (OCM's label on a Job): `addon disable` runs
+/// the Job on the cluster first, and only once it completed removes the add-on's agent and the
+/// Job's work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disabling_an_addon_runs_its_pre_delete_job_before_removing_its_agent() {
+    let mut fleet = fleet().await;
+    fleet.start_accepted("edge-1", &[]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("hooked.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: addon.open-cluster-management.io/v1alpha1
+kind: AddOnTemplate
+metadata: {name: hooked}
+spec:
+  addonName: hooked
+  agentSpec:
+    workload:
+      manifests:
+      - apiVersion: apps/v1
+        kind: Deployment
+        metadata: {name: hooked-agent, namespace: '{{INSTALL_NAMESPACE}}'}
+        spec:
+          selector: {matchLabels: {app: hooked}}
+          template:
+            metadata: {labels: {app: hooked}}
+            spec: {containers: [{name: agent, image: busybox}]}
+      - apiVersion: batch/v1
+        kind: Job
+        metadata:
+          name: hooked-cleanup
+          namespace: '{{INSTALL_NAMESPACE}}'
+          labels: {open-cluster-management.io/addon-pre-delete: ''}
+        spec:
+          template:
+            spec: {restartPolicy: Never, containers: [{name: cleanup, image: busybox}]}
+---
+apiVersion: addon.open-cluster-management.io/v1beta1
+kind: ClusterManagementAddOn
+metadata: {name: hooked}
+spec:
+  defaultConfigs:
+  - {group: addon.open-cluster-management.io, resource: addontemplates, name: hooked}
+",
+    )
+    .unwrap();
+    ok(&ocm_edge(&fleet, &["apply", "-f", file.to_str().unwrap()]).await);
+    ok(&addon(&fleet, "enable", "hooked", "edge-1").await);
+    let ns = "open-cluster-management-agent-addon";
+    fleet
+        .wait_sim("edge-1", "the agent running", |sim| {
+            sim.get("Deployment", ns, "hooked-agent")
+        })
+        .await
+        .unwrap();
+    assert!(
+        fleet
+            .sim("edge-1")
+            .get("Job", ns, "hooked-cleanup")
+            .is_none(),
+        "the hook does not run while the add-on is installed"
+    );
+
+    ok(&addon(&fleet, "disable", "hooked", "edge-1").await);
+    // The Job ran (the simulated cluster completes it), then the agent and the Job went.
+    fleet
+        .wait_sim("edge-1", "the add-on and its hook gone", |sim| {
+            (sim.get("Deployment", ns, "hooked-agent").is_none()
+                && sim.get("Job", ns, "hooked-cleanup").is_none())
+            .then_some(())
+        })
+        .await
+        .unwrap();
+    // Two works went from the agent: the add-on's and its hook's (which it ran).
+    wait_for("the agent to remove both works", WAIT, || async {
+        (fleet.counters("edge-1").bundles_deleted == 2).then_some(())
+    })
+    .await
+    .unwrap();
+    let shown = ok(&ocm_edge(&fleet, &["addon", "get", "hooked"]).await);
+    assert!(shown.contains("Enabled on no cluster"), "{shown}");
+    let stats = ok(&ocm_edge(&fleet, &["work", "list"]).await);
+    assert!(!stats.contains("hooked"), "{stats}");
+    fleet.shutdown().await;
+}
