@@ -448,6 +448,23 @@ impl HubCore {
                 }
             }
             change.records.extend(progressions);
+            // A Lease add-on goes unavailable when its Lease goes stale: look again then.
+            let stale_leases = self
+                .cluster_addons()
+                .filter(|m| {
+                    self.addon(&m.metadata.name)
+                        .is_some_and(|a| health_mode(a) == health::Mode::Lease)
+                })
+                .filter_map(|m| {
+                    let w = self.work(&WorkKey::new(
+                        m.metadata.namespace.clone(),
+                        work_name(&m.metadata.name),
+                    ))?;
+                    health::lease_deadline(&w.spec, w.status.as_ref().map(|s| &s.resource_status))
+                })
+                .filter(|deadline| *deadline > now)
+                .min();
+            let requeue = [requeue, stale_leases].into_iter().flatten().min();
             return (change, requeue);
         }
         for cluster in dirty {
@@ -734,7 +751,12 @@ impl HubCore {
         let mut spec = render::render(&resolved.template.spec.agent_spec, &vars, config)?;
         let hooks = render::split_pre_delete(&mut spec);
         render::prepare_cluster(&mut spec, &resolved.install_namespace);
-        health::ask_feedback(&mut spec, health_mode(addon));
+        health::ask_feedback(
+            &mut spec,
+            health_mode(addon),
+            &addon.metadata.name,
+            &resolved.install_namespace,
+        );
         Ok((resolved, spec, hooks))
     }
 
@@ -1157,9 +1179,14 @@ impl HubCore {
                 "ClusterUnreachable",
                 "The cluster is unreachable".to_owned(),
             )
-        } else if let Some(probed) =
-            spec.and_then(|spec| health::probe(mode, spec, status.map(|s| &s.resource_status)))
-        {
+        } else if let Some(probed) = spec.and_then(|spec| {
+            health::probe(
+                mode,
+                spec,
+                status.map(|s| &s.resource_status),
+                at.as_datetime(),
+            )
+        }) {
             probed
         } else {
             match of(WORK_AVAILABLE) {

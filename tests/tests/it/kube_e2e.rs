@@ -525,3 +525,111 @@ async fn e2e_a_template_addon_is_installed_with_the_clusters_variables_on_a_real
     );
     agent.kill().await.unwrap();
 }
+
+/// OCM's Lease health check on a real API server: the add-on's work creates its Lease in the
+/// install namespace, the add-on is unavailable until its agent (here the test, as the add-on's
+/// agent would) renews the Lease, available while the renewal is fresh, and unavailable again once
+/// the renewal is older than five lease durations.
+#[tokio::test]
+async fn e2e_a_lease_addon_is_available_while_its_lease_is_renewed_on_a_real_api_server() {
+    const LEASE_CLUSTER: &str = "kube-lease";
+    const NS: &str = "e2e-lease-ns";
+    let Some(E2e {
+        admin,
+        dir,
+        kubeconfig,
+        fleet,
+    }) = E2e::start(
+        "e2e_a_lease_addon_is_available_while_its_lease_is_renewed_on_a_real_api_server",
+    )
+    .await
+    else {
+        return;
+    };
+    // Reconciles often, so that a renewal is read back soon.
+    let mut agent = agent_command(
+        &fleet,
+        LEASE_CLUSTER,
+        &kubeconfig,
+        &dir.path().join("agent"),
+    )
+    .args(["--reconcile-seconds", "2"])
+    .spawn()
+    .unwrap();
+    fleet.accept(LEASE_CLUSTER).await;
+    let hub = fleet.admin().await;
+    for object in [
+        json!({"apiVersion": "addon.open-cluster-management.io/v1alpha1",
+            "kind": "AddOnTemplate", "metadata": {"name": "pulse"},
+            "spec": {"addonName": "pulse", "agentSpec": {"workload": {"manifests": [
+                {"apiVersion": "v1", "kind": "ConfigMap",
+                 "metadata": {"name": "pulse", "namespace": "{{INSTALL_NAMESPACE}}"},
+                 "data": {"cluster": "{{CLUSTER_NAME}}"}}]}}}}),
+        json!({"apiVersion": "addon.open-cluster-management.io/v1beta1",
+            "kind": "AddOnDeploymentConfig",
+            "metadata": {"name": "pulse", "namespace": LEASE_CLUSTER},
+            "spec": {"agentInstallNamespace": NS}}),
+        json!({"apiVersion": "addon.open-cluster-management.io/v1beta1",
+            "kind": "ClusterManagementAddOn",
+            "metadata": {"name": "pulse",
+                "annotations": {"edge.open-cluster-management.io/health-check": "Lease"}},
+            "spec": {"defaultConfigs": [
+                {"group": "addon.open-cluster-management.io", "resource": "addontemplates",
+                 "name": "pulse"},
+                {"group": "addon.open-cluster-management.io",
+                 "resource": "addondeploymentconfigs", "namespace": LEASE_CLUSTER,
+                 "name": "pulse"}]}}),
+    ] {
+        hub.apply_object(object).await.unwrap();
+    }
+    hub.switch_addons(true, vec!["pulse".into()], vec![LEASE_CLUSTER.into()], None)
+        .await
+        .unwrap();
+    let lease = |renewed: chrono::DateTime<chrono::Utc>| {
+        json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": "pulse", "namespace": NS},
+            "spec": {"leaseDurationSeconds": 60,
+                     "renewTime": renewed.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()}})
+    };
+    wait_until("the add-on's Lease created by its work", WAIT, || async {
+        get(&admin, &lease(chrono::Utc::now())).await.is_some()
+    })
+    .await
+    .unwrap();
+    let available = |reason: &'static str| {
+        let hub = &hub;
+        async move {
+            hub.get_addon("pulse", Some(LEASE_CLUSTER))
+                .await
+                .is_ok_and(|a| {
+                    a.clusters.iter().any(|r| {
+                        r.conditions
+                            .iter()
+                            .any(|c| c.type_ == "Available" && c.reason == reason)
+                    })
+                })
+        }
+    };
+    wait_until("not available before the first renewal", WAIT, || {
+        available("ManagedClusterAddOnLeaseNotFound")
+    })
+    .await
+    .unwrap();
+    ocm_edge_tests::kube::apply(&admin, lease(chrono::Utc::now())).await;
+    wait_until("available once renewed", WAIT, || {
+        available("ManagedClusterAddOnLeaseUpdated")
+    })
+    .await
+    .unwrap();
+    ocm_edge_tests::kube::apply(
+        &admin,
+        lease(chrono::Utc::now() - chrono::Duration::minutes(10)),
+    )
+    .await;
+    wait_until("unavailable once the renewal is stale", WAIT, || {
+        available("ManagedClusterAddOnLeaseUpdateStopped")
+    })
+    .await
+    .unwrap();
+    agent.kill().await.unwrap();
+}
