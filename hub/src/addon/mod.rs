@@ -69,6 +69,13 @@ fn sent_at(mca: &ManagedClusterAddOn) -> Option<DateTime<Utc>> {
         .map(|t| t.with_timezone(&Utc))
 }
 
+/// The annotations of a ManagedClusterAddOn only the hub writes (an apply keeps the hub's).
+pub const HUB_OWNED_ANNOTATIONS: [&str; 2] =
+    [INSTALLED_BY_PLACEMENT_ANNOTATION, CONFIG_SENT_AT_ANNOTATION];
+
+/// How long a cluster's add-on waits for its pre-delete hooks before it is removed anyway.
+pub const HOOK_TIMEOUT: chrono::TimeDelta = chrono::TimeDelta::minutes(10);
+
 /// Annotation of a ManagedClusterAddOn the install strategy created (and may remove).
 pub const INSTALLED_BY_PLACEMENT_ANNOTATION: &str =
     "edge.open-cluster-management.io/installed-by-placement";
@@ -114,6 +121,38 @@ fn spec_hash(spec: &impl serde::Serialize) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+/// Whether an add-on config names the template or config `key`.
+fn config_matcher(key: &ObjectKey) -> impl Fn(&AddOnConfig) -> bool + '_ {
+    move |c: &AddOnConfig| match key.kind {
+        ObjectKind::AddOnTemplate => c.is(ADDON_TEMPLATES) && c.name == key.name,
+        _ => c.is(ADDON_DEPLOYMENT_CONFIGS) && c.name == key.name && c.namespace == key.namespace,
+    }
+}
+
+/// The clusters each placement of the add-ons selects, by `(namespace, name)` (computed once a
+/// pass).
+type Placed = BTreeMap<(String, String), BTreeSet<String>>;
+
+/// The placement of `addon`'s install strategy that `cluster` follows: the last one selecting it
+/// (OCM's rule).
+fn owning_placement<'a>(
+    addon: &'a ClusterManagementAddOn,
+    cluster: &str,
+    placed: &Placed,
+) -> Option<&'a ocm_edge_schemas::api::addon::PlacementStrategy> {
+    addon
+        .spec
+        .install_strategy
+        .placements
+        .iter()
+        .rev()
+        .find(|p| {
+            placed
+                .get(&(p.namespace.clone(), p.name.clone()))
+                .is_some_and(|c| c.contains(cluster))
+        })
 }
 
 /// Whether each `(cluster, add-on)` of a Placements add-on may take its new agent now.
@@ -184,6 +223,105 @@ impl HubCore {
             .collect()
     }
 
+    /// Whether a cluster's add-on may be disabled by hand: not one its add-on's placements
+    /// installed (the next pass would install it again).
+    ///
+    /// # Errors
+    /// [`ObjectError::Invalid`] saying which placement to change.
+    pub fn check_disable(&self, mca: &ManagedClusterAddOn) -> Result<(), ObjectError> {
+        if !mca
+            .metadata
+            .annotations
+            .contains_key(INSTALLED_BY_PLACEMENT_ANNOTATION)
+        {
+            return Ok(());
+        }
+        let placements = self
+            .addon(&mca.metadata.name)
+            .map(|a| {
+                a.spec
+                    .install_strategy
+                    .placements
+                    .iter()
+                    .map(|p| format!("{}/{}", p.namespace, p.name))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_default();
+        Err(ObjectError::Invalid(
+            ObjectKey::new(
+                ObjectKind::ManagedClusterAddOn,
+                mca.metadata.namespace.clone(),
+                mca.metadata.name.clone(),
+            ),
+            format!(
+                "it was installed by the add-on's placements ({placements}), which would install \
+                 it again: change a placement so that it no longer selects the cluster, or the \
+                 add-on's installStrategy"
+            ),
+        ))
+    }
+
+    /// Whether the template or config `key` is used by no add-on (deleting it would leave
+    /// them unconfigured, and their hooks unable to run).
+    ///
+    /// # Errors
+    /// [`ObjectError::Invalid`] naming the add-ons that use it.
+    pub fn check_config_unused(&self, key: &ObjectKey) -> Result<(), ObjectError> {
+        let uses = config_matcher(key);
+        let mut users: BTreeSet<String> = self.addons_using(key).into_iter().collect();
+        users.extend(
+            self.cluster_addons()
+                .filter(|m| m.spec.configs.iter().any(&uses))
+                .map(|m| format!("{}/{}", m.metadata.namespace, m.metadata.name)),
+        );
+        if users.is_empty() {
+            return Ok(());
+        }
+        Err(ObjectError::Invalid(
+            key.clone(),
+            format!(
+                "it is in use by {}: remove it from their configs first",
+                users.into_iter().collect::<Vec<_>>().join(", ")
+            ),
+        ))
+    }
+
+    /// The add-ons whose default or placement configs name the template or config `key` (they
+    /// reach every cluster they install on).
+    pub fn addons_using(&self, key: &ObjectKey) -> Vec<String> {
+        let uses = config_matcher(key);
+        self.addons()
+            .filter(|a| {
+                a.spec.default_configs.iter().any(&uses)
+                    || a.spec
+                        .install_strategy
+                        .placements
+                        .iter()
+                        .any(|p| p.configs.iter().any(&uses))
+            })
+            .map(|a| a.metadata.name.clone())
+            .collect()
+    }
+
+    /// The clusters the placements of `addons`' install strategies select.
+    fn placed(&self, addons: &[ClusterManagementAddOn]) -> Placed {
+        let mut placed = Placed::new();
+        for p in addons
+            .iter()
+            .flat_map(|a| a.spec.install_strategy.placements.iter())
+        {
+            placed
+                .entry((p.namespace.clone(), p.name.clone()))
+                .or_insert_with(|| {
+                    self.placement_clusters(&p.namespace, &p.name)
+                        .into_iter()
+                        .collect()
+                });
+        }
+        placed
+    }
+
     /// Checks an add-on object before it is applied (see the module).
     ///
     /// # Errors
@@ -213,6 +351,14 @@ impl HubCore {
                         "installStrategy Placements names no placement (add installStrategy.placements)"
                             .into(),
                     );
+                }
+                for p in &strategy.placements {
+                    if let Err(e) = rollout_clusters(&p.rollout_strategy, &[], &[], Utc::now()) {
+                        return invalid(format!(
+                            "placement {}/{}'s rolloutStrategy: {e}",
+                            p.namespace, p.name
+                        ));
+                    }
                 }
                 let mut layers = vec![a.spec.default_configs.as_slice()];
                 for p in &strategy.placements {
@@ -415,7 +561,9 @@ impl HubCore {
                     _ => None,
                 })
                 .collect();
-            let (gate, requeue) = self.rollout_gate(now);
+            let addons: Vec<ClusterManagementAddOn> = self.addons().cloned().collect();
+            let placed = self.placed(&addons);
+            let (gate, requeue) = self.rollout_gate(&placed, now);
             for mca in self.cluster_addons() {
                 let object_key = ObjectKey::new(
                     ObjectKind::ManagedClusterAddOn,
@@ -427,7 +575,7 @@ impl HubCore {
                 }
                 let key = (mca.metadata.namespace.clone(), mca.metadata.name.clone());
                 let may_write = gate.get(&key).copied().unwrap_or(true);
-                change.extend(self.reconcile_cluster_addon(mca, may_write, now));
+                change.extend(self.reconcile_cluster_addon(mca, may_write, &placed, now));
             }
             // Each placement's progression, from the clusters' add-ons as this pass leaves them.
             let written: BTreeMap<(String, String), &ManagedClusterAddOn> = change
@@ -464,7 +612,16 @@ impl HubCore {
                 })
                 .filter(|deadline| *deadline > now)
                 .min();
-            let requeue = [requeue, stale_leases].into_iter().flatten().min();
+            let hook_deadlines = self
+                .cluster_addons()
+                .filter_map(|m| m.metadata.deletion_timestamp)
+                .map(|t| t.as_datetime() + HOOK_TIMEOUT)
+                .filter(|t| *t > now)
+                .min();
+            let requeue = [requeue, stale_leases, hook_deadlines]
+                .into_iter()
+                .flatten()
+                .min();
             return (change, requeue);
         }
         for cluster in dirty {
@@ -473,6 +630,11 @@ impl HubCore {
                 .in_namespace(ObjectKind::ManagedClusterAddOn, cluster)
                 .filter_map(|o| o.as_cluster_addon())
             {
+                if mca.metadata.deletion_timestamp.is_some() {
+                    // Its hooks' work reported: it may be done.
+                    change.extend(self.finish_removal(mca, now));
+                    continue;
+                }
                 let mut status = mca.status.clone();
                 let work_key = WorkKey::new(cluster.clone(), work_name(&mca.metadata.name));
                 let mode = self
@@ -574,7 +736,7 @@ impl HubCore {
         let hooks = self
             .addon(&mca.metadata.name)
             .and_then(|a| {
-                self.desired(a, mca)
+                self.desired(a, mca, &self.placed(std::slice::from_ref(a)))
                     .ok()
                     .map(|(resolved, _, hooks)| (resolved, hooks))
             })
@@ -601,7 +763,7 @@ impl HubCore {
                         CONDITION_HOOK_COMPLETED,
                         ConditionStatus::False,
                         "HookManifestIsNotCompleted",
-                        "The pre-delete hooks run before the add-on is removed",
+                        "The pre-delete hooks run before the add-on is removed (at most 10 minutes)",
                     ),
                     time(now),
                 );
@@ -629,7 +791,14 @@ impl HubCore {
             health::hooks_done(&w.spec, w.status.as_ref().map(|s| &s.resource_status))
         });
         let stuck = !self.cluster(cluster).is_some_and(|c| c.is_schedulable());
-        if done || stuck {
+        let timed_out = mca
+            .metadata
+            .deletion_timestamp
+            .is_some_and(|t| now > t.as_datetime() + HOOK_TIMEOUT);
+        if timed_out && !done {
+            tracing::warn!(%cluster, addon = %mca.metadata.name, "the add-on's pre-delete hooks did not finish in time; removing it anyway");
+        }
+        if done || stuck || timed_out {
             tracing::info!(%cluster, addon = %mca.metadata.name, done, "removing the cluster's add-on");
             return self.remove_cluster_addon(mca, now);
         }
@@ -666,18 +835,11 @@ impl HubCore {
         &'a self,
         addon: &'a ClusterManagementAddOn,
         mca: &'a ManagedClusterAddOn,
+        placed: &Placed,
     ) -> Result<Resolved<'a>, String> {
         let cluster = &mca.metadata.namespace;
-        let placement_configs: &[AddOnConfig] = addon
-            .spec
-            .install_strategy
-            .placements
-            .iter()
-            .find(|p| {
-                self.placement_clusters(&p.namespace, &p.name)
-                    .contains(cluster)
-            })
-            .map_or(&[], |p| p.configs.as_slice());
+        let placement_configs: &[AddOnConfig] =
+            owning_placement(addon, cluster, placed).map_or(&[], |p| p.configs.as_slice());
         let configs = resolve(&[
             &mca.spec.configs,
             placement_configs,
@@ -743,9 +905,10 @@ impl HubCore {
         &'a self,
         addon: &'a ClusterManagementAddOn,
         mca: &'a ManagedClusterAddOn,
+        placed: &Placed,
     ) -> Result<(Resolved<'a>, ManifestWorkSpec, Vec<Manifest>), String> {
         let cluster = &mca.metadata.namespace;
-        let resolved = self.resolve_cluster_addon(addon, mca)?;
+        let resolved = self.resolve_cluster_addon(addon, mca, placed)?;
         let config = resolved.config.map(|c| &c.spec);
         let vars = render::variables(cluster, &resolved.install_namespace, config);
         let mut spec = render::render(&resolved.template.spec.agent_spec, &vars, config)?;
@@ -764,7 +927,11 @@ impl HubCore {
     /// (`(cluster, add-on)`: true), by each placement's `rolloutStrategy` over its decision
     /// groups, as ManifestWorkReplicaSets roll out; and when to look again. Clusters of no
     /// placement strategy are not in it (they take a change at once).
-    fn rollout_gate(&self, now: DateTime<Utc>) -> (RolloutGate, Option<DateTime<Utc>>) {
+    fn rollout_gate(
+        &self,
+        placed: &Placed,
+        now: DateTime<Utc>,
+    ) -> (RolloutGate, Option<DateTime<Utc>>) {
         let mut gate = RolloutGate::new();
         let mut requeue: Option<DateTime<Utc>> = None;
         for addon in self.addons() {
@@ -788,7 +955,7 @@ impl HubCore {
                         continue;
                     };
                     let current = self
-                        .desired(addon, mca)
+                        .desired(addon, mca, placed)
                         .is_ok_and(|(_, spec, _)| *work.spec == spec);
                     let cluster_work = ClusterWork {
                         template: if current {
@@ -840,8 +1007,13 @@ impl HubCore {
                     }
                 };
                 for d in decided {
-                    let may = to_apply.contains(&d.cluster);
-                    *gate.entry((d.cluster, name.clone())).or_insert(false) |= may;
+                    // A cluster several placements select follows the last one (OCM's rule).
+                    if owning_placement(addon, &d.cluster, placed)
+                        .is_some_and(|o| o.namespace == p.namespace && o.name == p.name)
+                    {
+                        let may = to_apply.contains(&d.cluster);
+                        gate.insert((d.cluster, name.clone()), may);
+                    }
                 }
             }
         }
@@ -854,6 +1026,7 @@ impl HubCore {
         &self,
         mca: &ManagedClusterAddOn,
         may_write: bool,
+        placed: &Placed,
         now: DateTime<Utc>,
     ) -> Change {
         if mca.metadata.deletion_timestamp.is_some() {
@@ -871,7 +1044,7 @@ impl HubCore {
         let at = time(now);
         let work_key = WorkKey::new(cluster.clone(), work_name(&mca.metadata.name));
         let mut sent_spec: Option<Arc<ManifestWorkSpec>> = None;
-        match self.desired(addon, mca) {
+        match self.desired(addon, mca, placed) {
             Err(why) => {
                 set_condition(
                     &mut status.conditions,

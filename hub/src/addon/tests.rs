@@ -358,6 +358,24 @@ fn a_status_of_one_clusters_addon_work_updates_that_addon_only_and_renders_nothi
     );
 }
 
+/// A placement `default/all` selecting every cluster (the `default` set bound into `default`),
+/// the template and a config in `default`.
+fn placed_everywhere(core: &mut HubCore) {
+    for v in [
+        json!({"apiVersion": "cluster.open-cluster-management.io/v1beta2",
+            "kind": "ManagedClusterSetBinding", "metadata": {"name": "default", "namespace": "default"},
+            "spec": {"clusterSet": "default"}}),
+        json!({"apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+            "metadata": {"name": "all", "namespace": "default"}, "spec": {}}),
+        template(),
+        config("default", "4"),
+    ] {
+        apply(core, v).unwrap();
+    }
+    let sets = core.ensure_builtin_cluster_sets(t(0));
+    core.apply(&sets.records);
+}
+
 /// Reports `cluster`'s add-on work applied and available for its current version.
 fn report_done(core: &mut HubCore, cluster: &str, secs: i64) {
     let work = core
@@ -394,19 +412,7 @@ fn level(core: &HubCore, cluster: &str) -> Option<String> {
 fn a_placements_rollout_strategy_installs_and_changes_one_cluster_at_a_time() {
     let clusters = ["edge-1", "edge-2", "edge-3"];
     let mut core = live(&clusters);
-    for v in [
-        json!({"apiVersion": "cluster.open-cluster-management.io/v1beta2",
-            "kind": "ManagedClusterSetBinding", "metadata": {"name": "default", "namespace": "default"},
-            "spec": {"clusterSet": "default"}}),
-        json!({"apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
-            "metadata": {"name": "all", "namespace": "default"}, "spec": {}}),
-        template(),
-        config("default", "4"),
-    ] {
-        apply(&mut core, v).unwrap();
-    }
-    let sets = core.ensure_builtin_cluster_sets(t(0));
-    core.apply(&sets.records);
+    placed_everywhere(&mut core);
     let mut cma = addon("default");
     cma["spec"]["installStrategy"] = json!({"type": "Placements", "placements": [
         {"name": "all", "namespace": "default",
@@ -483,19 +489,25 @@ fn a_placements_rollout_strategy_installs_and_changes_one_cluster_at_a_time() {
     assert_eq!(waiting, 2);
 }
 
-#[test]
-fn a_pre_delete_hook_runs_before_the_addon_is_removed_and_never_while_installed() {
+/// The hello-world add-on whose template also has the pre-delete `hook`.
+fn hooked(hook: Value) -> HubCore {
     let mut core = with_hello_world();
     let mut with_hook = template();
     with_hook["spec"]["agentSpec"]["workload"]["manifests"]
         .as_array_mut()
         .unwrap()
-        .push(json!({"apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": "cleanup", "namespace": "{{INSTALL_NAMESPACE}}",
-                "labels": {"open-cluster-management.io/addon-pre-delete": ""}},
-            "spec": {"template": {"spec": {"restartPolicy": "Never",
-                "containers": [{"name": "c", "image": "busybox"}]}}}}));
+        .push(hook);
     apply(&mut core, with_hook).unwrap();
+    core
+}
+
+#[test]
+fn a_pre_delete_hook_runs_before_the_addon_is_removed_and_never_while_installed() {
+    let mut core = hooked(json!({"apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "cleanup", "namespace": "{{INSTALL_NAMESPACE}}",
+            "labels": {"open-cluster-management.io/addon-pre-delete": ""}},
+        "spec": {"template": {"spec": {"restartPolicy": "Never",
+            "containers": [{"name": "c", "image": "busybox"}]}}}}));
     enable(&mut core, "edge-1");
     reconcile(&mut core, 2);
     let main = WorkKey::new("edge-1", work_name("hello-template"));
@@ -562,4 +574,106 @@ fn a_pre_delete_hook_runs_before_the_addon_is_removed_and_never_while_installed(
     assert!(cluster_addon(&core, "edge-1").is_none());
     assert!(core.work(&main).is_some_and(|w| w.deleting.is_some()));
     assert!(core.work(&hook).is_some_and(|w| w.deleting.is_some()));
+}
+
+/// Reports the work `key` deleted by its agent.
+fn report_deleted(core: &mut HubCore, key: &WorkKey, secs: i64) {
+    let work = core.work(key).unwrap().clone();
+    let mut status = ManifestWorkStatus::default();
+    status.conditions.push(Condition::new(
+        ocm_edge_schemas::api::work::WORK_DELETED,
+        ConditionStatus::True,
+        "ManifestsDeleted",
+        "deleted",
+    ));
+    let seq = format!("{secs}");
+    let reported = status_input(
+        &key.cluster,
+        &work.resource_id,
+        work.resource_version,
+        &seq,
+        status,
+    );
+    step(core, reported, secs);
+}
+
+#[test]
+fn an_addon_enabled_again_while_its_old_work_is_deleted_gets_its_agent_once_the_old_one_is_gone() {
+    let mut core = with_hello_world();
+    enable(&mut core, "edge-1");
+    reconcile(&mut core, 2);
+    let key = ObjectKey::new(ObjectKind::ManagedClusterAddOn, "edge-1", "hello-template");
+    let c = core.delete_object(&key, t(3)).unwrap();
+    core.apply(&c.records);
+    enable(&mut core, "edge-1");
+    reconcile(&mut core, 4);
+    let main = WorkKey::new("edge-1", work_name("hello-template"));
+    assert!(
+        core.work(&main).unwrap().deleting.is_some(),
+        "the old one is still going"
+    );
+    report_deleted(&mut core, &main, 5);
+    reconcile(&mut core, 5);
+    assert!(
+        core.work(&main).is_some_and(|w| w.deleting.is_none()),
+        "the agent is sent again"
+    );
+}
+
+#[test]
+fn the_hubs_own_bookkeeping_survives_an_apply_and_bad_changes_are_refused() {
+    let clusters = ["edge-1"];
+    let mut core = live(&clusters);
+    placed_everywhere(&mut core);
+    let mut cma = addon("default");
+    cma["spec"]["installStrategy"] = json!({"type": "Placements", "placements": [
+        {"name": "all", "namespace": "default",
+         "rolloutStrategy": {"type": "Progressive", "progressive": {"progressDeadline": "soon"}}}]});
+    let err = apply(&mut core, cma.clone()).unwrap_err().to_string();
+    assert!(err.contains("rolloutStrategy"), "{err}");
+    cma["spec"]["installStrategy"]["placements"][0]["rolloutStrategy"] = json!({"type": "All"});
+    apply(&mut core, cma).unwrap();
+    reconcile(&mut core, 2);
+    // An operator's apply of the cluster's add-on (its own configs) keeps who installed it.
+    enable(&mut core, "edge-1");
+    let mca = cluster_addon(&core, "edge-1").unwrap();
+    assert!(
+        mca.metadata
+            .annotations
+            .contains_key(INSTALLED_BY_PLACEMENT_ANNOTATION)
+    );
+    // It cannot be disabled by hand: the placement would install it again.
+    let key = ObjectKey::new(ObjectKind::ManagedClusterAddOn, "edge-1", "hello-template");
+    let err = core.delete_object(&key, t(3)).unwrap_err().to_string();
+    assert!(err.contains("placements (default/all)"), "{err}");
+    // A template in use cannot be deleted.
+    let template_key = ObjectKey::new(ObjectKind::AddOnTemplate, "", "hello-template");
+    let err = core
+        .delete_object(&template_key, t(3))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("in use by hello-template"), "{err}");
+}
+
+#[test]
+fn pre_delete_hooks_that_never_finish_stop_holding_the_removal_after_ten_minutes() {
+    let mut core = hooked(json!({"apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "cleanup", "namespace": "{{INSTALL_NAMESPACE}}",
+            "annotations": {"open-cluster-management.io/addon-pre-delete": ""}}}));
+    enable(&mut core, "edge-1");
+    reconcile(&mut core, 2);
+    let key = ObjectKey::new(ObjectKind::ManagedClusterAddOn, "edge-1", "hello-template");
+    let c = core.delete_object(&key, t(3)).unwrap();
+    core.apply(&c.records);
+    reconcile(&mut core, 4);
+    assert!(
+        core.fleet_requeue_at()
+            .is_some_and(|at| at == t(3) + HOOK_TIMEOUT),
+        "the hub looks again when the hooks time out"
+    );
+    reconcile(&mut core, 3 + 601);
+    assert!(
+        cluster_addon(&core, "edge-1").is_none(),
+        "removed after the timeout"
+    );
 }

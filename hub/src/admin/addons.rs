@@ -159,8 +159,19 @@ pub fn enable(
         addon(core, name)?;
         for cluster in clusters {
             let key = ObjectKey::new(ObjectKind::ManagedClusterAddOn, cluster, name);
-            if core.objects().get(&key).is_some() {
-                continue;
+            match core.objects().get(&key).and_then(|o| o.as_cluster_addon()) {
+                Some(m) if m.metadata.deletion_timestamp.is_some() => {
+                    return Err(AdminResponse::error(
+                        AdminErrorKind::Invalid,
+                        format!(
+                            "add-on {name:?} is being removed from cluster {cluster:?} (its \
+                             pre-delete hooks run): enable it again once it is gone \
+                             (`ocm-edge addon get {name}`); nothing was enabled"
+                        ),
+                    ));
+                }
+                Some(_) => continue,
+                None => {}
             }
             let mut metadata = ObjectMeta::namespaced(cluster.clone(), name.clone());
             if let Some(ns) = namespace {
@@ -193,10 +204,27 @@ pub fn disable(
     let mut change = Change::default();
     for name in names {
         addon(core, name)?;
-        for mca in core
+        let enabled: Vec<&ManagedClusterAddOn> = core
             .cluster_addons()
             .filter(|m| &m.metadata.name == name && clusters.contains(&m.metadata.namespace))
-        {
+            .collect();
+        let missing: Vec<&str> = clusters
+            .iter()
+            .filter(|c| !enabled.iter().any(|m| &m.metadata.namespace == *c))
+            .map(String::as_str)
+            .collect();
+        if !missing.is_empty() {
+            return Err(AdminResponse::error(
+                AdminErrorKind::NotFound,
+                format!(
+                    "add-on {name:?} is not enabled on {} (`ocm-edge addon get {name}` shows \
+                     where it is); nothing was disabled",
+                    missing.join(", ")
+                ),
+            ));
+        }
+        for mca in enabled {
+            core.check_disable(mca).map_err(object_error)?;
             change.extend(core.disable_addon(mca, now));
         }
     }

@@ -20,7 +20,7 @@ use serde_json::Value;
 
 use super::auth::{Identity, authorize_role};
 use crate::core::HubCore;
-use crate::core::objects::{DEFAULT_NAMESPACE, ObjectKind, StoredObject};
+use crate::core::objects::{DEFAULT_NAMESPACE, ObjectKey, ObjectKind, StoredObject};
 use crate::placement::clusterset;
 
 /// What an authorized request may see and change.
@@ -152,6 +152,15 @@ impl Access {
                 Some(ObjectKind::ManagedClusterAddOn) => {
                     reach.cluster(&ns(namespace), "disable add-ons on")
                 }
+                Some(ObjectKind::AddOnDeploymentConfig) => {
+                    let key = ObjectKey::new(
+                        ObjectKind::AddOnDeploymentConfig,
+                        ns(namespace),
+                        name.clone(),
+                    );
+                    reach.namespace(&key.namespace, "delete objects in")?;
+                    reach.config_of_no_addon(&key, core)
+                }
                 Some(_) => reach.namespace(&ns(namespace), "delete objects in"),
                 // Refused Invalid where it is planned, whoever sends it.
                 None => Ok(()),
@@ -192,6 +201,23 @@ impl Access {
 }
 
 impl Reach {
+    /// An AddOnDeploymentConfig the credential may change: one no add-on uses as its default
+    /// or placement config (those reach clusters beyond the scope).
+    fn config_of_no_addon(&self, key: &ObjectKey, core: &HubCore) -> Result<(), String> {
+        let users = core.addons_using(key);
+        if users.is_empty() {
+            return Ok(());
+        }
+        Err(self.refuse(
+            &format!("change add-on config {}/{}", key.namespace, key.name),
+            &format!(
+                "the add-ons {} use it for every cluster they install on (an unscoped \
+                 credential changes it)",
+                users.join(", ")
+            ),
+        ))
+    }
+
     fn of(who: &Identity, scope: &CredentialScope, core: &HubCore) -> Reach {
         let sets = core.objects().cluster_sets();
         let bindings = core.objects().bindings();
@@ -399,16 +425,28 @@ impl Reach {
                 }
                 Ok(())
             }
-            StoredObject::Score(_) | StoredObject::Decision(_) | StoredObject::AddOnConfig(_) => {
+            StoredObject::Score(_) | StoredObject::Decision(_) => {
                 self.namespace(namespace, "apply objects in")
+            }
+            // A config an add-on uses reaches every cluster the add-on installs on.
+            StoredObject::AddOnConfig(_) => {
+                self.namespace(namespace, "apply objects in")?;
+                self.config_of_no_addon(&key, core)
             }
             // An add-on and its template reach every cluster its placements choose.
             StoredObject::AddOn(_) | StoredObject::AddOnTemplate(_) => Err(self.refuse(
                 &format!("apply {} {:?}", key.kind, key.name),
                 "add-ons and their templates are cluster-wide (an unscoped credential applies them)",
             )),
-            // A cluster's add-on lives in the cluster's namespace.
-            StoredObject::ClusterAddOn(_) => self.cluster(namespace, "enable add-ons on"),
+            // A cluster's add-on lives in the cluster's namespace, and reads only configs of
+            // the credential's namespaces.
+            StoredObject::ClusterAddOn(mca) => {
+                self.cluster(namespace, "enable add-ons on")?;
+                for config in mca.spec.configs.iter().filter(|c| !c.namespace.is_empty()) {
+                    self.namespace(&config.namespace, "use add-on configs of")?;
+                }
+                Ok(())
+            }
         }
     }
 

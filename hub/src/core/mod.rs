@@ -518,9 +518,10 @@ impl HubCore {
                     }
                 }
                 Record::Work(w) => {
-                    if crate::addon::addon_of_work(&w.key.name).is_some() {
-                        // Its status may let an add-on's rollout move on to other clusters.
-                        self.addons_stale = true;
+                    if let Some(addon) = crate::addon::addon_of_work(&w.key.name) {
+                        // Its status may let a placement's rollout move on to other clusters;
+                        // a cluster's own add-on's conditions only need its cluster looked at.
+                        self.addons_stale |= self.objects.placed_addon(&w.key.cluster, addon);
                         self.addon_clusters_dirty.insert(w.key.cluster.clone());
                     }
                     self.by_resource_id
@@ -529,6 +530,9 @@ impl HubCore {
                 }
                 Record::ForgetWork(key) => {
                     if crate::addon::addon_of_work(&key.name).is_some() {
+                        // A re-enabled add-on waits for its old work to go; a removal waits
+                        // for its hook's: both are written in a full pass.
+                        self.addons_stale = true;
                         self.addon_clusters_dirty.insert(key.cluster.clone());
                     }
                     if let Some(w) = self.works.remove(key) {

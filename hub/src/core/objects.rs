@@ -335,6 +335,22 @@ impl Objects {
             .map(|(_, o)| o)
     }
 
+    /// Whether `cluster` has add-on `addon` installed by a placement (whose rollout a status
+    /// of its work may move on).
+    pub fn placed_addon(&self, cluster: &str, addon: &str) -> bool {
+        self.get(&ObjectKey::new(
+            ObjectKind::ManagedClusterAddOn,
+            cluster,
+            addon,
+        ))
+        .and_then(StoredObject::as_cluster_addon)
+        .is_some_and(|m| {
+            m.metadata
+                .annotations
+                .contains_key(crate::addon::INSTALLED_BY_PLACEMENT_ANNOTATION)
+        })
+    }
+
     /// Whether any cluster has an add-on.
     pub fn has_cluster_addons(&self) -> bool {
         self.of_kind(ObjectKind::ManagedClusterAddOn)
@@ -494,7 +510,28 @@ impl HubCore {
                 StoredObject::AddOn(new)
             }
             (StoredObject::ClusterAddOn(mut new), Some(StoredObject::ClusterAddOn(old))) => {
+                if old.metadata.deletion_timestamp.is_some() {
+                    return Err(ObjectError::Invalid(
+                        key,
+                        "it is being removed (its pre-delete hooks run): apply it again once \
+                         it is gone"
+                            .into(),
+                    ));
+                }
                 new.status = old.status.clone();
+                // The hub's own annotations (who installed it, when its rollout sent it) stay.
+                for hub_owned in crate::addon::HUB_OWNED_ANNOTATIONS {
+                    match old.metadata.annotations.get(hub_owned) {
+                        Some(v) => {
+                            new.metadata
+                                .annotations
+                                .insert(hub_owned.to_owned(), v.clone());
+                        }
+                        None => {
+                            new.metadata.annotations.remove(hub_owned);
+                        }
+                    }
+                }
                 StoredObject::ClusterAddOn(new)
             }
             (StoredObject::AddOn(mut new), None) => {
@@ -503,6 +540,9 @@ impl HubCore {
             }
             (StoredObject::ClusterAddOn(mut new), None) => {
                 new.status = Default::default();
+                for hub_owned in crate::addon::HUB_OWNED_ANNOTATIONS {
+                    new.metadata.annotations.remove(hub_owned);
+                }
                 StoredObject::ClusterAddOn(new)
             }
             (StoredObject::ClusterSet(mut new), None) => {
@@ -603,7 +643,14 @@ impl HubCore {
                 change.records.push(Record::ForgetObject(key.clone()));
             }
             // A cluster's add-on takes its agent's work with it; an add-on, every cluster's.
-            StoredObject::ClusterAddOn(mca) => change.extend(self.disable_addon(mca, now)),
+            StoredObject::ClusterAddOn(mca) => {
+                self.check_disable(mca)?;
+                change.extend(self.disable_addon(mca, now));
+            }
+            StoredObject::AddOnTemplate(_) | StoredObject::AddOnConfig(_) => {
+                self.check_config_unused(key)?;
+                change.records.push(Record::ForgetObject(key.clone()));
+            }
             StoredObject::AddOn(_) => {
                 for mca in self
                     .cluster_addons()

@@ -124,8 +124,9 @@ impl HubCore {
         );
         // Its add-ons live in its namespace.
         change.records.extend(
-            self.cluster_addons()
-                .filter(|m| m.metadata.namespace == record.name)
+            self.objects()
+                .in_namespace(ObjectKind::ManagedClusterAddOn, &record.name)
+                .filter_map(|o| o.as_cluster_addon())
                 .map(|m| {
                     Record::ForgetObject(ObjectKey::new(
                         ObjectKind::ManagedClusterAddOn,

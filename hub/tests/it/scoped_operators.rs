@@ -424,3 +424,81 @@ fn a_scoped_identity_lists_only_what_it_reaches_in_full_pages() {
         "an unscoped credential"
     );
 }
+
+/// Add-on configs reach further than a namespace: a scoped operator may not change or delete an
+/// AddOnDeploymentConfig an add-on uses for every cluster it installs on, nor make its cluster's
+/// add-on read another namespace's config; it may enable the add-on on its own cluster.
+#[test]
+fn a_scoped_operator_cannot_reach_beyond_its_scope_through_addon_configs() {
+    let mut core = two_teams(now());
+    let root = Identity {
+        user: "root".into(),
+        role: Role::Admin,
+        scope: None,
+    };
+    let config = |namespace: &str, level: &str| {
+        json!({"apiVersion": "addon.open-cluster-management.io/v1beta1",
+            "kind": "AddOnDeploymentConfig", "metadata": {"name": "logs", "namespace": namespace},
+            "spec": {"customizedVariables": [{"name": "LEVEL", "value": level}]}})
+    };
+    for object in [
+        json!({"apiVersion": "addon.open-cluster-management.io/v1alpha1",
+            "kind": "AddOnTemplate", "metadata": {"name": "logs"},
+            "spec": {"addonName": "logs", "agentSpec": {"workload": {"manifests": [
+                {"apiVersion": "v1", "kind": "ConfigMap",
+                 "metadata": {"name": "logs", "namespace": "{{INSTALL_NAMESPACE}}"},
+                 "data": {"level": "{{LEVEL}}"}}]}}}}),
+        config("team-a", "1"),
+        config("team-b", "2"),
+        json!({"apiVersion": "addon.open-cluster-management.io/v1beta1",
+            "kind": "ClusterManagementAddOn", "metadata": {"name": "logs"},
+            "spec": {"defaultConfigs": [
+                {"group": "addon.open-cluster-management.io", "resource": "addontemplates",
+                 "name": "logs"},
+                {"group": "addon.open-cluster-management.io",
+                 "resource": "addondeploymentconfigs", "namespace": "team-a", "name": "logs"}]}}),
+    ] {
+        let response = serve(&mut core, &root, apply(object));
+        assert!(matches!(response, AdminResponse::Ok(_)), "{response:?}");
+    }
+    let refused = |core: &mut HubCore, request: AdminRequest, needle: &str| {
+        let before = snapshot(core);
+        let response = serve(core, &alice(), request);
+        let AdminResponse::Error { kind, message } = &response else {
+            panic!("carried out: {response:?}")
+        };
+        assert_eq!(*kind, AdminErrorKind::Forbidden, "{message}");
+        assert!(message.contains(needle), "{message}");
+        assert_eq!(snapshot(core), before);
+    };
+    refused(
+        &mut core,
+        apply(config("team-a", "9")),
+        "the add-ons logs use it for every cluster they install on",
+    );
+    refused(
+        &mut core,
+        delete("addondeploymentconfig", "team-a", "logs"),
+        "the add-ons logs use it",
+    );
+    refused(
+        &mut core,
+        apply(
+            json!({"apiVersion": "addon.open-cluster-management.io/v1beta1",
+            "kind": "ManagedClusterAddOn", "metadata": {"name": "logs", "namespace": "eu-1"},
+            "spec": {"configs": [{"group": "addon.open-cluster-management.io",
+                "resource": "addondeploymentconfigs", "namespace": "team-b", "name": "logs"}]}}),
+        ),
+        "may not use add-on configs of namespace \"team-b\"",
+    );
+    let enabled = serve(
+        &mut core,
+        &alice(),
+        AdminRequest::EnableAddOn {
+            names: vec!["logs".into()],
+            clusters: vec!["eu-1".into()],
+            namespace: None,
+        },
+    );
+    assert!(matches!(enabled, AdminResponse::Ok(_)), "{enabled:?}");
+}

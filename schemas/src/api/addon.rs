@@ -30,6 +30,10 @@ pub const INSTALL_PLACEMENTS: &str = "Placements";
 /// Annotation that keeps a v1alpha1 ManagedClusterAddOn's `spec.installNamespace`.
 pub const INSTALL_NAMESPACE_ANNOTATION: &str =
     "addon.open-cluster-management.io/v1alpha1-install-namespace";
+/// OCM's name of a default config that names no object (its conversion writes it for a
+/// supported config without a default): dropped when read.
+pub const RESERVED_NO_DEFAULT: &str = "__reserved_no_default__";
+
 /// Where an add-on's agent is installed when nothing says otherwise (OCM's default).
 pub const DEFAULT_INSTALL_NAMESPACE: &str = "open-cluster-management-agent-addon";
 /// Label of what belongs to an add-on (its works), naming it.
@@ -497,6 +501,11 @@ pub fn convert_v1alpha1(mut value: Value) -> Value {
         .unwrap_or_default();
     match kind {
         "ClusterManagementAddOn" => {
+            // Exported from an OCM hub, v1beta1 names a missing default so.
+            if let Some(Value::Array(defaults)) = value.pointer_mut("/spec/defaultConfigs") {
+                defaults
+                    .retain(|c| c.get("name").and_then(Value::as_str) != Some(RESERVED_NO_DEFAULT));
+            }
             if let Some(spec) = value.get_mut("spec").and_then(Value::as_object_mut)
                 && let Some(Value::Array(supported)) = spec.remove("supportedConfigs")
             {
@@ -504,6 +513,10 @@ pub fn convert_v1alpha1(mut value: Value) -> Value {
                     .into_iter()
                     .filter_map(|c| {
                         let default = c.get("defaultConfig")?;
+                        if default.get("name").and_then(Value::as_str) == Some(RESERVED_NO_DEFAULT)
+                        {
+                            return None;
+                        }
                         let mut config = serde_json::Map::new();
                         for field in ["group", "resource"] {
                             if let Some(v) = c.get(field) {
@@ -583,6 +596,21 @@ mod tests {
             "a supported config without a default is no default config"
         );
         assert_eq!(cma.spec.install_strategy.type_, INSTALL_MANUAL);
+    }
+
+    #[test]
+    fn ocms_reserved_no_default_config_is_dropped() {
+        let cma: ClusterManagementAddOn = serde_json::from_value(convert_v1alpha1(json!({
+            "apiVersion": "addon.open-cluster-management.io/v1beta1",
+            "kind": "ClusterManagementAddOn", "metadata": {"name": "a"},
+            "spec": {"defaultConfigs": [
+                {"group": ADDON_GROUP, "resource": ADDON_DEPLOYMENT_CONFIGS,
+                 "name": RESERVED_NO_DEFAULT},
+                {"group": ADDON_GROUP, "resource": ADDON_TEMPLATES, "name": "t"}]}
+        })))
+        .unwrap();
+        assert_eq!(cma.spec.default_configs.len(), 1);
+        assert_eq!(cma.spec.default_configs[0].name, "t");
     }
 
     #[test]
