@@ -18,13 +18,39 @@ use crate::core::{Change, HubCore};
 
 type Planned = Result<(Change, AdminPayload), AdminResponse>;
 
-/// The view of `addon`, with the rows of the clusters `access` sees (only `cluster` when given).
+/// Which of an add-on's rows a view carries.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Rows<'a> {
+    /// None (a list of add-ons).
+    pub none: bool,
+    /// Only this cluster's.
+    pub cluster: Option<&'a str>,
+    /// Only those of clusters sorting after this one.
+    pub after: Option<&'a str>,
+    /// At most this many.
+    pub limit: Option<u32>,
+}
+
+/// The view of `addon` with the counts and rows of the clusters `access` sees.
 pub fn addon_view(
     core: &HubCore,
     access: &Access,
     addon: &ClusterManagementAddOn,
-    cluster: Option<&str>,
+    rows: Rows<'_>,
 ) -> AddOnView {
+    let seen: Vec<&ManagedClusterAddOn> = core
+        .cluster_addons()
+        .filter(|m| m.metadata.name == addon.metadata.name)
+        .filter(|m| access.sees_cluster(&m.metadata.namespace))
+        .collect();
+    let available = seen
+        .iter()
+        .filter(|m| {
+            m.status.conditions.iter().any(|c| {
+                c.type_ == ocm_edge_schemas::api::addon::CONDITION_AVAILABLE && c.is_true()
+            })
+        })
+        .count();
     let strategy = &addon.spec.install_strategy;
     AddOnView {
         name: addon.metadata.name.clone(),
@@ -61,13 +87,18 @@ pub fn addon_view(
                 format!("{}/{}: {state}", p.namespace, p.name)
             })
             .collect(),
-        clusters: core
-            .cluster_addons()
-            .filter(|m| m.metadata.name == addon.metadata.name)
-            .filter(|m| cluster.is_none_or(|c| c == m.metadata.namespace))
-            .filter(|m| access.sees_cluster(&m.metadata.namespace))
-            .map(row)
-            .collect(),
+        enabled: u32::try_from(seen.len()).unwrap_or(u32::MAX),
+        available: u32::try_from(available).unwrap_or(u32::MAX),
+        clusters: if rows.none {
+            vec![]
+        } else {
+            seen.into_iter()
+                .filter(|m| rows.cluster.is_none_or(|c| c == m.metadata.namespace))
+                .filter(|m| rows.after.is_none_or(|a| m.metadata.namespace.as_str() > a))
+                .take(rows.limit.map_or(usize::MAX, |l| l as usize))
+                .map(row)
+                .collect()
+        },
     }
 }
 
@@ -119,9 +150,13 @@ fn addon<'a>(core: &'a HubCore, name: &str) -> Result<&'a ClusterManagementAddOn
 }
 
 fn views(core: &HubCore, access: &Access, names: &[String]) -> Vec<AddOnView> {
+    let rows = Rows {
+        none: true,
+        ..Rows::default()
+    };
     core.addons()
         .filter(|a| names.contains(&a.metadata.name))
-        .map(|a| addon_view(core, access, a, None))
+        .map(|a| addon_view(core, access, a, rows))
         .collect()
 }
 
@@ -231,20 +266,70 @@ pub fn disable(
     Ok((change, AdminPayload::AddOns(views(core, access, names))))
 }
 
-/// GetAddOn.
-pub fn get(core: &HubCore, access: &Access, name: &str, cluster: Option<&str>) -> Planned {
+/// GetAddOn: a page of its rows.
+pub fn get(core: &HubCore, access: &Access, name: &str, rows: Rows<'_>) -> Planned {
     let a = addon(core, name)?;
     Ok((
         Change::default(),
-        AdminPayload::AddOn(Box::new(addon_view(core, access, a, cluster))),
+        AdminPayload::AddOn(Box::new(addon_view(core, access, a, rows))),
     ))
 }
 
-/// ListAddOns.
+/// ListAddOns: counts, no rows.
 pub fn list(core: &HubCore, access: &Access) -> AdminPayload {
-    AdminPayload::AddOns(
-        core.addons()
-            .map(|a| addon_view(core, access, a, None))
-            .collect(),
-    )
+    AdminPayload::AddOns(views(
+        core,
+        access,
+        &core
+            .addons()
+            .map(|a| a.metadata.name.clone())
+            .collect::<Vec<_>>(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::testkit::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_list_counts_and_a_get_pages_the_clusters_rows() {
+        let clusters = ["edge-1", "edge-2", "edge-3"];
+        let mut core = accepted_core(&clusters);
+        for v in [
+            json!({"apiVersion": "addon.open-cluster-management.io/v1alpha1",
+                "kind": "AddOnTemplate", "metadata": {"name": "a"},
+                "spec": {"addonName": "a", "agentSpec": {"workload": {"manifests": [
+                    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}]}}}}),
+            json!({"apiVersion": "addon.open-cluster-management.io/v1beta1",
+                "kind": "ClusterManagementAddOn", "metadata": {"name": "a"},
+                "spec": {"defaultConfigs": [{"group": "addon.open-cluster-management.io",
+                    "resource": "addontemplates", "name": "a"}]}}),
+        ] {
+            apply_json(&mut core, v).unwrap();
+        }
+        let names = vec!["a".to_owned()];
+        let all: Vec<String> = clusters.iter().map(|c| (*c).to_owned()).collect();
+        let (change, _) = enable(&core, &Access::Everything, &names, &all, None, t(2)).unwrap();
+        core.apply(&change.records);
+
+        let AdminPayload::AddOns(listed) = list(&core, &Access::Everything) else {
+            panic!("not a list")
+        };
+        assert_eq!((listed[0].enabled, listed[0].clusters.len()), (3, 0));
+        let page = |after: Option<&str>| {
+            let rows = Rows {
+                after,
+                limit: Some(2),
+                ..Rows::default()
+            };
+            match get(&core, &Access::Everything, "a", rows).unwrap().1 {
+                AdminPayload::AddOn(v) => v.clusters.into_iter().map(|r| r.cluster).collect(),
+                _ => Vec::new(),
+            }
+        };
+        assert_eq!(page(None), ["edge-1", "edge-2"]);
+        assert_eq!(page(Some("edge-2")), ["edge-3"]);
+    }
 }

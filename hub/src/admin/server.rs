@@ -109,9 +109,22 @@ fn plan(
             (change, AdminPayload::Clusters(views))
         }
         AdminRequest::ListAddOns => (Change::default(), super::addons::list(core, access)),
-        AdminRequest::GetAddOn { name, cluster } => {
-            super::addons::get(core, access, &name, cluster.as_deref())?
-        }
+        AdminRequest::GetAddOn {
+            name,
+            cluster,
+            after,
+            limit,
+        } => super::addons::get(
+            core,
+            access,
+            &name,
+            super::addons::Rows {
+                none: false,
+                cluster: cluster.as_deref(),
+                after: after.as_deref(),
+                limit,
+            },
+        )?,
         AdminRequest::EnableAddOn {
             names,
             clusters,

@@ -121,10 +121,17 @@ pub struct AddOnView {
     /// Its default configs, `resource namespace/name`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub default_configs: Vec<String>,
+    /// On how many clusters it is enabled.
+    #[serde(default)]
+    pub enabled: u32,
+    /// On how many of them it is available.
+    #[serde(default)]
+    pub available: u32,
     /// With `Placements`: each placement's rollout, `namespace/name: Reason (message)`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub progressions: Vec<String>,
-    /// One row per cluster it is enabled on, sorted by cluster.
+    /// One row per cluster it is enabled on, sorted by cluster (a page of them in `getAddOn`,
+    /// none in `listAddOns`).
     #[serde(default)]
     pub clusters: Vec<ClusterAddOnRow>,
 }

@@ -253,17 +253,25 @@ pub enum AdminRequest {
         namespace: Option<String>,
         name: String,
     },
-    /// The add-ons (ClusterManagementAddOns), each with the clusters it is enabled on. Answer:
-    /// [`AdminPayload::AddOns`], sorted by name.
+    /// The add-ons (ClusterManagementAddOns), each with on how many clusters it is enabled and
+    /// available (no rows: `getAddOn` pages them). Answer: [`AdminPayload::AddOns`], sorted by
+    /// name.
     ListAddOns,
-    /// One add-on with its clusters (only `cluster` when given). Answer:
-    /// [`AdminPayload::AddOn`]; NotFound when there is no such add-on.
+    /// One add-on with its clusters' rows (only `cluster`'s when given), sorted by cluster and
+    /// paged like [`AdminRequest::ListClusters`]. Answer: [`AdminPayload::AddOn`]; NotFound when
+    /// there is no such add-on.
     GetAddOn {
         /// Add-on name.
         name: String,
         /// Only this cluster's row.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cluster: Option<String>,
+        /// Only rows of clusters sorting after this one (the last of the previous page).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        after: Option<String>,
+        /// At most this many rows (absent: all).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit: Option<u32>,
     },
     /// Enables add-ons on clusters (a ManagedClusterAddOn in each cluster's namespace, as
     /// `clusteradm addon enable`), all or nothing: every add-on must exist and every cluster be

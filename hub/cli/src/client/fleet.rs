@@ -6,8 +6,8 @@ use serde_json::Value;
 use super::error::unexpected;
 use super::{AdminClient, Result};
 use ocm_edge_schemas::admin::{
-    AddOnView, AdminPayload, AdminRequest, ClusterSetView, ClusterView, ObjectApplied,
-    ObjectDeleted, PlacementView, ReplicaSetView,
+    AddOnView, AdminPayload, AdminRequest, ClusterAddOnRow, ClusterSetView, ClusterView,
+    ObjectApplied, ObjectDeleted, PlacementView, ReplicaSetView,
 };
 
 impl AdminClient {
@@ -216,14 +216,27 @@ impl AdminClient {
     /// # Errors
     /// NotFound; see [`AdminClient::request`].
     pub async fn get_addon(&self, name: &str, cluster: Option<&str>) -> Result<AddOnView> {
-        let req = AdminRequest::GetAddOn {
+        let ask = |after: Option<String>, limit: Option<u32>| AdminRequest::GetAddOn {
             name: name.to_owned(),
             cluster: cluster.map(str::to_owned),
+            after,
+            limit,
         };
-        match self.request(&req).await? {
+        let take = |payload| match payload {
             AdminPayload::AddOn(a) => Ok(*a),
             other => Err(unexpected("getAddOn", &other)),
-        }
+        };
+        // The add-on and its first page of rows, then the rest a page at a time.
+        let mut view = take(self.request(&ask(None, Some(0))).await?)?;
+        view.clusters = self
+            .list_paged(
+                |last: Option<&ClusterAddOnRow>, limit| {
+                    ask(last.map(|r| r.cluster.clone()), Some(limit))
+                },
+                |payload| take(payload).map(|v| v.clusters),
+            )
+            .await?;
+        Ok(view)
     }
 
     /// Enables (`enable`) or disables add-ons on clusters; returns the add-ons' views.

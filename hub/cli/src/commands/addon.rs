@@ -148,19 +148,11 @@ pub async fn run(global: &GlobalArgs, cmd: AddonCommand) -> Result<(), CliError>
                 OutputFormat::Table => {
                     let mut t = new_table(["NAME", "INSTALL", "ENABLED", "AVAILABLE", "CONFIGS"]);
                     for a in &addons {
-                        let available = a
-                            .clusters
-                            .iter()
-                            .filter(|r| {
-                                find_condition(&r.conditions, CONDITION_AVAILABLE)
-                                    .is_some_and(|c| c.is_true())
-                            })
-                            .count();
                         t.add_row(vec![
                             a.name.clone(),
                             a.install_strategy.clone(),
-                            a.clusters.len().to_string(),
-                            available.to_string(),
+                            a.enabled.to_string(),
+                            a.available.to_string(),
                             a.default_configs.join(", "),
                         ]);
                     }
