@@ -1121,7 +1121,21 @@ impl HubCore {
                         r
                     })
                     .collect();
-                let progressing = if !carried {
+                let schedulable = self.cluster(cluster).is_some_and(|c| c.is_schedulable());
+                let old_going = self.work(&work_key).is_some_and(|w| w.deleting.is_some());
+                let progressing = if !carried && !schedulable {
+                    (
+                        ConditionStatus::True,
+                        "Progressing",
+                        "The cluster takes no work (not accepted, or being removed)",
+                    )
+                } else if !carried && old_going {
+                    (
+                        ConditionStatus::True,
+                        "Progressing",
+                        "Waiting for the cluster to remove the add-on's previous work",
+                    )
+                } else if !carried {
                     (
                         ConditionStatus::True,
                         "WaitingForCanary",

@@ -612,6 +612,23 @@ fn an_addon_enabled_again_while_its_old_work_is_deleted_gets_its_agent_once_the_
         core.work(&main).unwrap().deleting.is_some(),
         "the old one is still going"
     );
+    assert_eq!(
+        condition(&core, "edge-1", CONDITION_PROGRESSING),
+        (ConditionStatus::True, "Progressing".to_owned())
+    );
+    let waiting = cluster_addon(&core, "edge-1")
+        .unwrap()
+        .status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == CONDITION_PROGRESSING)
+        .unwrap()
+        .message
+        .clone();
+    assert_eq!(
+        waiting,
+        "Waiting for the cluster to remove the add-on's previous work"
+    );
     report_deleted(&mut core, &main, 5);
     reconcile(&mut core, 5);
     assert!(
