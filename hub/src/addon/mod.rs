@@ -912,6 +912,23 @@ impl HubCore {
         let config = resolved.config.map(|c| &c.spec);
         let vars = render::variables(cluster, &resolved.install_namespace, config);
         let mut spec = render::render(&resolved.template.spec.agent_spec, &vars, config)?;
+        // OCM's decorators: its preset values as environment variables, and objects moved into
+        // the install namespace a config sets.
+        let configured = config
+            .map(|c| c.agent_install_namespace.as_str())
+            .filter(|n| !n.is_empty());
+        let mut env = Vec::new();
+        if !resolved.template.spec.registration.is_empty() {
+            env.push((
+                render::HUB_KUBECONFIG.to_owned(),
+                render::HUB_KUBECONFIG_PATH.to_owned(),
+            ));
+        }
+        env.push((render::CLUSTER_NAME.to_owned(), cluster.clone()));
+        if let Some(ns) = configured {
+            env.push((render::INSTALL_NAMESPACE.to_owned(), ns.to_owned()));
+        }
+        render::decorate(&mut spec, &env, configured);
         let hooks = render::split_pre_delete(&mut spec);
         render::prepare_cluster(&mut spec, &resolved.install_namespace);
         health::ask_feedback(

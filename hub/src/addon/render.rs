@@ -133,6 +133,64 @@ pub fn split_pre_delete(spec: &mut ManifestWorkSpec) -> Vec<Manifest> {
     hooks
 }
 
+/// OCM's decorators of a rendered template: `env` (OCM's preset values: `HUB_KUBECONFIG` when
+/// the template registers, `CLUSTER_NAME`, and `INSTALL_NAMESPACE` when a config sets it)
+/// appended to the environment of every container of its Deployments and DaemonSets; and, when
+/// a config sets the install namespace (`forced_namespace`), every namespaced object moved into
+/// it, as are Namespace objects and the subjects of RoleBindings and ClusterRoleBindings.
+pub fn decorate(
+    spec: &mut ManifestWorkSpec,
+    env: &[(String, String)],
+    forced_namespace: Option<&str>,
+) {
+    for manifest in &mut spec.workload.manifests {
+        let value = &mut manifest.0;
+        let kind = value
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        if (kind == "Deployment" || kind == "DaemonSet") && !env.is_empty() {
+            if let Some(Value::Array(containers)) =
+                value.pointer_mut("/spec/template/spec/containers")
+            {
+                for container in containers {
+                    let list = container
+                        .as_object_mut()
+                        .map(|c| c.entry("env").or_insert_with(|| Value::Array(vec![])));
+                    if let Some(Value::Array(list)) = list {
+                        list.extend(
+                            env.iter()
+                                .map(|(n, v)| serde_json::json!({"name": n, "value": v})),
+                        );
+                    }
+                }
+            }
+        }
+        let Some(ns) = forced_namespace else {
+            continue;
+        };
+        if value
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .is_some_and(|n| !n.is_empty())
+        {
+            value["metadata"]["namespace"] = Value::String(ns.to_owned());
+        }
+        match kind.as_str() {
+            "Namespace" => value["metadata"]["name"] = Value::String(ns.to_owned()),
+            "RoleBinding" | "ClusterRoleBinding" => {
+                if let Some(Value::Array(subjects)) = value.get_mut("subjects") {
+                    for subject in subjects {
+                        subject["namespace"] = Value::String(ns.to_owned());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 /// OCM's annotation of a template resource that stays on the cluster when the add-on goes.
 pub const DELETION_ORPHAN_ANNOTATION: &str = "addon.open-cluster-management.io/deletion-orphan";
 
@@ -445,6 +503,46 @@ mod tests {
         prepare_cluster(&mut s, "ns");
         assert_eq!(s.workload.manifests.len(), 2);
         assert!(s.delete_option.is_none());
+    }
+
+    #[test]
+    fn ocms_decorators_add_the_preset_values_and_move_objects_into_the_configured_namespace() {
+        let rb = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": "x"},
+            "subjects": [{"kind": "ServiceAccount", "name": "sa", "namespace": "elsewhere"}]});
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "namespace": "elsewhere"}});
+        let mut s = spec(vec![agent(), rb, cm]);
+        let env = vec![("CLUSTER_NAME".to_owned(), "edge-1".to_owned())];
+        decorate(&mut s, &env, Some("mine"));
+        let d = &s.workload.manifests[0].0;
+        let container_env = d["spec"]["template"]["spec"]["containers"][0]["env"]
+            .as_array()
+            .unwrap();
+        assert_eq!(
+            container_env.last().unwrap(),
+            &json!({"name": "CLUSTER_NAME", "value": "edge-1"})
+        );
+        assert_eq!(d["metadata"]["namespace"], "mine");
+        assert_eq!(
+            s.workload.manifests[1].0["subjects"][0]["namespace"],
+            "mine"
+        );
+        assert!(
+            s.workload.manifests[1].0["metadata"]
+                .get("namespace")
+                .is_none(),
+            "a cluster-scoped object stays cluster-scoped"
+        );
+        assert_eq!(s.workload.manifests[2].0["metadata"]["namespace"], "mine");
+        // Without a configured namespace, objects stay where the template puts them.
+        let mut s = spec(vec![json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "namespace": "elsewhere"}})]);
+        decorate(&mut s, &[], None);
+        assert_eq!(
+            s.workload.manifests[0].0["metadata"]["namespace"],
+            "elsewhere"
+        );
     }
 
     #[test]
