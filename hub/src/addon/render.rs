@@ -150,20 +150,20 @@ pub fn decorate(
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned();
-        if (kind == "Deployment" || kind == "DaemonSet") && !env.is_empty() {
-            if let Some(Value::Array(containers)) =
+        if (kind == "Deployment" || kind == "DaemonSet")
+            && !env.is_empty()
+            && let Some(Value::Array(containers)) =
                 value.pointer_mut("/spec/template/spec/containers")
-            {
-                for container in containers {
-                    let list = container
-                        .as_object_mut()
-                        .map(|c| c.entry("env").or_insert_with(|| Value::Array(vec![])));
-                    if let Some(Value::Array(list)) = list {
-                        list.extend(
-                            env.iter()
-                                .map(|(n, v)| serde_json::json!({"name": n, "value": v})),
-                        );
-                    }
+        {
+            for container in containers {
+                let list = container
+                    .as_object_mut()
+                    .map(|c| c.entry("env").or_insert_with(|| Value::Array(vec![])));
+                if let Some(Value::Array(list)) = list {
+                    list.extend(
+                        env.iter()
+                            .map(|(n, v)| serde_json::json!({"name": n, "value": v})),
+                    );
                 }
             }
         }
