@@ -18,7 +18,7 @@ use chrono::{DateTime, Utc};
 use ocm_edge_schemas::api::meta::ConditionStatus;
 use ocm_edge_schemas::api::work::{
     FeedbackRule, FeedbackType, JsonPath, Manifest, ManifestConfigOption, ManifestResourceStatus,
-    ManifestWorkSpec, ResourceIdentifier, UpdateStrategy, UpdateStrategyType, plural,
+    ManifestWorkSpec, ResourceIdentifier, UpdateStrategy, UpdateStrategyType,
 };
 
 /// Annotation of a ClusterManagementAddOn choosing its health check.
@@ -122,15 +122,7 @@ pub fn ask_well_known(spec: &mut ManifestWorkSpec, wanted: impl Fn(&str) -> bool
         .manifests
         .iter()
         .filter(|m| m.kind().is_some_and(&wanted))
-        .map(|m| ResourceIdentifier {
-            group: m
-                .api_version()
-                .and_then(|v| v.split_once('/').map(|(g, _)| g.to_owned()))
-                .unwrap_or_default(),
-            resource: plural(m.kind().unwrap_or_default()),
-            name: m.name().unwrap_or_default().to_owned(),
-            namespace: m.namespace().unwrap_or_default().to_owned(),
-        })
+        .map(Manifest::resource_identifier)
         .collect();
     for id in probed {
         let well_known = FeedbackRule {

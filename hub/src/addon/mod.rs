@@ -547,7 +547,9 @@ impl HubCore {
             if self.addons().next().is_none() && self.cluster_addons().next().is_none() {
                 return (change, None);
             }
-            change.extend(self.install_by_placement(now));
+            let addons: Vec<ClusterManagementAddOn> = self.addons().cloned().collect();
+            let placed = self.placed(&addons);
+            change.extend(self.install_by_placement(&placed, now));
             // Those the install strategy just removed (or started removing) are not written
             // again.
             let removed: BTreeSet<ObjectKey> = change
@@ -561,8 +563,6 @@ impl HubCore {
                     _ => None,
                 })
                 .collect();
-            let addons: Vec<ClusterManagementAddOn> = self.addons().cloned().collect();
-            let placed = self.placed(&addons);
             let (gate, requeue) = self.rollout_gate(&placed, now);
             for mca in self.cluster_addons() {
                 let object_key = ObjectKey::new(
@@ -664,7 +664,7 @@ impl HubCore {
 
     /// The Placements install strategy: a ManagedClusterAddOn on every selected cluster that
     /// is accepted and not being removed, and those it created removed where no longer selected.
-    fn install_by_placement(&self, now: DateTime<Utc>) -> Change {
+    fn install_by_placement(&self, placed: &Placed, now: DateTime<Utc>) -> Change {
         let mut change = Change::default();
         let mut wanted: BTreeSet<(String, String)> = BTreeSet::new();
         for addon in self.addons() {
@@ -673,9 +673,10 @@ impl HubCore {
                 continue;
             }
             for p in &strategy.placements {
-                for cluster in self.placement_clusters(&p.namespace, &p.name) {
-                    if self.cluster(&cluster).is_some_and(|c| c.is_schedulable()) {
-                        wanted.insert((cluster, addon.metadata.name.clone()));
+                let selected = placed.get(&(p.namespace.clone(), p.name.clone()));
+                for cluster in selected.into_iter().flatten() {
+                    if self.cluster(cluster).is_some_and(|c| c.is_schedulable()) {
+                        wanted.insert((cluster.clone(), addon.metadata.name.clone()));
                     }
                 }
             }
@@ -1373,11 +1374,7 @@ impl HubCore {
             Condition::new(CONDITION_MANIFEST_APPLIED, applied.0, applied.1, &applied.2),
             at,
         );
-        let reachable = self
-            .cluster(cluster)
-            .and_then(|c| c.availability.as_ref())
-            .is_none_or(|a| a.status() != ConditionStatus::Unknown);
-        let available = if !reachable {
+        let available = if !self.reachable(cluster) {
             (
                 ConditionStatus::Unknown,
                 "ClusterUnreachable",

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use ocm_edge_schemas::api::addon::AddOnDeploymentConfigSpec;
 use ocm_edge_schemas::api::work::{
     DeleteOption, Manifest, ManifestWorkSpec, PropagationPolicy, ResourceIdentifier,
-    SelectivelyOrphan, plural,
+    SelectivelyOrphan,
 };
 use serde_json::Value;
 
@@ -225,16 +225,7 @@ pub fn prepare_cluster(spec: &mut ManifestWorkSpec, install_namespace: &str) {
         {
             continue;
         }
-        let group = m
-            .api_version()
-            .and_then(|v| v.split_once('/').map(|(g, _)| g.to_owned()))
-            .unwrap_or_default();
-        orphans.push(ResourceIdentifier {
-            group,
-            resource: plural(m.kind().unwrap_or_default()),
-            name: m.name().unwrap_or_default().to_owned(),
-            namespace: m.namespace().unwrap_or_default().to_owned(),
-        });
+        orphans.push(m.resource_identifier());
     }
     if orphans.is_empty() {
         return;

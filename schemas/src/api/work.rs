@@ -140,6 +140,20 @@ impl Manifest {
         self.str_at("/metadata/namespace")
     }
 
+    /// Group, plural resource, name and namespace of the object (empty where the manifest has
+    /// none), as a work's resource identifiers name it.
+    pub fn resource_identifier(&self) -> ResourceIdentifier {
+        ResourceIdentifier {
+            group: self
+                .group_version()
+                .map(|(g, _)| g.to_owned())
+                .unwrap_or_default(),
+            resource: plural(self.kind().unwrap_or_default()),
+            name: self.name().unwrap_or_default().to_owned(),
+            namespace: self.namespace().unwrap_or_default().to_owned(),
+        }
+    }
+
     /// API group and version from `apiVersion` (`("", "v1")` for the core group).
     pub fn group_version(&self) -> Option<(&str, &str)> {
         let api_version = self.api_version()?;
