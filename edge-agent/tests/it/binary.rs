@@ -276,3 +276,43 @@ async fn drift_put_in_from_outside_a_running_sim_agent_is_corrected_by_its_recon
         "{err}"
     );
 }
+
+/// `ocm-edge-agent unjoin --keep-resources --timeout-seconds 1` through the binary: refused while
+/// the agent runs (it holds the store), and, with the agent stopped but no hub to answer, it
+/// stops before wiping anything, saying how to go on.
+#[tokio::test]
+async fn unjoin_is_refused_while_the_agent_runs_and_wipes_nothing_until_a_hub_answers() {
+    let mut agent = agent_with_the_maestro_work(&[]).await;
+    let url = agent._broker.url();
+    let dir = agent.dir.path().to_owned();
+    let unjoin = || {
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_ocm-edge-agent"))
+            .args(["--cluster-name", CLUSTER, "--source-id", "maestro"])
+            .args(["--applier", "sim", "--broker", &url])
+            .arg("--data-dir")
+            .arg(&dir)
+            .args(["unjoin", "--keep-resources", "--timeout-seconds", "1"])
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .output()
+    };
+    let running = unjoin().await.unwrap();
+    let err = String::from_utf8_lossy(&running.stderr);
+    assert!(
+        !running.status.success() && err.contains("stop the agent first"),
+        "{err}"
+    );
+    agent.child.kill().await.unwrap();
+    let unanswered = unjoin().await.unwrap();
+    let err = String::from_utf8_lossy(&unanswered.stderr);
+    assert!(!unanswered.status.success(), "{err}");
+    assert!(
+        err.contains("the hub could not be told") && err.contains("ocm-edge cluster remove"),
+        "{err}"
+    );
+    assert!(
+        dir.join("agent-key.p8").exists(),
+        "the key is kept for a second run"
+    );
+    assert!(dir.join("agent.redb").exists(), "the store is kept");
+}
