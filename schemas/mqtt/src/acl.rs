@@ -6,6 +6,10 @@
 //!   dashboard (`ocm-edge/#`).
 //! - [`OPERATOR_USER`] (the CLI): publish admin requests, read admin responses and dashboards.
 //! - [`DASHBOARD_USER`]: read dashboards.
+//! - an add-on's agent on a cluster, `addons/<addon>/clusters/<cluster>`
+//!   (`ocm_edge_schemas::wire::addon_identity`): publish and subscribe below its own name, nothing
+//!   else; its hub-side controller, `addons/<addon>/controller`: the same on every cluster of
+//!   that add-on. The hub reads and writes every add-on topic (`addons/#`).
 //! - any other username is an edge cluster of that name: read its own spec topic and the
 //!   broadcast, publish its own agent events and agent broadcast. Nothing else.
 //!
@@ -17,6 +21,8 @@
 //! Client ids are tied to identities ([`client_id_allowed`]): taking over a client id takes over
 //! its session and, with `clean_start = false`, its subscriptions, so no identity may use an id
 //! that belongs to another.
+
+use ocm_edge_schemas::wire::addon_identity::{self, AddOnIdentity};
 
 /// The hub's identity.
 pub const HUB_USER: &str = "ocm-edge-hub";
@@ -37,9 +43,20 @@ pub enum Access {
 /// Whether `username` may `access` `topic` (a topic name to publish on, or a filter to subscribe
 /// to).
 pub fn allowed(username: &str, access: Access, topic: &str) -> bool {
+    if access == Access::Publish && topic.contains(['+', '#']) {
+        return false;
+    }
+    if let Some(addon) = addon_identity::parse_identity(username) {
+        let own = match addon {
+            AddOnIdentity::Agent { .. } => format!("{username}/#"),
+            AddOnIdentity::Controller { addon } => format!("addons/{addon}/clusters/+/#"),
+        };
+        // No `%u` in `own`: the username's levels are already in it.
+        return covers(&own, topic, "");
+    }
     // `%u` stands for the username, as in Mosquitto's pattern lines (one literal level).
     let patterns: &[&str] = match (username, access) {
-        (HUB_USER, _) => &["sources/#", "ocm-edge/#"],
+        (HUB_USER, _) => &["sources/#", "ocm-edge/#", "addons/#"],
         (OPERATOR_USER, Access::Publish) => &["ocm-edge/+/admin/requests"],
         (OPERATOR_USER, Access::Subscribe) => {
             &["ocm-edge/+/admin/responses/#", "ocm-edge/+/dashboard/#"]
@@ -56,9 +73,6 @@ pub fn allowed(username: &str, access: Access, topic: &str) -> bool {
             "sources/%u/agentbroadcast",
         ],
     };
-    if access == Access::Publish && topic.contains(['+', '#']) {
-        return false;
-    }
     patterns.iter().any(|p| covers(p, topic, username))
 }
 
@@ -66,9 +80,16 @@ pub fn allowed(username: &str, access: Access, topic: &str) -> bool {
 /// to their identities: `<cluster>-agent` to that cluster, and `<cluster>-client` too (what OCM's
 /// sdk-go makes of `--cloudevents-client-id=<cluster>`; a cluster may use no other id),
 /// `<anything>-hub` and `<anything>-hub-intake-<n>` to the hub, `ocm-edge-cli-<anything>` to the
-/// operator; the dashboard may use any id that belongs to nobody.
+/// operator; an add-on identity its own name, or its name and one more level (several replicas
+/// of one add-on agent); the dashboard may use any id that belongs to nobody.
 pub fn client_id_allowed(username: &str, client_id: &str) -> bool {
     let owner = id_owner(client_id);
+    if addon_identity::parse_identity(username).is_some() {
+        return owner == IdOwner::AddOn
+            && client_id.strip_prefix(username).is_some_and(|rest| {
+                rest.is_empty() || rest.strip_prefix('/').is_some_and(is_plain_level)
+            });
+    }
     match username {
         HUB_USER => owner == IdOwner::Hub,
         OPERATOR_USER => owner == IdOwner::Operator,
@@ -88,10 +109,15 @@ enum IdOwner<'a> {
     Cluster(&'a str),
     Hub,
     Operator,
+    /// An id below `addons/`: add-on identities' only.
+    AddOn,
     Nobody,
 }
 
 fn id_owner(client_id: &str) -> IdOwner<'_> {
+    if client_id.starts_with("addons/") {
+        return IdOwner::AddOn;
+    }
     if let Some(cluster) = client_id
         .strip_suffix("-agent")
         .or_else(|| client_id.strip_suffix("-client"))
@@ -276,6 +302,108 @@ mod tests {
             ocm_edge_schemas::validate::RESERVED_IDENTITY_NAMES,
             [HUB_USER, OPERATOR_USER, DASHBOARD_USER]
         );
+    }
+
+    #[test]
+    fn an_addon_agent_uses_only_its_own_topics_and_its_controller_those_of_its_addon() {
+        let agent = "addons/hello/clusters/edge-a";
+        for access in [Access::Publish, Access::Subscribe] {
+            assert!(allowed(
+                agent,
+                access,
+                "addons/hello/clusters/edge-a/to-hub"
+            ));
+            assert!(allowed(
+                agent,
+                access,
+                "addons/hello/clusters/edge-a/placementscores"
+            ));
+            assert!(
+                !allowed(agent, access, "addons/hello/clusters/edge-b/to-hub"),
+                "another cluster"
+            );
+            assert!(
+                !allowed(agent, access, "addons/other/clusters/edge-a/to-hub"),
+                "another add-on"
+            );
+            assert!(!allowed(agent, access, A_STATUS));
+            assert!(!allowed(agent, access, A_SPEC));
+            assert!(!allowed(agent, access, "ocm-edge/ocm-edge/admin/requests"));
+        }
+        assert!(allowed(
+            agent,
+            Access::Subscribe,
+            "addons/hello/clusters/edge-a/#"
+        ));
+        assert!(!allowed(
+            agent,
+            Access::Subscribe,
+            "addons/hello/clusters/+/#"
+        ));
+        assert!(!allowed(agent, Access::Subscribe, "addons/#"));
+        assert!(!allowed(
+            agent,
+            Access::Publish,
+            "addons/hello/clusters/edge-a/#"
+        ));
+
+        let controller = "addons/hello/controller";
+        assert!(allowed(
+            controller,
+            Access::Subscribe,
+            "addons/hello/clusters/+/to-hub"
+        ));
+        assert!(allowed(
+            controller,
+            Access::Publish,
+            "addons/hello/clusters/edge-b/to-agent"
+        ));
+        assert!(!allowed(
+            controller,
+            Access::Subscribe,
+            "addons/other/clusters/+/to-hub"
+        ));
+        assert!(!allowed(controller, Access::Subscribe, "addons/#"));
+        assert!(!allowed(controller, Access::Subscribe, A_SPEC));
+
+        assert!(allowed(
+            HUB_USER,
+            Access::Subscribe,
+            "addons/+/clusters/+/placementscores"
+        ));
+        // A cluster agent named like a level of an add-on topic gets none of them.
+        assert!(!allowed(
+            "addons",
+            Access::Subscribe,
+            "addons/hello/clusters/edge-a/to-hub"
+        ));
+        assert!(!allowed(
+            "edge-a",
+            Access::Subscribe,
+            "addons/hello/clusters/edge-a/to-hub"
+        ));
+    }
+
+    #[test]
+    fn addon_client_ids_belong_to_their_identities() {
+        let agent = "addons/hello/clusters/edge-a";
+        assert!(client_id_allowed(agent, agent));
+        assert!(client_id_allowed(
+            agent,
+            "addons/hello/clusters/edge-a/replica-1"
+        ));
+        assert!(!client_id_allowed(agent, "addons/hello/clusters/edge-b"));
+        assert!(!client_id_allowed(agent, "addons/hello/clusters/edge-ab"));
+        assert!(!client_id_allowed(
+            agent,
+            "addons/hello/clusters/edge-a/x/y"
+        ));
+        assert!(!client_id_allowed(agent, "edge-a-agent"));
+        assert!(
+            !client_id_allowed(DASHBOARD_USER, agent),
+            "nobody else takes an add-on's id"
+        );
+        assert!(!client_id_allowed("edge-a", agent));
     }
 
     #[test]

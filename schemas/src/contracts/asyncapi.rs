@@ -174,6 +174,11 @@ fn message(m: &MessageSpec) -> Value {
         Envelope::Dashboard => {
             msg["description"] = json!("Compact JSON, published retained; no CloudEvent envelope.");
         }
+        Envelope::AddOnJson => {
+            msg["description"] = json!(
+                "Bare JSON, no CloudEvent envelope and no signature: the broker's topic rules say who published it."
+            );
+        }
     }
     // Birth and will share one event type and differ only by state: show both.
     match m.id {

@@ -7,8 +7,8 @@
 
 use crate::wire::chunks;
 use crate::wire::event_type::{
-    ADDON_PLACEMENT_SCORES, Action, DataType, LEASES, MANAGED_CLUSTERS, MANIFEST_BUNDLES,
-    PRESENCES, SubResource,
+    ADDON_PLACEMENT_SCORES, Action, DataType, LEASES, MANAGED_CLUSTER_ADDONS, MANAGED_CLUSTERS,
+    MANIFEST_BUNDLES, PRESENCES, SubResource,
 };
 use crate::wire::extensions as ext;
 use crate::wire::signature;
@@ -38,6 +38,9 @@ pub enum Envelope {
     AdminResponse,
     /// A retained dashboard view: bare compact JSON.
     Dashboard,
+    /// Bare JSON from an add-on agent: no CloudEvent, no signature; the broker's topic rules
+    /// say who published it.
+    AddOnJson,
 }
 
 /// One kind of message.
@@ -82,6 +85,8 @@ pub enum Actor {
     Cli,
     /// Dashboards and other read-only watchers.
     Watcher,
+    /// Add-on agents on the clusters, with their own identities.
+    AddOn,
 }
 
 impl Actor {
@@ -91,6 +96,7 @@ impl Actor {
             Actor::Agent => "agent",
             Actor::Cli => "cli",
             Actor::Watcher => "watcher",
+            Actor::AddOn => "add-on agent",
         }
     }
 }
@@ -167,6 +173,10 @@ const CLUSTER: Param = Param {
 const CLIENT_ID: Param = Param {
     name: "clientId",
     description: "Random id the CLI picks for its responses: [A-Za-z0-9_-]+.",
+};
+const ADDON: Param = Param {
+    name: "addon",
+    description: "Add-on name (a DNS label: [a-z0-9-]+).",
 };
 const WORK: Param = Param {
     name: "work",
@@ -363,6 +373,23 @@ fn messages() -> Vec<MessageSpec> {
             payload: files::ADD_ON_PLACEMENT_SCORE,
         },
         MessageSpec {
+            id: "addOnRegistration",
+            title: "ManagedClusterAddOn: an add-on's MQTT identity asked for",
+            summary: "The agent asks the hub to bind the SHA-256 of the password it derived for an add-on's own identity (annotation edge.open-cluster-management.io/mqtt-password-sha256); the hub binds it when the add-on is installed there and its template registers, and sends the add-on's work again with it.",
+            envelope: ce(
+                ty(&MANAGED_CLUSTER_ADDONS, Status, UpdateRequest),
+                cluster_extensions(),
+            ),
+            payload: files::MANAGED_CLUSTER_ADD_ON,
+        },
+        MessageSpec {
+            id: "addOnAgentScore",
+            title: "AddOnPlacementScore from an add-on agent",
+            summary: "An add-on agent's scores for its own cluster, as bare JSON; taken while its identity is bound, dropped and counted (addonScoresRefused) when it names another cluster.",
+            envelope: Envelope::AddOnJson,
+            payload: files::ADD_ON_PLACEMENT_SCORE,
+        },
+        MessageSpec {
             id: "presenceBirth",
             title: "Presence: birth",
             summary: "Published on every connect: state online and the connection's sequence number.",
@@ -468,9 +495,22 @@ fn channels() -> Vec<ChannelSpec> {
                 "clusterStatus",
                 "leaseRenew",
                 "addOnPlacementScore",
+                "addOnRegistration",
                 "presenceBirth",
                 "presenceWill",
             ],
+            retained: false,
+        },
+        ChannelSpec {
+            id: "addOnScores",
+            address: address(Topic::AddOnScores {
+                addon: p(ADDON.name),
+                cluster: c.clone(),
+            }),
+            title: "Add-on scores (an add-on agent to the hub)",
+            description: "Under the add-on agent's own topics `addons/{addon}/clusters/{cluster}/#`, which only it, its add-on's controller and the hub may use. The hub subscribes to `addons/+/clusters/+/placementscores`.",
+            params: vec![ADDON, CLUSTER],
+            messages: vec!["addOnAgentScore"],
             retained: false,
         },
         ChannelSpec {
@@ -642,6 +682,22 @@ fn operations(channels: &[ChannelSpec]) -> Vec<OperationSpec> {
             "agentBroadcast",
             "The hub answers a broadcast spec resync like a per-cluster one.",
             all("agentBroadcast"),
+        ),
+        op(
+            "addOnSendScores",
+            AddOn,
+            Send,
+            "addOnScores",
+            "An add-on agent publishes its cluster's AddOnPlacementScores with its own identity (the Secret <addon>-hub-mqtt).",
+            all("addOnScores"),
+        ),
+        op(
+            "hubReceiveAddOnScores",
+            Hub,
+            Receive,
+            "addOnScores",
+            "The hub takes an add-on agent's scores for its own cluster while its identity is bound.",
+            all("addOnScores"),
         ),
         OperationSpec {
             reply: Some(ReplySpec {

@@ -103,7 +103,7 @@ pub fn guide(catalog: &Catalog) -> String {
             ),
             Envelope::AdminRequest => ("-".into(), "Response Topic, Correlation Data".into()),
             Envelope::AdminResponse => ("-".into(), "Correlation Data".into()),
-            Envelope::Dashboard => ("-".into(), "-".into()),
+            Envelope::Dashboard | Envelope::AddOnJson => ("-".into(), "-".into()),
         };
         let _ = writeln!(
             out,
@@ -115,7 +115,13 @@ pub fn guide(catalog: &Catalog) -> String {
             m.payload
         );
     }
-    let actors = [Actor::Hub, Actor::Agent, Actor::Cli, Actor::Watcher];
+    let actors = [
+        Actor::Hub,
+        Actor::Agent,
+        Actor::Cli,
+        Actor::Watcher,
+        Actor::AddOn,
+    ];
     out.push_str("\n## Who subscribes to what\n\n");
     for actor in actors {
         let _ = writeln!(

@@ -9,12 +9,14 @@
 //! | [`ClusterEvent::Status`] | `...managedclusters.status.update_request` | agent to hub |
 //! | [`ClusterEvent::Lease`] | `coordination.k8s.io.v1.leases.spec.update_request` | agent to hub |
 //! | [`ClusterEvent::Presence`] | `edge.open-cluster-management.io.v1alpha1.presences.status.update_request` | agent to hub (birth and MQTT will) |
+//! | [`AddOnRegistrationEvent`] | `addon.open-cluster-management.io.v1beta1.managedclusteraddons.status.update_request` | agent to hub |
 //! | [`AddOnPlacementScoreEvent`] | `cluster.open-cluster-management.io.v1alpha1.addonplacementscores.status.update_request` | agent (or add-on) to hub |
 //!
 //! All carry `clustername` and `originalsource` (empty from agents, the source id from the hub).
 
 use super::event_type::{
-    ADDON_PLACEMENT_SCORES, Action, EventType, LEASES, MANAGED_CLUSTERS, PRESENCES, SubResource,
+    ADDON_PLACEMENT_SCORES, Action, EventType, LEASES, MANAGED_CLUSTER_ADDONS, MANAGED_CLUSTERS,
+    PRESENCES, SubResource,
 };
 use super::extensions as ext;
 use super::mqtt::APPLICATION_JSON;
@@ -259,35 +261,79 @@ impl AddOnPlacementScoreEvent {
     /// [`WorkEventError`] naming the event id and what is wrong (not this type, no clustername,
     /// data that is not an AddOnPlacementScore).
     pub fn from_event(event: &Event) -> Result<Self, WorkEventError> {
-        let id = event.id().to_owned();
-        let ty_str = event.ty().to_owned();
-        let t = EventType::parse(&ty_str).map_err(|source| WorkEventError::Type {
-            id: id.clone(),
-            source,
-        })?;
-        if t != Self::event_type() {
-            return Err(WorkEventError::Build(format!(
-                "event {id}: {ty_str} is not an AddOnPlacementScore update"
-            )));
-        }
-        let cluster = ext::cluster_name(event)
-            .map_err(|source| WorkEventError::Extension {
-                id: id.clone(),
-                ty: ty_str.clone(),
-                source,
-            })?
-            .to_owned();
-        let data = data_as(event, "AddOnPlacementScore")
-            .map_err(|source| WorkEventError::Data { id, source })?;
-        Ok(AddOnPlacementScoreEvent(ClusterEnvelope {
-            header: Header {
-                id: event.id().to_owned(),
-                source: event.source().to_string(),
-                time: event.time().copied(),
-            },
-            cluster,
-            original_source: ext::original_source(event).unwrap_or_default().to_owned(),
-            data,
-        }))
+        read_one(event, Self::event_type(), "AddOnPlacementScore").map(Self)
     }
+}
+
+/// An edge agent asks the hub to bind the MQTT identity of an add-on on its cluster (agent to
+/// hub, on agentevents): `addon.open-cluster-management.io.v1beta1.managedclusteraddons.status.update_request`,
+/// data = a ManagedClusterAddOn named after the add-on, in the cluster's namespace, annotated
+/// with [`crate::wire::addon_identity::PASSWORD_SHA256_ANNOTATION`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct AddOnRegistrationEvent(pub ClusterEnvelope<crate::api::addon::ManagedClusterAddOn>);
+
+impl AddOnRegistrationEvent {
+    /// `...managedclusteraddons.status.update_request`.
+    pub fn event_type() -> EventType {
+        MANAGED_CLUSTER_ADDONS.event_type(SubResource::Status, Action::UpdateRequest)
+    }
+
+    /// Whether `ty` is this event's type.
+    pub fn is_registration_event_type(ty: &str) -> bool {
+        EventType::parse(ty).is_ok_and(|t| t == Self::event_type())
+    }
+
+    /// The event to send.
+    ///
+    /// # Errors
+    /// [`WorkEventError::Build`].
+    pub fn to_event(&self) -> Result<Event, WorkEventError> {
+        build(Self::event_type(), &self.0)
+    }
+
+    /// Reads the event.
+    ///
+    /// # Errors
+    /// [`WorkEventError`] naming the event id and what is wrong (not this type, no clustername,
+    /// data that is not a ManagedClusterAddOn).
+    pub fn from_event(event: &Event) -> Result<Self, WorkEventError> {
+        read_one(event, Self::event_type(), "ManagedClusterAddOn").map(Self)
+    }
+}
+
+/// Reads an event of type `expected` whose data is `what`, into its envelope.
+fn read_one<T: serde::de::DeserializeOwned>(
+    event: &Event,
+    expected: EventType,
+    what: &'static str,
+) -> Result<ClusterEnvelope<T>, WorkEventError> {
+    let id = event.id().to_owned();
+    let ty_str = event.ty().to_owned();
+    let t = EventType::parse(&ty_str).map_err(|source| WorkEventError::Type {
+        id: id.clone(),
+        source,
+    })?;
+    if t != expected {
+        return Err(WorkEventError::Build(format!(
+            "event {id}: {ty_str} is not {expected} (data: {what})"
+        )));
+    }
+    let cluster = ext::cluster_name(event)
+        .map_err(|source| WorkEventError::Extension {
+            id: id.clone(),
+            ty: ty_str.clone(),
+            source,
+        })?
+        .to_owned();
+    let data = data_as(event, what).map_err(|source| WorkEventError::Data { id, source })?;
+    Ok(ClusterEnvelope {
+        header: Header {
+            id: event.id().to_owned(),
+            source: event.source().to_string(),
+            time: event.time().copied(),
+        },
+        cluster,
+        original_source: ext::original_source(event).unwrap_or_default().to_owned(),
+        data,
+    })
 }

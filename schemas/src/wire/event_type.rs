@@ -30,6 +30,13 @@ pub const ADDON_PLACEMENT_SCORES: DataType = DataType::from_static(
     "v1alpha1",
     "addonplacementscores",
 );
+/// OCM's ManagedClusterAddOns: an edge agent asks the hub to bind its add-on's MQTT identity
+/// (agent to hub, `status.update_request`).
+pub const MANAGED_CLUSTER_ADDONS: DataType = DataType::from_static(
+    "addon.open-cluster-management.io",
+    "v1beta1",
+    "managedclusteraddons",
+);
 
 /// Errors from parsing an event type string.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -13,8 +13,10 @@
 //! - [`login`]: the proofs ocm-edge's clients log in to the embedded broker with.
 //! - [`signature`]: what the hub's signature on its events covers, and where it travels.
 //! - [`chunks`]: large messages split into a head and chunks for agents that offer it.
+//! - [`addon_identity`]: add-on agents' own MQTT identities (registration over MQTT).
 //! - [`cluster_events`]: ocm-edge's registration, hub view, cluster status, lease and presence events.
 
+pub mod addon_identity;
 pub mod chunks;
 pub mod cluster_events;
 pub mod event_type;

@@ -48,6 +48,9 @@ pub enum Topic {
         cluster: String,
         work: String,
     },
+    /// `addons/A/clusters/C/placementscores`: add-on A's agent on C to the hub
+    /// (`crate::wire::addon_identity`).
+    AddOnScores { addon: String, cluster: String },
 }
 
 /// The prefix of ocm-edge's own topics.
@@ -127,6 +130,10 @@ impl Topic {
                     Err(TopicError::BadWorkName(work.clone()))
                 }
             }
+            Self::AddOnScores { addon, cluster } => {
+                name("add-on name", addon)?;
+                name("cluster name", cluster)
+            }
         }
     }
 
@@ -175,6 +182,16 @@ impl Topic {
                 cluster: owned(c),
                 work: owned(w),
             },
+            [
+                "addons",
+                a,
+                "clusters",
+                c,
+                super::addon_identity::SCORES_LEVEL,
+            ] => Self::AddOnScores {
+                addon: owned(a),
+                cluster: owned(c),
+            },
             _ => return Err(TopicError::Unknown(topic.to_owned())),
         };
         parsed.validate()?;
@@ -212,6 +229,11 @@ impl fmt::Display for Topic {
             } => write!(
                 f,
                 "{OCM_EDGE_PREFIX}/{source}/dashboard/works/{cluster}/{work}"
+            ),
+            Self::AddOnScores { addon, cluster } => write!(
+                f,
+                "addons/{addon}/clusters/{cluster}/{}",
+                super::addon_identity::SCORES_LEVEL
             ),
         }
     }

@@ -199,6 +199,7 @@ fn sample(address: &str) -> String {
         .replace("{cluster}", "edge-1")
         .replace("{clientId}", "cli-1")
         .replace("{work}", "web")
+        .replace("{addon}", "hello")
 }
 
 #[test]

@@ -13,7 +13,8 @@ use ocm_edge_schemas::api::work::{ManifestBundle, ManifestBundleStatus};
 use ocm_edge_schemas::contracts::catalog::{self, Envelope, MessageSpec, Need};
 use ocm_edge_schemas::contracts::{JSON_DIR, asyncapi};
 use ocm_edge_schemas::wire::cluster_events::{
-    AddOnPlacementScoreEvent, ClusterEnvelope, ClusterEvent, Presence, PresenceState,
+    AddOnPlacementScoreEvent, AddOnRegistrationEvent, ClusterEnvelope, ClusterEvent, Presence,
+    PresenceState,
 };
 use ocm_edge_schemas::wire::event_type::Action;
 use ocm_edge_schemas::wire::resync::{
@@ -216,6 +217,29 @@ fn every_event() -> Vec<(&'static str, &'static str, MqttMessage)> {
                 .unwrap(),
         ),
         (
+            "addOnRegistration",
+            AGENT_TOPIC,
+            AddOnRegistrationEvent(cluster_env(
+                {
+                    let mut mca = ocm_edge_schemas::api::addon::ManagedClusterAddOn {
+                        metadata: ocm_edge_schemas::api::meta::ObjectMeta::namespaced(
+                            "edge-1", "hello",
+                        ),
+                        ..Default::default()
+                    };
+                    mca.metadata.annotations.insert(
+                        ocm_edge_schemas::wire::addon_identity::PASSWORD_SHA256_ANNOTATION
+                            .to_owned(),
+                        ocm_edge_schemas::wire::addon_identity::password_sha256("pw"),
+                    );
+                    mca
+                },
+                "",
+            ))
+            .to_event()
+            .unwrap(),
+        ),
+        (
             "presenceBirth",
             AGENT_TOPIC,
             cluster(ClusterEvent::Presence(cluster_env(
@@ -292,6 +316,8 @@ fn decodes(msg: &MqttMessage) -> bool {
         ClusterEvent::from_event(&event).is_ok()
     } else if AddOnPlacementScoreEvent::is_score_event_type(event.ty()) {
         AddOnPlacementScoreEvent::from_event(&event).is_ok()
+    } else if AddOnRegistrationEvent::is_registration_event_type(event.ty()) {
+        AddOnRegistrationEvent::from_event(&event).is_ok()
     } else {
         matches!(WorkEvent::from_event(&event), Ok(e) if !matches!(e, WorkEvent::Unknown { .. }))
     }
