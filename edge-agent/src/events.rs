@@ -174,6 +174,31 @@ impl AgentIdentity {
         ClusterEvent::Unjoin(self.envelope(cluster, now)).to_event()
     }
 
+    /// Asks the hub to bind `password_sha256` to `addon`'s MQTT identity on this cluster and to
+    /// certify `public_key` for it (ManagedClusterAddOn status.update_request).
+    pub fn addon_registration(
+        &self,
+        addon: &str,
+        password_sha256: &str,
+        public_key: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Event, WorkEventError> {
+        let mut mca = ocm_edge_schemas::api::addon::ManagedClusterAddOn {
+            metadata: ObjectMeta::namespaced(self.cluster.clone(), addon),
+            ..Default::default()
+        };
+        mca.metadata.annotations.insert(
+            ocm_edge_schemas::wire::addon_identity::PASSWORD_SHA256_ANNOTATION.to_owned(),
+            password_sha256.to_owned(),
+        );
+        mca.metadata.annotations.insert(
+            ocm_edge_schemas::wire::addon_identity::PUBLIC_KEY_ANNOTATION.to_owned(),
+            public_key.to_owned(),
+        );
+        ocm_edge_schemas::wire::cluster_events::AddOnRegistrationEvent(self.envelope(mca, now))
+            .to_event()
+    }
+
     /// The cluster status (ManagedCluster status.update_request).
     pub fn cluster_status(
         &self,

@@ -247,6 +247,7 @@ pub async fn start_agent(cfg: AgentConfig) -> Result<AgentHandle, AgentError> {
         refused_certificate: None,
         asked_certificate: None,
         switch_session: false,
+        addon_asks: Default::default(),
         trust,
         refused_unknown_signer: false,
         login_refused: false,
@@ -380,6 +381,9 @@ pub(crate) struct Agent {
     pub(crate) asked_certificate: Option<Option<DateTime<Utc>>>,
     /// Start the session again (another endpoint or certificate) after this event.
     pub(crate) switch_session: bool,
+    /// The add-on identities the agent asked the hub to bind: add-on, (password hash, public
+    /// key), when.
+    pub(crate) addon_asks: std::collections::HashMap<String, ((String, String), DateTime<Utc>)>,
 }
 
 /// The only place the agent reads the clock: the shell passes `now` down to the pure core.

@@ -102,6 +102,37 @@ impl AgentKey {
         )
     }
 
+    /// The MQTT password of an add-on's identity on this cluster: a SHA-256 of this key's
+    /// (deterministic) signature over the add-on and the registration's nonce, so it never
+    /// leaves the cluster, survives restarts, and is new with a new nonce (the add-on enabled
+    /// again) or a new key.
+    pub fn addon_password(&self, addon: &str, nonce: &str) -> String {
+        let signature = self.key.sign(
+            &ocm_edge_schemas::wire::addon_identity::password_derivation_message(addon, nonce),
+        );
+        let digest = ring::digest::digest(&ring::digest::SHA256, signature.as_ref());
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest.as_ref())
+    }
+
+    /// The key of an add-on's identity on this cluster, for its client certificate: an Ed25519
+    /// key whose seed is the SHA-256 of this key's signature over the add-on and the nonce
+    /// (derived like [`AgentKey::addon_password`], never stored).
+    pub fn addon_key(&self, addon: &str, nonce: &str) -> AddOnKey {
+        let signature = self
+            .key
+            .sign(&ocm_edge_schemas::wire::addon_identity::key_derivation_message(addon, nonce));
+        let seed = ring::digest::digest(&ring::digest::SHA256, signature.as_ref());
+        // PKCS#8 v1 of an Ed25519 key (RFC 8410): a fixed prefix, then the 32-byte seed.
+        let pkcs8 = [ED25519_PKCS8_V1_PREFIX.as_slice(), seed.as_ref()].concat();
+        let public = Ed25519KeyPair::from_pkcs8_maybe_unchecked(&pkcs8)
+            .map(|k| BASE64.encode(k.public_key().as_ref()))
+            .expect("a 32-byte seed in PKCS#8 v1 is an Ed25519 key");
+        AddOnKey {
+            pkcs8_pem: pem("PRIVATE KEY", &pkcs8),
+            public,
+        }
+    }
+
     /// Signs `msg` as it will be published.
     pub fn sign(&self, msg: &mut MqttMessage) {
         msg.user_properties
@@ -112,6 +143,40 @@ impl AgentKey {
             BASE64.encode(signature.as_ref()),
         ));
     }
+}
+
+/// PKCS#8 v1 of an Ed25519 private key before its 32-byte seed (RFC 8410).
+const ED25519_PKCS8_V1_PREFIX: [u8; 16] = [
+    0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20,
+];
+
+/// An add-on identity's key ([`AgentKey::addon_key`]).
+#[derive(Clone, PartialEq, Eq)]
+pub struct AddOnKey {
+    /// The private key, PKCS#8 PEM (what TLS clients read as `tls.key`).
+    pub pkcs8_pem: String,
+    /// The public key, base64 of its 32 bytes.
+    pub public: String,
+}
+
+impl std::fmt::Debug for AddOnKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AddOnKey")
+            .field("public", &self.public)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `bytes` as a PEM block with `label`, 64 characters a line.
+fn pem(label: &str, bytes: &[u8]) -> String {
+    let b64 = BASE64.encode(bytes);
+    let mut out = format!("-----BEGIN {label}-----\n");
+    for line in b64.as_bytes().chunks(64) {
+        out.push_str(std::str::from_utf8(line).unwrap_or_default());
+        out.push('\n');
+    }
+    out.push_str(&format!("-----END {label}-----\n"));
+    out
 }
 
 /// Writes a new private file (0600) through a temporary file and a rename.

@@ -11,6 +11,7 @@ use crate::events::admissible;
 use crate::session::Agent;
 use crate::store::{DesiredBundle, Tombstone};
 use crate::work::acceptance::{SpecDecision, decide_spec, is_replay};
+use crate::work::addon_identity;
 use crate::work::outbox::Envelope;
 use crate::work::plan::{ApplyStrategy, RemoveAction, plan_apply, plan_delete, same_object};
 use crate::work::resource::ResourceRef;
@@ -179,7 +180,12 @@ impl Agent {
         inventory: Vec<ResourceRef>,
         t: DateTime<Utc>,
     ) {
-        let plan = plan_apply(&desired.bundle, &inventory, &self.cfg.field_manager);
+        // An add-on's MQTT identity, once bound, goes with its work as its last manifest.
+        let with_secret = self
+            .addon_secret(&desired, t)
+            .map(|secret| addon_identity::with_secret(&desired.bundle, secret));
+        let bundle = with_secret.as_ref().unwrap_or(&desired.bundle);
+        let plan = plan_apply(bundle, &inventory, &self.cfg.field_manager);
         let mut outcomes: Vec<ManifestOutcome> = plan
             .invalid
             .iter()
@@ -246,6 +252,8 @@ impl Agent {
             c.objects_deleted += deleted;
             c.apply_errors += errors;
         });
+        // The agent's own Secret is on no manifest condition of the hub's work.
+        outcomes.retain(|o| o.ordinal < desired.bundle.manifests.len());
         let previous = self
             .outbox
             .get(&desired.resource_id)
@@ -279,6 +287,55 @@ impl Agent {
         };
         self.outbox
             .record(&desired.resource_id, envelope, status, false);
+    }
+
+    /// The Secret of the add-on identity `desired` registers, once the hub bound its password;
+    /// until then, asks the hub to bind it (at most once per `join_retry` for one hash).
+    fn addon_secret(
+        &mut self,
+        desired: &DesiredBundle,
+        t: DateTime<Utc>,
+    ) -> Option<ocm_edge_schemas::api::work::Manifest> {
+        let annotations = &desired.metadata.as_ref()?.annotations;
+        let registration = match addon_identity::registration(annotations, &self.cfg.cluster_name) {
+            Ok(r) => r?,
+            Err(why) => {
+                tracing::warn!(resource_id = %desired.resource_id, %why, "add-on registration ignored");
+                return None;
+            }
+        };
+        let password = self
+            .key
+            .addon_password(&registration.addon, &registration.nonce);
+        let key = self.key.addon_key(&registration.addon, &registration.nonce);
+        let step = addon_identity::step(&registration, &password, &key, &self.cfg, t);
+        match step.ask {
+            None => {
+                self.addon_asks.remove(&registration.addon);
+            }
+            Some(ask) => {
+                let asked = (ask.password_sha256.clone(), ask.public_key.clone());
+                let asked_recently = self.addon_asks.get(&ask.addon).is_some_and(|(a, at)| {
+                    *a == asked
+                        && t.signed_duration_since(*at).to_std().unwrap_or_default()
+                            < self.cfg.join_retry
+                });
+                if !asked_recently
+                    && self.publisher.is_some()
+                    && let Ok(event) = self.id.addon_registration(
+                        &ask.addon,
+                        &ask.password_sha256,
+                        &ask.public_key,
+                        t,
+                    )
+                    && self.send(&event)
+                {
+                    tracing::info!(addon = %ask.addon, identity = %registration.identity(), "asked the hub for the add-on's MQTT identity");
+                    self.addon_asks.insert(ask.addon, (asked, t));
+                }
+            }
+        }
+        step.write.map(|secret| *secret)
     }
 
     async fn remove_bundle(

@@ -28,13 +28,14 @@ use chrono::{DateTime, Utc};
 use ocm_edge_schemas::api::addon::{
     ADDON_DEPLOYMENT_CONFIGS, ADDON_GROUP, ADDON_TEMPLATES, AddOnConfig, AddOnDeploymentConfig,
     AddOnTemplate, CONDITION_AVAILABLE, CONDITION_CONFIGURED, CONDITION_MANIFEST_APPLIED,
-    CONDITION_PROGRESSING, ClusterManagementAddOn, ConfigReference, ConfigSpecHash,
-    DEFAULT_INSTALL_NAMESPACE, INSTALL_MANUAL, INSTALL_NAMESPACE_ANNOTATION, INSTALL_PLACEMENTS,
-    InstallConfigReference, InstallProgression, LABEL_ADDON_NAME, ManagedClusterAddOn,
-    ObjectReference,
+    CONDITION_PROGRESSING, CONDITION_REGISTRATION_APPLIED, ClusterManagementAddOn, ConfigReference,
+    ConfigSpecHash, DEFAULT_INSTALL_NAMESPACE, INSTALL_MANUAL, INSTALL_NAMESPACE_ANNOTATION,
+    INSTALL_PLACEMENTS, InstallConfigReference, InstallProgression, LABEL_ADDON_NAME,
+    ManagedClusterAddOn, ManagedClusterAddOnStatus, ObjectReference, RegistrationConfig,
 };
-use ocm_edge_schemas::api::meta::{Condition, ConditionStatus, ObjectMeta, set_condition};
+use ocm_edge_schemas::api::meta::{Condition, ConditionStatus, ObjectMeta, Time, set_condition};
 use ocm_edge_schemas::api::work::{Manifest, ManifestWorkSpec, WORK_APPLIED, WORK_AVAILABLE};
+use ocm_edge_schemas::wire::addon_identity;
 
 use crate::core::objects::{ObjectError, ObjectKey, ObjectKind, StoredObject};
 use crate::core::{Change, HubCore, Record, WorkKey, time};
@@ -70,8 +71,14 @@ fn sent_at(mca: &ManagedClusterAddOn) -> Option<DateTime<Utc>> {
 }
 
 /// The annotations of a ManagedClusterAddOn only the hub writes (an apply keeps the hub's).
-pub const HUB_OWNED_ANNOTATIONS: [&str; 2] =
-    [INSTALLED_BY_PLACEMENT_ANNOTATION, CONFIG_SENT_AT_ANNOTATION];
+pub const HUB_OWNED_ANNOTATIONS: [&str; 4] = [
+    INSTALLED_BY_PLACEMENT_ANNOTATION,
+    CONFIG_SENT_AT_ANNOTATION,
+    CERTIFICATE_ANNOTATION,
+    // The MQTT identity's bound password hash: only a request signed by the cluster's agent
+    // sets it, never an apply.
+    addon_identity::PASSWORD_SHA256_ANNOTATION,
+];
 
 /// How long a cluster's add-on waits for its pre-delete hooks before it is removed anyway.
 pub const HOOK_TIMEOUT: chrono::TimeDelta = chrono::TimeDelta::minutes(10);
@@ -157,6 +164,193 @@ fn owning_placement<'a>(
 
 /// Whether each `(cluster, add-on)` of a Placements add-on may take its new agent now.
 type RolloutGate = BTreeMap<(String, String), bool>;
+
+/// The password hash the hub bound to `mca`'s MQTT identity.
+fn bound_password(mca: &ManagedClusterAddOn) -> Option<&str> {
+    mca.metadata
+        .annotations
+        .get(addon_identity::PASSWORD_SHA256_ANNOTATION)
+        .map(String::as_str)
+}
+
+/// `status.registrations` and RegistrationApplied of a cluster's add-on whose template
+/// registers (`registration`), or neither.
+fn registration_status(
+    status: &mut ManagedClusterAddOnStatus,
+    registration: Option<&addon_identity::Registration>,
+    at: Time,
+) {
+    let Some(r) = registration else {
+        status.registrations.clear();
+        status
+            .conditions
+            .retain(|c| c.type_ != CONDITION_REGISTRATION_APPLIED);
+        return;
+    };
+    status.registrations = vec![RegistrationConfig {
+        type_: "CustomSigner".to_owned(),
+        kube_client: None,
+        custom_signer: Some(serde_json::json!({
+            "signerName": addon_identity::MQTT_SIGNER,
+            "subject": { "user": r.identity() },
+        })),
+    }];
+    let condition = match &r.approved_sha256 {
+        Some(_) => Condition::new(
+            CONDITION_REGISTRATION_APPLIED,
+            ConditionStatus::True,
+            "MqttIdentityBound",
+            format!(
+                "The add-on's agent logs in as {} with the Secret {} in {}",
+                r.identity(),
+                addon_identity::secret_name(&r.addon),
+                r.namespace
+            ),
+        ),
+        None => Condition::new(
+            CONDITION_REGISTRATION_APPLIED,
+            ConditionStatus::False,
+            "WaitingForAgent",
+            "Waiting for the cluster's agent to ask for the add-on's MQTT identity",
+        ),
+    };
+    set_condition(&mut status.conditions, condition, at);
+}
+
+impl HubCore {
+    /// An edge agent asks to bind the password hash of `addon`'s MQTT identity on its
+    /// `cluster` and to certify `public_key` for it (the intake checked its signature): bound
+    /// at once (the approval policy is automatic) when the add-on is installed there and its
+    /// template registers, and a client certificate of the cluster CA issued for the key
+    /// unless the one it has serves; otherwise logged, counted and dropped.
+    pub(crate) fn addon_registration(
+        &self,
+        request: AddOnRegistrationRequest<'_>,
+        now: DateTime<Utc>,
+    ) -> Change {
+        let AddOnRegistrationRequest {
+            cluster,
+            addon,
+            password_sha256: hash,
+            public_key,
+        } = request;
+        let refuse = |why: &str| {
+            tracing::warn!(%cluster, %addon, %why, "add-on registration refused");
+            self.count(crate::core::counter::ADDON_REGISTRATIONS_REFUSED)
+        };
+        if !addon_identity::is_sha256_hex(hash) {
+            return refuse("the password hash is not a SHA-256 in hex");
+        }
+        let key_ok = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, public_key)
+            .is_ok_and(|k| k.len() == 32);
+        if !public_key.is_empty() && !key_ok {
+            return refuse("the public key is not an Ed25519 key in base64");
+        }
+        let key = ObjectKey::new(ObjectKind::ManagedClusterAddOn, cluster, addon);
+        let Some(mca) = self.objects().get(&key).and_then(|o| o.as_cluster_addon()) else {
+            return refuse("the add-on is not enabled on this cluster");
+        };
+        if mca.metadata.deletion_timestamp.is_some() {
+            return refuse("the add-on is being removed from this cluster");
+        }
+        if mca.status.registrations.is_empty() {
+            return refuse("the add-on's template asks for no registration");
+        }
+        let identity = addon_identity::identity(addon, cluster);
+        let mut updated = mca.clone();
+        let mut change = Change::default();
+        if bound_password(mca) != Some(hash) {
+            tracing::info!(%cluster, %addon, %identity, "add-on MQTT identity bound");
+            updated.metadata.annotations.insert(
+                addon_identity::PASSWORD_SHA256_ANNOTATION.to_owned(),
+                hash.to_owned(),
+            );
+        }
+        let serves = certificate_of(mca).is_some_and(|c| c.serves(public_key, now));
+        if !public_key.is_empty()
+            && !serves
+            && let Some(policy) = self.certificate_policy()
+        {
+            match policy
+                .issuer
+                .issue(&identity, public_key, policy.validity, now)
+            {
+                Ok(cert) => {
+                    tracing::info!(%identity, serial = %cert.serial, not_after = %cert.not_after, "issued the add-on identity's certificate");
+                    // Kept with the other certificates issued outside cluster records: revoked
+                    // (on the cluster CA's list) once no cluster add-on holds it any more.
+                    let mut issued: Vec<_> = self
+                        .removed_revoked()
+                        .iter()
+                        .filter(|(_, r)| r.not_after > now)
+                        .cloned()
+                        .collect();
+                    issued.push((
+                        identity.clone(),
+                        crate::registration::certificates::RevokedCertificate {
+                            serial: cert.serial.clone(),
+                            revoked_at: cert.not_before,
+                            not_after: cert.not_after,
+                        },
+                    ));
+                    change.records.push(Record::RemovedRevoked(issued));
+                    if let Ok(json) = serde_json::to_string(&cert) {
+                        updated
+                            .metadata
+                            .annotations
+                            .insert(CERTIFICATE_ANNOTATION.to_owned(), json);
+                    }
+                }
+                Err(e) => {
+                    tracing::error!(%identity, error = %e, "cannot issue the add-on identity's certificate")
+                }
+            }
+        }
+        if updated != *mca {
+            change
+                .records
+                .push(Record::Object(Box::new(StoredObject::ClusterAddOn(
+                    Box::new(updated),
+                ))));
+        }
+        change
+    }
+}
+
+/// An edge agent's request to bind an add-on identity ([`HubCore::addon_registration`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AddOnRegistrationRequest<'a> {
+    pub cluster: &'a str,
+    pub addon: &'a str,
+    pub password_sha256: &'a str,
+    /// Empty: no certificate asked for.
+    pub public_key: &'a str,
+}
+
+/// Annotation of a ManagedClusterAddOn: the client certificate the hub issued to its MQTT
+/// identity (JSON of [`ClusterCertificate`](crate::registration::certificates::ClusterCertificate)).
+pub const CERTIFICATE_ANNOTATION: &str = "edge.open-cluster-management.io/mqtt-certificate";
+
+/// The certificate the hub issued to `mca`'s MQTT identity.
+pub(crate) fn certificate_of(
+    mca: &ManagedClusterAddOn,
+) -> Option<addon_identity::IssuedCertificate> {
+    let cert: crate::registration::certificates::ClusterCertificate =
+        serde_json::from_str(mca.metadata.annotations.get(CERTIFICATE_ANNOTATION)?).ok()?;
+    Some(addon_identity::IssuedCertificate {
+        pem: cert.pem,
+        key: cert.agent_key,
+        not_before: cert.not_before,
+        not_after: cert.not_after,
+    })
+}
+
+/// The serial of the certificate the hub issued to `mca`'s MQTT identity.
+pub(crate) fn certificate_serial(mca: &ManagedClusterAddOn) -> Option<String> {
+    let cert: crate::registration::certificates::ClusterCertificate =
+        serde_json::from_str(mca.metadata.annotations.get(CERTIFICATE_ANNOTATION)?).ok()?;
+    Some(cert.serial)
+}
 
 /// One cluster's add-on, resolved: its template and config, ready to render.
 struct Resolved<'a> {
@@ -1062,6 +1256,7 @@ impl HubCore {
         let at = time(now);
         let work_key = WorkKey::new(cluster.clone(), work_name(&mca.metadata.name));
         let mut sent_spec: Option<Arc<ManifestWorkSpec>> = None;
+        let mut registration = None;
         match self.desired(addon, mca, placed) {
             Err(why) => {
                 set_condition(
@@ -1093,15 +1288,35 @@ impl HubCore {
                     namespace: cluster.clone(),
                     name: work_key.name.clone(),
                 }];
+                let mut annotations = BTreeMap::new();
+                registration = (!resolved.template.spec.registration.is_empty()).then(|| {
+                    addon_identity::Registration {
+                        addon: mca.metadata.name.clone(),
+                        cluster: cluster.clone(),
+                        namespace: resolved.install_namespace.clone(),
+                        // New at every enable: so is the identity's password.
+                        nonce: mca.metadata.uid.clone(),
+                        approved_sha256: bound_password(mca).map(str::to_owned),
+                        certificate: certificate_of(mca),
+                    }
+                });
+                if let Some(r) = &registration
+                    && let Ok(json) = serde_json::to_string(r)
+                {
+                    annotations.insert(addon_identity::REGISTRATION_ANNOTATION.to_owned(), json);
+                }
                 let input = WorkInput {
                     name: work_key.name.clone(),
                     labels: [(LABEL_ADDON_NAME.to_owned(), mca.metadata.name.clone())].into(),
-                    annotations: Default::default(),
+                    annotations,
                     spec: Arc::new(spec),
                 };
                 let current = self.work(&work_key);
                 let same = current.is_some_and(|w| {
-                    w.deleting.is_none() && *w.spec == *input.spec && w.labels == input.labels
+                    w.deleting.is_none()
+                        && *w.spec == *input.spec
+                        && w.labels == input.labels
+                        && w.annotations == input.annotations
                 });
                 let mut carried = same;
                 let mut sent_now = false;
@@ -1181,6 +1396,7 @@ impl HubCore {
             }
         }
         updated.status.health_check.mode = health::Mode::ocm_mode(health_mode(addon)).to_owned();
+        registration_status(&mut updated.status, registration.as_ref(), at);
         self.work_conditions(
             &mut updated.status.conditions,
             cluster,

@@ -9,6 +9,7 @@ use ocm_edge_schemas::api::work::{
 use serde_json::{Value, json};
 
 use super::*;
+use crate::core::AgentInput;
 use crate::core::testkit::*;
 
 fn apply(core: &mut HubCore, v: Value) -> Result<WriteOutcome, ObjectError> {
@@ -692,5 +693,228 @@ fn pre_delete_hooks_that_never_finish_stop_holding_the_removal_after_ten_minutes
     assert!(
         cluster_addon(&core, "edge-1").is_none(),
         "removed after the timeout"
+    );
+}
+
+/// The hello-world template asking for a registration (OCM's KubeClient, an MQTT identity here).
+fn registering_template() -> Value {
+    let mut t = template();
+    t["spec"]["registration"] = json!([{"type": "KubeClient"}]);
+    t
+}
+
+fn registration_of(core: &HubCore, cluster: &str) -> Option<addon_identity::Registration> {
+    let work = core.work(&WorkKey::new(cluster, work_name("hello-template")))?;
+    let json = work
+        .annotations
+        .get(addon_identity::REGISTRATION_ANNOTATION)?;
+    Some(serde_json::from_str(json).unwrap())
+}
+
+fn ask(cluster: &str, hash: &str) -> AgentInput {
+    ask_with_key(cluster, hash, "")
+}
+
+fn ask_with_key(cluster: &str, hash: &str, key: &str) -> AgentInput {
+    AgentInput::AddOnRegistration {
+        cluster: cluster.into(),
+        addon: "hello-template".into(),
+        password_sha256: hash.into(),
+        public_key: key.into(),
+    }
+}
+
+/// A raw Ed25519 public key's base64 (32 bytes of `n`).
+fn raw_key(n: u8) -> String {
+    base64::Engine::encode(&base64::engine::general_purpose::STANDARD, [n; 32])
+}
+
+#[test]
+fn a_registering_addon_binds_the_hash_its_clusters_agent_asks_for_and_sends_it_back() {
+    let mut core = live(&["edge-1", "edge-2"]);
+    apply(&mut core, registering_template()).unwrap();
+    apply(&mut core, config("edge-1", "4")).unwrap();
+    apply(&mut core, addon("edge-1")).unwrap();
+    enable(&mut core, "edge-1");
+    reconcile(&mut core, 2);
+    let r = registration_of(&core, "edge-1").expect("the work asks for a registration");
+    assert_eq!(r.identity(), "addons/hello-template/clusters/edge-1");
+    assert_eq!(r.namespace, "hello-ns");
+    assert_eq!(r.approved_sha256, None);
+    assert_eq!(
+        condition(&core, "edge-1", CONDITION_REGISTRATION_APPLIED),
+        (ConditionStatus::False, "WaitingForAgent".to_owned())
+    );
+    let mca = cluster_addon(&core, "edge-1").unwrap();
+    assert_eq!(
+        mca.status.registrations[0].custom_signer.as_ref().unwrap()["subject"]["user"],
+        "addons/hello-template/clusters/edge-1"
+    );
+
+    let hash = addon_identity::password_sha256("the agent's");
+    step(&mut core, ask("edge-1", &hash), 3);
+    reconcile(&mut core, 3);
+    assert_eq!(
+        registration_of(&core, "edge-1").unwrap().approved_sha256,
+        Some(hash.clone()),
+        "the work goes again with the bound hash"
+    );
+    assert_eq!(
+        condition(&core, "edge-1", CONDITION_REGISTRATION_APPLIED).0,
+        ConditionStatus::True
+    );
+    // Asking again for the same hash changes nothing.
+    assert!(step(&mut core, ask("edge-1", &hash), 4).records.is_empty());
+
+    // Another cluster, where the add-on is not enabled, gets nothing bound; a bad hash neither.
+    let refused = core
+        .counters()
+        .get(crate::core::counter::ADDON_REGISTRATIONS_REFUSED);
+    step(&mut core, ask("edge-2", &hash), 5);
+    step(&mut core, ask("edge-1", "not-a-hash"), 5);
+    assert_eq!(
+        core.counters()
+            .get(crate::core::counter::ADDON_REGISTRATIONS_REFUSED),
+        refused + 2
+    );
+    assert_eq!(
+        bound_password(cluster_addon(&core, "edge-1").unwrap()),
+        Some(hash.as_str())
+    );
+    assert!(cluster_addon(&core, "edge-2").is_none());
+}
+
+#[test]
+fn an_apply_cannot_bind_an_addon_identity() {
+    let mut core = live(&["edge-1"]);
+    apply(&mut core, registering_template()).unwrap();
+    apply(&mut core, config("edge-1", "4")).unwrap();
+    apply(&mut core, addon("edge-1")).unwrap();
+    apply(
+        &mut core,
+        json!({"apiVersion": "addon.open-cluster-management.io/v1beta1",
+            "kind": "ManagedClusterAddOn",
+            "metadata": {"name": "hello-template", "namespace": "edge-1",
+                "annotations": {addon_identity::PASSWORD_SHA256_ANNOTATION:
+                    addon_identity::password_sha256("chosen by an operator")}}}),
+    )
+    .unwrap();
+    reconcile(&mut core, 2);
+    assert_eq!(
+        bound_password(cluster_addon(&core, "edge-1").unwrap()),
+        None
+    );
+    assert_eq!(
+        registration_of(&core, "edge-1").unwrap().approved_sha256,
+        None
+    );
+}
+
+#[test]
+fn a_template_without_registration_asks_for_no_identity_and_its_requests_are_refused() {
+    let mut core = with_hello_world();
+    enable(&mut core, "edge-1");
+    reconcile(&mut core, 2);
+    assert_eq!(registration_of(&core, "edge-1"), None);
+    assert!(
+        cluster_addon(&core, "edge-1")
+            .unwrap()
+            .status
+            .registrations
+            .is_empty()
+    );
+    step(
+        &mut core,
+        ask("edge-1", &addon_identity::password_sha256("x")),
+        3,
+    );
+    assert_eq!(
+        bound_password(cluster_addon(&core, "edge-1").unwrap()),
+        None
+    );
+    assert_eq!(
+        core.counters()
+            .get(crate::core::counter::ADDON_REGISTRATIONS_REFUSED),
+        1
+    );
+}
+
+#[test]
+fn an_addon_identity_gets_a_certificate_for_its_key_renewed_and_revoked_once_disabled() {
+    let mut core = live(&["edge-1"]);
+    issuing(&mut core);
+    apply(&mut core, registering_template()).unwrap();
+    apply(&mut core, config("edge-1", "4")).unwrap();
+    apply(&mut core, addon("edge-1")).unwrap();
+    enable(&mut core, "edge-1");
+    reconcile(&mut core, 2);
+    let hash = addon_identity::password_sha256("pw");
+    step(&mut core, ask_with_key("edge-1", &hash, &raw_key(1)), 3);
+    reconcile(&mut core, 3);
+    let cert = registration_of(&core, "edge-1")
+        .unwrap()
+        .certificate
+        .expect("a certificate for the identity's key, in the work");
+    assert_eq!(cert.key, raw_key(1));
+    assert!(
+        cert.pem
+            .contains("of addons/hello-template/clusters/edge-1 for"),
+        "CN = the identity: {}",
+        cert.pem
+    );
+    assert!(
+        core.revoked_certificates(t(3)).is_empty(),
+        "held: not revoked"
+    );
+    // Asked again with the same key: nothing new. With another key: a new one, the old revoked.
+    assert!(
+        step(&mut core, ask_with_key("edge-1", &hash, &raw_key(1)), 4)
+            .records
+            .is_empty()
+    );
+    step(&mut core, ask_with_key("edge-1", &hash, &raw_key(2)), 5);
+    let revoked = core.revoked_certificates(t(5));
+    assert_eq!(revoked.len(), 1);
+    assert_eq!(revoked[0].0, "addons/hello-template/clusters/edge-1");
+    assert_eq!(revoked[0].1.serial, "01");
+    // Two thirds through its life, the same key gets a new one.
+    let days = |d: i64| 5 + d * 86_400;
+    step(
+        &mut core,
+        ask_with_key("edge-1", &hash, &raw_key(2)),
+        days(21),
+    );
+    assert_eq!(core.revoked_certificates(t(days(21))).len(), 2);
+    // Disabled: its certificate is revoked too, once the add-on is gone.
+    let mca = cluster_addon(&core, "edge-1").unwrap().clone();
+    let change = core.disable_addon(&mca, t(days(21) + 1));
+    core.apply(&change.records);
+    let key = WorkKey::new("edge-1", work_name("hello-template"));
+    if core.work(&key).is_some() {
+        report_deleted(&mut core, &key, days(21) + 2);
+    }
+    reconcile(&mut core, days(21) + 3);
+    assert!(
+        cluster_addon(&core, "edge-1").is_none(),
+        "the add-on is gone"
+    );
+    assert_eq!(
+        core.revoked_certificates(t(days(21) + 3)).len(),
+        3,
+        "every certificate the identity had is on the list until it ends"
+    );
+    // A bad key is refused and changes nothing.
+    let before = core
+        .counters()
+        .get(crate::core::counter::ADDON_REGISTRATIONS_REFUSED);
+    step(
+        &mut core,
+        ask_with_key("edge-1", &hash, "not base64!"),
+        days(22),
+    );
+    assert_eq!(
+        core.counters()
+            .get(crate::core::counter::ADDON_REGISTRATIONS_REFUSED),
+        before + 1
     );
 }

@@ -207,6 +207,12 @@ pub mod counter {
     pub const AGENT_LABELS_IGNORED: &str = "agentLabelsIgnored";
     /// Clusters the hub forgot: removed (`ocm-edge cluster remove`) or unjoined by their agent.
     pub const CLUSTERS_REMOVED: &str = "clustersRemoved";
+    /// Add-on registrations refused: the add-on is not installed on the cluster, does not
+    /// register, is being removed, or the request is malformed.
+    pub const ADDON_REGISTRATIONS_REFUSED: &str = "addonRegistrationsRefused";
+    /// AddOnPlacementScores from add-on agents dropped: the identity is not bound, or the score
+    /// names another cluster.
+    pub const ADDON_SCORES_REFUSED: &str = "addonScoresRefused";
 }
 
 impl Counters {
@@ -309,6 +315,15 @@ pub enum AgentInput {
         cluster: String,
         score: Box<ocm_edge_schemas::api::placement::AddOnPlacementScore>,
     },
+    /// `managedclusteraddons.status.update_request`: the agent asks to bind the password hash
+    /// of an add-on's MQTT identity on its cluster.
+    AddOnRegistration {
+        cluster: String,
+        addon: String,
+        password_sha256: String,
+        /// The identity's Ed25519 public key (base64) to certify; empty: none.
+        public_key: String,
+    },
     /// `managedclusters.spec.delete_request`: the agent left (`ocm-edge-agent unjoin`).
     Unjoin {
         cluster: String,
@@ -333,6 +348,7 @@ impl AgentInput {
             | AgentInput::Presence { cluster, .. }
             | AgentInput::SpecResyncRequest { cluster, .. }
             | AgentInput::Unjoin { cluster, .. }
+            | AgentInput::AddOnRegistration { cluster, .. }
             | AgentInput::AddOnScore { cluster, .. } => cluster,
             AgentInput::WorkStatus { event, .. } => &event.cluster,
         }
@@ -808,6 +824,20 @@ impl HubCore {
                 change
             }
             AgentInput::AddOnScore { cluster, score } => self.addon_score(&cluster, *score),
+            AgentInput::AddOnRegistration {
+                cluster,
+                addon,
+                password_sha256,
+                public_key,
+            } => self.addon_registration(
+                crate::addon::AddOnRegistrationRequest {
+                    cluster: &cluster,
+                    addon: &addon,
+                    password_sha256: &password_sha256,
+                    public_key: &public_key,
+                },
+                now,
+            ),
         }
     }
 }

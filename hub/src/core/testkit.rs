@@ -205,3 +205,37 @@ pub fn apply_json(
     core.apply(&change.records);
     Ok(outcome)
 }
+
+/// Issues fake certificates: serial = a counter, PEM names the cluster and key.
+#[derive(Default)]
+pub struct Counting(pub std::sync::atomic::AtomicU64);
+
+impl crate::registration::certificates::ClusterCertIssuer for Counting {
+    fn issue(
+        &self,
+        cluster: &str,
+        agent_key: &str,
+        validity: chrono::Duration,
+        now: DateTime<Utc>,
+    ) -> Result<crate::registration::certificates::ClusterCertificate, String> {
+        let n = self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        Ok(crate::registration::certificates::ClusterCertificate {
+            pem: format!("cert {n} of {cluster} for {agent_key}"),
+            serial: format!("{n:02x}"),
+            not_before: now,
+            not_after: now + validity,
+            agent_key: agent_key.to_owned(),
+        })
+    }
+}
+
+/// Makes `core` issue certificates with a [`Counting`] issuer (30 days, grace 90 days).
+pub fn issuing(core: &mut HubCore) -> std::sync::Arc<Counting> {
+    let issuer = std::sync::Arc::new(Counting::default());
+    core.set_certificate_policy(crate::registration::certificates::CertificatePolicy {
+        issuer: issuer.clone(),
+        validity: chrono::Duration::days(30),
+        grace: chrono::Duration::days(90),
+    });
+    issuer
+}

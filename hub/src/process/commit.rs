@@ -201,9 +201,12 @@ impl HubLoop {
         self.core.apply(&change.records);
         // Only a cluster with revoked certificates can change the list (a lease renewal of
         // any other does not cost a pass over the fleet).
+        // Nor can an add-on's other than by its certificate's issue or its removal.
         if change.records.iter().any(|r| {
             matches!(r, Record::Cluster(c) if !c.revoked_certificates.is_empty())
                 || matches!(r, Record::RemovedRevoked(_))
+                || matches!(r, Record::ForgetObject(k)
+                    if k.kind == crate::core::objects::ObjectKind::ManagedClusterAddOn)
         }) {
             self.write_crl_if_changed();
         }
@@ -235,6 +238,7 @@ impl HubLoop {
                 }
                 Inbound::Malformed => self.core.count(counter::MALFORMED),
                 Inbound::Refused => self.core.count(counter::AGENT_SIGNATURE_REFUSED),
+                Inbound::AddOnScoreRefused => self.core.count(counter::ADDON_SCORES_REFUSED),
                 Inbound::Admin(received) => {
                     let change = self.plan_admin(*received, now, &mut batch);
                     // A read (or anything else that changes nothing) decides nothing: its answer
@@ -359,7 +363,16 @@ impl HubLoop {
         let removed = self
             .keys
             .forget(super::forgotten_clusters(&batch.change.records));
+        // An add-on identity unbound (its add-on disabled, its cluster removed) or bound to
+        // another password loses its session before anything else of this batch goes out.
+        let unbound = self
+            .keys
+            .update_addons(super::addon_bindings(&batch.change.records));
         if let Some(broker) = &self.login_broker {
+            for identity in &unbound {
+                tracing::info!(%identity, "add-on MQTT identity revoked; its session is dropped");
+                broker.drop_session(identity).await;
+            }
             for (cluster, standing) in &changed {
                 let client_id = crate::registration::logins::agent_client_id(cluster);
                 match standing {
@@ -536,6 +549,7 @@ fn is_report(item: &Inbound) -> bool {
         item,
         Inbound::Malformed
             | Inbound::Refused
+            | Inbound::AddOnScoreRefused
             | Inbound::Agent(
                 None | Some(
                     AgentInput::WorkStatus { .. }

@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use cloudevents::{AttributesReader, Event};
 use ocm_edge_schemas::wire::MqttMessage;
 use ocm_edge_schemas::wire::cluster_events::{
-    AddOnPlacementScoreEvent, ClusterEnvelope, ClusterEvent, PresenceState,
+    AddOnPlacementScoreEvent, AddOnRegistrationEvent, ClusterEnvelope, ClusterEvent, PresenceState,
 };
 use ocm_edge_schemas::wire::event_type::{EventType, MANIFEST_BUNDLES};
 use ocm_edge_schemas::wire::extensions as ext;
@@ -125,6 +125,31 @@ pub fn decode_agent_event(cluster: &str, event: &Event) -> Result<Option<AgentIn
         return Ok(Some(AgentInput::AddOnScore {
             cluster,
             score: Box::new(env.data),
+        }));
+    }
+    if AddOnRegistrationEvent::is_registration_event_type(&ty_str) {
+        let AddOnRegistrationEvent(env) = AddOnRegistrationEvent::from_event(event)?;
+        let mut mca = env.data;
+        if !mca.metadata.namespace.is_empty() && mca.metadata.namespace != cluster {
+            return Err(EventError::ClusterMismatch {
+                id,
+                claimed: mca.metadata.namespace,
+                topic: cluster,
+            });
+        }
+        return Ok(Some(AgentInput::AddOnRegistration {
+            cluster,
+            addon: std::mem::take(&mut mca.metadata.name),
+            password_sha256: mca
+                .metadata
+                .annotations
+                .remove(ocm_edge_schemas::wire::addon_identity::PASSWORD_SHA256_ANNOTATION)
+                .unwrap_or_default(),
+            public_key: mca
+                .metadata
+                .annotations
+                .remove(ocm_edge_schemas::wire::addon_identity::PUBLIC_KEY_ANNOTATION)
+                .unwrap_or_default(),
         }));
     }
     if !ClusterEvent::is_cluster_event_type(&ty_str) {

@@ -6,6 +6,10 @@
 use ocm_edge_mqtt::{Publication, SessionEvent};
 use tokio::sync::mpsc;
 
+use ocm_edge_schemas::api::placement::AddOnPlacementScore;
+use ocm_edge_schemas::wire::addon_identity;
+use ocm_edge_schemas::wire::topic::Topic;
+
 use super::{MAX_BATCH, events};
 use crate::core::AgentInput;
 use crate::pki::signing::check_agent_signature;
@@ -22,6 +26,9 @@ pub(super) enum Inbound {
     Malformed,
     /// An agent event not signed by its cluster's agent key (logged by the intake).
     Refused,
+    /// An add-on agent's score from an identity the hub has not bound, or naming another
+    /// cluster (logged by the intake).
+    AddOnScoreRefused,
     /// Session `intake` had a SUBACK; `refused` lists the filters the broker refused.
     Subscribed { intake: usize, refused: Vec<String> },
 }
@@ -39,6 +46,45 @@ pub(super) struct Intake {
 }
 
 impl Intake {
+    /// An add-on agent's AddOnPlacementScore (JSON, on `addons/<addon>/clusters/<cluster>/
+    /// placementscores`). The broker's ACL lets only that identity publish there; the hub
+    /// takes it while the identity is bound, for that cluster only.
+    fn addon_score(&self, message: &ocm_edge_schemas::wire::MqttMessage) -> Inbound {
+        let refused = |why: &str| {
+            tracing::warn!(topic = %message.topic, %why, "add-on score dropped");
+            Inbound::AddOnScoreRefused
+        };
+        let Ok(Topic::AddOnScores { addon, cluster }) = Topic::parse(&message.topic) else {
+            return refused("not an add-on scores topic");
+        };
+        let cluster = cluster.as_str();
+        if !self
+            .keys
+            .addon_bound(&addon_identity::identity(&addon, cluster))
+        {
+            return refused(
+                "the add-on has no MQTT identity on this cluster (disabled, or never registered)",
+            );
+        }
+        let score: AddOnPlacementScore = match serde_json::from_slice(&message.payload) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(topic = %message.topic, error = %e, "add-on score is not an AddOnPlacementScore in JSON; dropped");
+                return Inbound::Malformed;
+            }
+        };
+        if !score.metadata.namespace.is_empty() && score.metadata.namespace != cluster {
+            return refused(&format!(
+                "the score is for cluster {:?}, and this identity may score only {cluster:?}",
+                score.metadata.namespace
+            ));
+        }
+        Inbound::Agent(Some(AgentInput::AddOnScore {
+            cluster: cluster.to_owned(),
+            score: Box::new(score),
+        }))
+    }
+
     pub(super) async fn run(self, mut events: mpsc::UnboundedReceiver<SessionEvent>) {
         let mut batch = Vec::with_capacity(MAX_BATCH);
         while events.recv_many(&mut batch, MAX_BATCH).await > 0 {
@@ -68,6 +114,11 @@ impl Intake {
             }
             SessionEvent::Message(received) if received.topic() == self.admin_topic => {
                 Some(Inbound::Admin(received))
+            }
+            SessionEvent::Message(received)
+                if received.topic().starts_with(addon_identity::ADDONS_PREFIX) =>
+            {
+                Some(self.addon_score(&received.message))
             }
             SessionEvent::Message(received) => {
                 match events::decode_agent_message(&self.source_id, &received.message) {

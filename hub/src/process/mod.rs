@@ -269,3 +269,31 @@ fn forgotten_clusters(records: &[Record]) -> impl Iterator<Item = &str> {
         _ => None,
     })
 }
+
+/// The add-on identity bindings `records` change: `((cluster, addon), bound password hash)` of
+/// each cluster's add-on stored (`None`: stored without one) or forgotten (`None`).
+fn addon_bindings(
+    records: &[Record],
+) -> impl Iterator<Item = ((String, String), Option<String>)> + '_ {
+    use crate::core::objects::ObjectKind;
+    records.iter().filter_map(|r| match r {
+        Record::Object(o) => o.as_cluster_addon().map(addon_binding),
+        Record::ForgetObject(key) if key.kind == ObjectKind::ManagedClusterAddOn => {
+            Some(((key.namespace.clone(), key.name.clone()), None))
+        }
+        _ => None,
+    })
+}
+
+/// `((cluster, addon), bound password hash)` of a cluster's add-on.
+fn addon_binding(
+    m: &ocm_edge_schemas::api::addon::ManagedClusterAddOn,
+) -> ((String, String), Option<String>) {
+    (
+        (m.metadata.namespace.clone(), m.metadata.name.clone()),
+        m.metadata
+            .annotations
+            .get(ocm_edge_schemas::wire::addon_identity::PASSWORD_SHA256_ANNOTATION)
+            .cloned(),
+    )
+}

@@ -169,6 +169,8 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
     );
     core.restore_objects(loaded.objects);
     core.restore_removed_revoked(loaded.removed_revoked);
+    // The add-on identities bound before the hub stopped log in again at once.
+    keys.update_addons(core.cluster_addons().map(super::addon_binding));
     // A removal whose last work the hub forgot before it stopped: finished now.
     let finished = core.unfinished_removals(Utc::now());
     if !finished.records.is_empty() {
@@ -260,6 +262,8 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
         agent_events,
         "sources/+/agentbroadcast".to_owned(),
         admin_topic.clone(),
+        // Add-on agents' AddOnPlacementScores, each on its own identity's topic.
+        ocm_edge_schemas::wire::addon_identity::SCORES_FILTER.to_owned(),
     ];
     let (inbound_tx, inbound_rx) = mpsc::unbounded_channel();
     let (session, events) = Session::start(session_cfg, None)?;

@@ -156,11 +156,22 @@ impl HubCore {
     /// Every certificate revoked and not yet ended, with its cluster, sorted by serial: the
     /// cluster CA's revocation list, and whose sessions the hub drops on an external broker.
     pub fn revoked_certificates(&self, now: DateTime<Utc>) -> Vec<(String, RevokedCertificate)> {
+        // Add-on identities' certificates are kept with removed clusters' from their issue on,
+        // and revoked once no cluster add-on holds them (disabled, removed, or replaced).
+        let held: std::collections::BTreeSet<String> = self
+            .cluster_addons()
+            .filter_map(crate::addon::certificate_serial)
+            .collect();
         let mut all: Vec<(String, RevokedCertificate)> = self
             .clusters()
             .flat_map(|c| c.revoked_certificates.iter().map(|r| (c.name.clone(), r)))
             // A removed cluster's record is gone; its certificates stay revoked until they end.
-            .chain(self.removed_revoked().iter().map(|(c, r)| (c.clone(), r)))
+            .chain(
+                self.removed_revoked()
+                    .iter()
+                    .filter(|(_, r)| !held.contains(&r.serial))
+                    .map(|(c, r)| (c.clone(), r)),
+            )
             .filter(|(_, r)| r.not_after > now)
             .map(|(c, r)| (c, r.clone()))
             .collect();
@@ -213,39 +224,10 @@ mod tests {
     use super::*;
     use crate::core::testkit::*;
     use crate::core::{ClusterState, Record};
-    use std::sync::atomic::{AtomicU64, Ordering};
-
-    /// Issues fake certificates: serial = a counter, PEM names the cluster and key.
-    #[derive(Default)]
-    struct Counting(AtomicU64);
-
-    impl ClusterCertIssuer for Counting {
-        fn issue(
-            &self,
-            cluster: &str,
-            agent_key: &str,
-            validity: Duration,
-            now: DateTime<Utc>,
-        ) -> Result<ClusterCertificate, String> {
-            let n = self.0.fetch_add(1, Ordering::SeqCst) + 1;
-            Ok(ClusterCertificate {
-                pem: format!("cert {n} of {cluster} for {agent_key}"),
-                serial: format!("{n:02x}"),
-                not_before: now,
-                not_after: now + validity,
-                agent_key: agent_key.to_owned(),
-            })
-        }
-    }
 
     fn core_issuing() -> (crate::core::HubCore, Arc<Counting>) {
-        let issuer = Arc::new(Counting::default());
         let mut core = core();
-        core.set_certificate_policy(CertificatePolicy {
-            issuer: issuer.clone(),
-            validity: Duration::days(30),
-            grace: Duration::days(90),
-        });
+        let issuer = issuing(&mut core);
         (core, issuer)
     }
 
@@ -441,6 +423,6 @@ mod tests {
         let c = core.add_cluster("ocm-1", t(0)).unwrap();
         core.apply(&c.records);
         assert!(core.cluster("ocm-1").unwrap().certificate.is_none());
-        assert_eq!(issuer.0.load(Ordering::SeqCst), 0);
+        assert_eq!(issuer.0.load(std::sync::atomic::Ordering::SeqCst), 0);
     }
 }

@@ -26,6 +26,8 @@ use crate::pki::{PkiError, append_lines, write_file};
 /// What [`JoinTokens::cluster_password`] signs before the cluster's name; no token MAC signs it
 /// (those start with the token id, 8 hex digits).
 const CLUSTER_PASSWORD_DOMAIN: &str = "ocm-edge cluster broker password v1\n";
+/// Domain of the add-on controllers' broker passwords (apart from clusters' and tokens').
+const ADDON_CONTROLLER_PASSWORD_DOMAIN: &str = "ocm-edge addon controller broker password v1\n";
 /// The token key, in the hub's `pki` directory.
 pub const TOKEN_KEY_FILE: &str = "join-token-key";
 /// Revoked token ids, one per line, in the hub's data directory.
@@ -195,6 +197,14 @@ impl JoinTokens {
     /// cluster's password opens no other cluster. Replacing the token key changes every one.
     pub fn cluster_password(&self, cluster: &str) -> String {
         let message = format!("{CLUSTER_PASSWORD_DOMAIN}{cluster}");
+        BASE64URL.encode(hmac::sign(&self.key, message.as_bytes()).as_ref())
+    }
+
+    /// The broker password of `addon`'s hub-side controller (`addons/<addon>/controller`,
+    /// `ocm-edge addon broker-config`): an HMAC-SHA256 of the add-on's name with the token key,
+    /// like [`JoinTokens::cluster_password`] and in its own domain.
+    pub fn addon_controller_password(&self, addon: &str) -> String {
+        let message = format!("{ADDON_CONTROLLER_PASSWORD_DOMAIN}{addon}");
         BASE64URL.encode(hmac::sign(&self.key, message.as_bytes()).as_ref())
     }
 

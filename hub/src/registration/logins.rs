@@ -33,6 +33,7 @@ use chrono::Utc;
 use ocm_edge_mqtt::acl::{DASHBOARD_USER, HUB_USER, OPERATOR_USER};
 use ocm_edge_mqtt::broker::LoginCheck;
 use ocm_edge_schemas::admin::ClusterState;
+use ocm_edge_schemas::wire::addon_identity::{self, AddOnIdentity};
 use ocm_edge_schemas::wire::login::{self, LoginProof};
 use ocm_edge_schemas::wire::signature::{key_id, signed_bytes};
 use ocm_edge_schemas::wire::topic;
@@ -68,9 +69,14 @@ impl Standing {
 }
 
 /// Every cluster's [`Standing`], read by the intakes (signatures) and the broker (logins),
-/// written by the hub task when it stores a cluster.
+/// written by the hub task when it stores a cluster; and the add-on identities the hub bound
+/// (identity to password SHA-256, [`ocm_edge_schemas::wire::addon_identity`]), written when it
+/// stores a ManagedClusterAddOn.
 #[derive(Debug, Clone, Default)]
-pub struct Standings(Arc<RwLock<HashMap<String, Standing>>>);
+pub struct Standings(
+    Arc<RwLock<HashMap<String, Standing>>>,
+    Arc<RwLock<HashMap<String, String>>>,
+);
 
 impl Standings {
     /// The standings of `clusters`.
@@ -78,6 +84,47 @@ impl Standings {
         let standings = Standings::default();
         standings.update(clusters.iter());
         standings
+    }
+
+    /// Takes in the add-on identities of changed (`Some`) or forgotten (`None`) cluster
+    /// add-ons, keyed by `(cluster, addon)`; returns the identities that lost their binding or
+    /// changed it (whose sessions to drop).
+    pub fn update_addons(
+        &self,
+        addons: impl IntoIterator<Item = ((String, String), Option<String>)>,
+    ) -> Vec<String> {
+        let mut revoked = Vec::new();
+        let mut map = self.1.write().unwrap_or_else(PoisonError::into_inner);
+        for ((cluster, addon), bound) in addons {
+            let identity = addon_identity::identity(&addon, &cluster);
+            let old = match bound {
+                Some(hash) => map
+                    .insert(identity.clone(), hash.clone())
+                    .filter(|o| *o != hash),
+                None => map.remove(&identity),
+            };
+            if old.is_some() {
+                revoked.push(identity);
+            }
+        }
+        revoked
+    }
+
+    /// Whether an add-on identity is bound (its add-on enabled and registered on its cluster).
+    pub(crate) fn addon_bound(&self, identity: &str) -> bool {
+        self.1
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains_key(identity)
+    }
+
+    /// The password hash bound to an add-on identity.
+    fn addon_binding(&self, identity: &str) -> Option<String> {
+        self.1
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(identity)
+            .cloned()
     }
 
     /// Takes in changed cluster records; returns each cluster whose standing changed, with
@@ -259,6 +306,48 @@ impl HubLogins {
         Ok(())
     }
 
+    /// An add-on identity: its agent's password, whose hash the hub bound when its cluster's
+    /// agent asked (the cluster accepted, the add-on installed there); its controller's, an
+    /// HMAC of the add-on's name with the join-token key (`ocm-edge addon broker-config`).
+    fn check_addon(&self, username: &str, password: &str) -> Result<(), String> {
+        match addon_identity::parse_identity(username) {
+            Some(AddOnIdentity::Agent { addon, cluster }) => {
+                if !matches!(
+                    self.standings.standing(cluster),
+                    Some(Standing::Accepted(_))
+                ) {
+                    return Err(format!(
+                        "add-on {addon:?} on cluster {cluster:?}: the cluster is not accepted"
+                    ));
+                }
+                match self.standings.addon_binding(username) {
+                    Some(bound)
+                        if same_secret(&addon_identity::password_sha256(password), &bound) =>
+                    {
+                        Ok(())
+                    }
+                    Some(_) => Err(format!(
+                        "wrong password for add-on {addon:?} on cluster {cluster:?}: use the one in its Secret {} (the edge agent writes it into the add-on's install namespace)",
+                        addon_identity::secret_name(addon)
+                    )),
+                    None => Err(format!(
+                        "add-on {addon:?} has no MQTT identity on cluster {cluster:?}: it is not enabled there, its template has no registration, or the cluster's agent has not asked for it yet"
+                    )),
+                }
+            }
+            Some(AddOnIdentity::Controller { addon }) => {
+                if same_secret(password, &self.tokens.addon_controller_password(addon)) {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "wrong password for the controller of add-on {addon:?}: `ocm-edge addon broker-config {addon}` on the hub's machine writes it"
+                    ))
+                }
+            }
+            None => Err(format!("{username:?} is no add-on identity")),
+        }
+    }
+
     fn check_operator(&self, client_id: &str, password: &str) -> Result<(), String> {
         let Some(operators) = &self.operators else {
             return Ok(());
@@ -296,6 +385,9 @@ impl LoginCheck for HubLogins {
                 }
             }
             OPERATOR_USER => self.check_operator(client_id, password),
+            addon if addon_identity::parse_identity(addon).is_some() => {
+                self.check_addon(addon, password)
+            }
             DASHBOARD_USER => match &self.dashboard_password {
                 Some(expected) if same_secret(password, expected) => Ok(()),
                 _ => Err(format!(
@@ -313,6 +405,9 @@ impl LoginCheck for HubLogins {
         match username {
             HUB_USER | OPERATOR_USER | DASHBOARD_USER => {
                 self.check(username, client_id, password.as_bytes()).is_ok()
+            }
+            addon if addon_identity::parse_identity(addon).is_some() => {
+                self.check_addon(addon, password).is_ok()
             }
             cluster => self
                 .check_cluster(cluster, client_id, password, false)
@@ -356,6 +451,8 @@ impl LoginCheck for HubLogins {
             // A credential may be revoked or expire while its session lasts.
             OPERATOR_USER => self.operators.is_some(),
             HUB_USER | DASHBOARD_USER => false,
+            // Disabled add-ons and removed clusters unbind add-on identities.
+            addon if addon_identity::parse_identity(addon).is_some() => true,
             // A cluster not accepted got in by its join token, which may expire or be revoked;
             // an accepted one by its key, which only deny or re-accept change (and the hub
             // enforces those itself).

@@ -71,6 +71,10 @@ pub struct WorkInput {
     pub spec: Arc<ManifestWorkSpec>,
 }
 
+/// Work annotations the agent acts on: a change to one is sent like a spec change.
+const AGENT_ANNOTATIONS: [&str; 1] =
+    [ocm_edge_schemas::wire::addon_identity::REGISTRATION_ANNOTATION];
+
 impl HubCore {
     /// Creates or updates `input` on every cluster in `clusters`, all or nothing.
     ///
@@ -144,8 +148,13 @@ impl HubCore {
                     }
                     let mut record = existing.clone();
                     record.labels = input.labels.clone();
+                    // An annotation the agent acts on goes to it like a spec change (the rest
+                    // is the hub's bookkeeping, as in OCM: no new generation for it).
+                    let agent_acts_on = AGENT_ANNOTATIONS
+                        .iter()
+                        .any(|a| existing.annotations.get(*a) != input.annotations.get(*a));
                     record.annotations = input.annotations.clone();
-                    if same_spec {
+                    if same_spec && !agent_acts_on {
                         (record, WriteOutcome::Unchanged)
                     } else {
                         record.spec = input.spec.clone();

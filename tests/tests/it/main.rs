@@ -8,6 +8,7 @@
 //! Two tests run alone, each in a binary of its own: `fuzz_smoke` (it keeps a core busy for its
 //! whole run) and `kube_api_restart` (it kills the shared API server the other `e2e_` tests use).
 
+mod addon_identity;
 mod bad_input;
 mod bad_requests;
 mod broker_cluster;

@@ -20,6 +20,7 @@ use ocm_edge_tests::mosquitto::{Mosquitto, free_port, require_mosquitto};
 use ocm_edge_tests::pki::TestPki;
 use ocm_edge_tests::probe::{Probe, ProbeOptions};
 use ocm_edge_tests::wait::wait_for;
+use serde_json::json;
 
 const SOURCE: &str = "ocm-edge";
 const WAIT: Duration = Duration::from_secs(30);
@@ -601,5 +602,129 @@ async fn an_agent_refused_for_a_passing_fault_of_the_broker_goes_back_to_its_cer
         "the agent to go back to its certificate",
     )
     .await;
+    fleet.shutdown().await;
+}
+
+/// An add-on agent on Mosquitto's certificate listener: the cluster's agent writes the client
+/// certificate the hub's cluster CA issued to the add-on's identity (CN
+/// `addons/hello/clusters/edge-1`, for a key the agent derived) into the add-on's Secret;
+/// Mosquitto's own client logs in with it alone, publishes the add-on's score (which the hub
+/// takes, on the password listener) and cannot publish on another cluster's add-on topics; once
+/// the add-on is disabled its certificate is on the revocation list and Mosquitto refuses it.
+#[tokio::test]
+async fn an_addon_agent_works_on_the_certificate_its_cluster_got_for_it_until_the_addon_is_disabled()
+ {
+    use crate::addon_identity::{NS, addon_objects, require_clients};
+    use base64::Engine as _;
+    let test = "an_addon_agent_works_on_the_certificate_its_cluster_got_for_it_until_the_addon_is_disabled";
+    let Some(program) = require_mosquitto(test) else {
+        return;
+    };
+    let Some((publish, _)) = require_clients(test) else {
+        return;
+    };
+    let (_certs, _pki, broker, mut fleet, _ca) = setup(&program, |_| {}).await;
+    let url = broker.secured_url();
+    start_agent(&mut fleet, &url).await;
+    fleet.accept("edge-1").await;
+    let admin = fleet.admin().await;
+    for object in addon_objects("hello").into_iter().chain([
+        json!({"apiVersion": "cluster.open-cluster-management.io/v1beta2", "kind": "ManagedClusterSetBinding",
+               "metadata": {"name": "default", "namespace": "default"}, "spec": {"clusterSet": "default"}}),
+        json!({"apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+               "metadata": {"name": "scored", "namespace": "default"},
+               "spec": {"clusterSets": ["default"],
+                        "prioritizerPolicy": {"mode": "Exact", "configurations": [
+                           {"scoreCoordinate": {"type": "AddOn",
+                                                "addOn": {"resourceName": "hello-load",
+                                                          "scoreName": "devices"}},
+                            "weight": 1}]}}}),
+    ]) {
+        admin.apply_object(object).await.unwrap();
+    }
+    admin
+        .switch_addons(true, vec!["hello".into()], vec!["edge-1".into()], None)
+        .await
+        .unwrap();
+    let secret = fleet
+        .wait_sim(
+            "edge-1",
+            "the add-on's Secret with its certificate",
+            |sim| {
+                sim.get("Secret", NS, "hello-hub-mqtt")
+                    .filter(|s| s["data"]["tls.crt"].is_string())
+            },
+        )
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = |k: &str| {
+        let path = dir.path().join(k);
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(secret["data"][k].as_str().unwrap())
+            .unwrap();
+        std::fs::write(&path, bytes).unwrap();
+        path
+    };
+    let (crt, key, ca) = (file("tls.crt"), file("tls.key"), file("ca.crt"));
+    let port = url.rsplit_once(':').unwrap().1.to_owned();
+    let pub_with_cert = |topic: &str, payload: &str| {
+        let mut c = tokio::process::Command::new(&publish);
+        c.args(["-V", "5", "-h", "127.0.0.1", "-p", &port, "-q", "1"])
+            .arg("--cafile")
+            .arg(&ca)
+            .arg("--cert")
+            .arg(&crt)
+            .arg("--key")
+            .arg(&key)
+            .args(["-t", topic, "-m", payload])
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true);
+        async move {
+            tokio::time::timeout(WAIT, c.output())
+                .await
+                .unwrap()
+                .unwrap()
+        }
+    };
+    let score = |value: i32| {
+        json!({"metadata": {"name": "hello-load"},
+               "status": {"scores": [{"name": "devices", "value": value}]}})
+        .to_string()
+    };
+    // Another cluster's add-on topic: Mosquitto drops it (its ACL), the hub never sees it.
+    pub_with_cert("addons/hello/clusters/edge-2/placementscores", &score(55)).await;
+    let out = pub_with_cert("addons/hello/clusters/edge-1/placementscores", &score(77)).await;
+    assert!(
+        out.status.success(),
+        "the add-on's certificate logs in: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let scored = wait_for("the add-on's score in the placement", WAIT, || async {
+        let p = admin.get_placement(Some("default"), "scored").await.ok()?;
+        let text = p.explanation?.cluster("edge-1")?.score_text()?;
+        text.contains("77").then_some(text)
+    })
+    .await
+    .unwrap();
+    assert!(!scored.contains("55"), "{scored}");
+
+    // Disabled: its certificate goes on the revocation list; once Mosquitto read it, the
+    // certificate logs in no more.
+    admin
+        .switch_addons(false, vec!["hello".into()], vec!["edge-1".into()], None)
+        .await
+        .unwrap();
+    let refused = wait_for("the add-on's certificate refused", WAIT, || async {
+        broker.reload().ok()?;
+        let out = pub_with_cert("addons/hello/clusters/edge-1/to-hub", "after disable").await;
+        (!out.status.success()).then(|| String::from_utf8_lossy(&out.stderr).into_owned())
+    })
+    .await;
+    assert!(
+        refused.is_ok(),
+        "the disabled add-on's certificate still logs in:\n{}",
+        broker.log()
+    );
     fleet.shutdown().await;
 }

@@ -1,5 +1,6 @@
-//! `ocm-edge addon list|get|enable|disable`: OCM's add-ons (clusteradm's `addon enable` and
-//! `addon disable`). Add-ons, their templates and configs are applied with `ocm-edge apply -f`.
+//! `ocm-edge addon list|get|create|enable|disable|broker-config`: OCM's add-ons (clusteradm's
+//! `addon create`, `addon enable` and `addon disable`). Add-ons, their templates and configs may
+//! also be applied with `ocm-edge apply -f`.
 
 use chrono::{DateTime, Utc};
 use clap::Subcommand;
@@ -9,6 +10,7 @@ use crate::{CliError, GlobalArgs};
 use ocm_edge_schemas::admin::AddOnView;
 use ocm_edge_schemas::api::addon::{
     CONDITION_AVAILABLE, CONDITION_CONFIGURED, CONDITION_MANIFEST_APPLIED, CONDITION_PROGRESSING,
+    CONDITION_REGISTRATION_APPLIED,
 };
 use ocm_edge_schemas::api::meta::find_condition;
 
@@ -53,6 +55,124 @@ pub enum AddonCommand {
         #[arg(long, required = true, value_delimiter = ',')]
         clusters: Vec<String>,
     },
+    /// Create an add-on from its agent's manifests (clusteradm's `addon create`): an
+    /// AddOnTemplate NAME rendering them per cluster ({{CLUSTER_NAME}}, {{INSTALL_NAMESPACE}},
+    /// a config's variables) and a ClusterManagementAddOn NAME using it, installed by hand
+    /// (`addon enable`). Apply the same objects with `apply -f` for anything more.
+    Create(CreateArgs),
+    /// Write the MQTT config of an add-on's hub-side controller: the hub's broker, its username
+    /// (`addons/NAME/controller`), password and CA, and the topics it may use (those of its
+    /// add-on on every cluster). Run it on the hub's machine; the file holds a secret (0600).
+    BrokerConfig(BrokerConfigArgs),
+}
+
+/// `addon create` options.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CreateArgs {
+    /// Add-on name (a DNS label).
+    pub name: String,
+    /// The agent's manifests: a file (YAML or JSON, multi-document), a directory, or - for
+    /// standard input. An AddOnTemplate there gives its agentSpec and registration.
+    #[arg(long, short = 'f', alias = "filename", value_name = "FILE|DIR")]
+    pub template: std::path::PathBuf,
+    /// Give the add-on's agent its own MQTT identity on each cluster (the Secret
+    /// NAME-hub-mqtt in its install namespace), as clusteradm's --hub-registration.
+    #[arg(long)]
+    pub hub_registration: bool,
+}
+
+/// `addon broker-config` options.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BrokerConfigArgs {
+    /// Add-on name.
+    pub name: String,
+    /// The broker as the controller reaches it (`host:port`; the hub's embedded broker listens
+    /// with TLS on 8883).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub broker_host: String,
+    /// Where to write the file (`-`: standard output).
+    #[arg(long, short = 'o', value_name = "FILE", default_value = "-")]
+    pub out: std::path::PathBuf,
+    #[command(flatten)]
+    pub data: crate::DataDirArg,
+}
+
+/// The MQTT config of add-on `args.name`'s hub-side controller (YAML): `broker`, `username`,
+/// `password`, `clientId`, `caData` (the hub's CA, PEM), `topics`.
+///
+/// # Errors
+/// [`CliError::Usage`] for a name that is no DNS label; [`CliError::Hub`] when the data directory
+/// has no hub CA or token key.
+pub fn broker_config(args: &BrokerConfigArgs) -> Result<String, CliError> {
+    use ocm_edge_schemas::wire::addon_identity;
+    check_name(&args.name)?;
+    let (_, tokens, ca) = super::cluster::hub_secrets(&args.data)?;
+    let ca = String::from_utf8_lossy(&ca).into_owned();
+    let username = addon_identity::controller_identity(&args.name);
+    let config = serde_json::json!({
+        "broker": format!("mqtts://{}", args.broker_host),
+        "username": username,
+        "password": tokens.addon_controller_password(&args.name),
+        "clientId": username,
+        "caData": ca,
+        "topics": {
+            "everyCluster": format!("addons/{}/clusters/+/#", args.name),
+            "oneCluster": addon_identity::identity(&args.name, "CLUSTER") + "/#",
+            "scores": addon_identity::scores_topic(&args.name, "CLUSTER"),
+        },
+    });
+    serde_yaml_ng::to_string(&config).map_err(|e| CliError::Hub(e.to_string()))
+}
+
+/// An add-on name is a DNS label (it is a topic level and part of Secret and work names).
+fn check_name(name: &str) -> Result<(), CliError> {
+    if ocm_edge_schemas::wire::topic::is_valid_name(name) && name.len() <= 63 {
+        Ok(())
+    } else {
+        Err(CliError::Usage(format!(
+            "add-on name {name:?} is not a DNS label ([a-z0-9-], at most 63)"
+        )))
+    }
+}
+
+/// The AddOnTemplate and ClusterManagementAddOn `addon create` applies.
+///
+/// # Errors
+/// [`CliError::Input`]-like errors for unreadable or invalid manifests, [`CliError::Usage`]
+/// for a bad name.
+pub fn create_objects(args: &CreateArgs) -> Result<Vec<serde_json::Value>, CliError> {
+    use serde_json::json;
+    check_name(&args.name)?;
+    let loaded = crate::manifests::read_objects(&args.template)?;
+    let given_template = loaded
+        .iter()
+        .find(|l| l.value.get("kind").and_then(|k| k.as_str()) == Some("AddOnTemplate"));
+    let (agent_spec, mut registration) = match given_template {
+        Some(t) => (
+            t.value["spec"]["agentSpec"].clone(),
+            t.value["spec"]
+                .get("registration")
+                .cloned()
+                .unwrap_or_else(|| json!([])),
+        ),
+        None => {
+            let manifests = crate::manifests::check_manifests(&args.template, &loaded)?;
+            (json!({"workload": {"manifests": manifests}}), json!([]))
+        }
+    };
+    if args.hub_registration && registration.as_array().is_none_or(Vec::is_empty) {
+        registration = json!([{"type": "KubeClient"}]);
+    }
+    Ok(vec![
+        json!({"apiVersion": "addon.open-cluster-management.io/v1alpha1", "kind": "AddOnTemplate",
+            "metadata": {"name": args.name},
+            "spec": {"addonName": args.name, "agentSpec": agent_spec, "registration": registration}}),
+        json!({"apiVersion": "addon.open-cluster-management.io/v1beta1",
+            "kind": "ClusterManagementAddOn", "metadata": {"name": args.name},
+            "spec": {"installStrategy": {"type": "Manual"},
+                "defaultConfigs": [{"group": "addon.open-cluster-management.io",
+                    "resource": "addontemplates", "name": args.name}]}}),
+    ])
 }
 
 fn status_of(conditions: &[ocm_edge_schemas::api::meta::Condition], type_: &str) -> String {
@@ -95,6 +215,7 @@ pub fn addon_detail(a: &AddOnView, now: DateTime<Utc>) -> String {
         "AVAILABLE",
         "SINCE",
         "PROGRESSING",
+        "MQTT IDENTITY",
         "CONFIGS",
     ]);
     for row in &a.clusters {
@@ -114,6 +235,16 @@ pub fn addon_detail(a: &AddOnView, now: DateTime<Utc>) -> String {
                 .map_or_else(|| "-".to_owned(), |t| ago(t, now)),
             find_condition(&row.conditions, CONDITION_PROGRESSING)
                 .map_or_else(|| "-".to_owned(), |c| c.reason.clone()),
+            find_condition(&row.conditions, CONDITION_REGISTRATION_APPLIED).map_or_else(
+                || "-".to_owned(),
+                |c| {
+                    if c.is_true() {
+                        "bound".to_owned()
+                    } else {
+                        c.reason.clone()
+                    }
+                },
+            ),
             row.configs.join(", "),
         ]);
     }
@@ -134,6 +265,24 @@ pub fn addon_detail(a: &AddOnView, now: DateTime<Utc>) -> String {
 /// # Errors
 /// See [`CliError`].
 pub async fn run(global: &GlobalArgs, cmd: AddonCommand) -> Result<(), CliError> {
+    if let AddonCommand::BrokerConfig(args) = &cmd {
+        let text = broker_config(args)?;
+        if args.out.as_os_str() == "-" {
+            return print(&text);
+        }
+        ocm_edge_hub::pki::write_file(&args.out, &text, true)
+            .map_err(|e| CliError::Hub(e.to_string()))?;
+        return print(&format!(
+            "wrote the MQTT config of add-on {}'s controller to {} (0600)\n",
+            args.name,
+            args.out.display()
+        ));
+    }
+    // Everything is checked before connecting: bad input never reaches the hub.
+    let created = match &cmd {
+        AddonCommand::Create(args) => Some(create_objects(args)?),
+        _ => None,
+    };
     let client = global.connect().await?;
     let now = Utc::now();
     let text = match cmd {
@@ -186,6 +335,21 @@ pub async fn run(global: &GlobalArgs, cmd: AddonCommand) -> Result<(), CliError>
                 clusters.join(", ")
             )
         }
+        AddonCommand::Create(args) => {
+            for object in created.unwrap_or_default() {
+                client.apply_object(object).await?;
+            }
+            format!(
+                "created add-on {name} (AddOnTemplate and ClusterManagementAddOn {name}): `ocm-edge addon enable --names {name} --clusters NAME` installs it{}\n",
+                if args.hub_registration {
+                    "; its agent gets its own MQTT identity on each cluster"
+                } else {
+                    ""
+                },
+                name = args.name
+            )
+        }
+        AddonCommand::BrokerConfig(_) => unreachable!("handled before connecting"),
         AddonCommand::Disable { names, clusters } => {
             client
                 .switch_addons(false, names.clone(), clusters.clone(), None)

@@ -123,6 +123,34 @@ pub struct BrokerConfigArgs {
     pub data: crate::DataDirArg,
 }
 
+/// The hub's PKI, join-token key and CA certificate (PEM) in the data directory `data`, for the
+/// broker configs written on the hub's machine.
+///
+/// # Errors
+/// [`CliError::Hub`] when the data directory has no hub CA or token key.
+pub(crate) fn hub_secrets(
+    data: &crate::DataDirArg,
+) -> Result<
+    (
+        ocm_edge_hub::pki::HubPki,
+        ocm_edge_hub::registration::join_token::JoinTokens,
+        Vec<u8>,
+    ),
+    CliError,
+> {
+    let pki = ocm_edge_hub::pki::HubPki::load_existing(&data.data_dir.join("pki"))
+        .map_err(|e| CliError::Hub(e.to_string()))?;
+    let tokens = ocm_edge_hub::registration::join_token::JoinTokens::load_or_create(&data.data_dir)
+        .map_err(|e| CliError::Hub(e.to_string()))?;
+    let ca = std::fs::read(pki.ca_file()).map_err(|e| {
+        CliError::Hub(format!(
+            "cannot read the hub's CA {}: {e}",
+            pki.ca_file().display()
+        ))
+    })?;
+    Ok((pki, tokens, ca))
+}
+
 /// The MQTT config file OCM's sdk-go reads for cluster `args.name` of the hub in `args.data`:
 /// `brokerHost`, `username`, `password`, the hub's CA and a TLS client certificate of the cluster
 /// with its key (`caData`, `clientCertData`, `clientKeyData`: base64 of the PEM), `topics`.
@@ -135,17 +163,7 @@ pub fn broker_config(args: &BrokerConfigArgs) -> Result<String, CliError> {
     ocm_edge_schemas::validate::validate_cluster_name(&args.name)
         .map_err(|e| CliError::Usage(e.to_string()))?;
     let usage = |e: topic::TopicError| CliError::Usage(e.to_string());
-    let pki = ocm_edge_hub::pki::HubPki::load_existing(&args.data.data_dir.join("pki"))
-        .map_err(|e| CliError::Hub(e.to_string()))?;
-    let tokens =
-        ocm_edge_hub::registration::join_token::JoinTokens::load_or_create(&args.data.data_dir)
-            .map_err(|e| CliError::Hub(e.to_string()))?;
-    let ca = std::fs::read(pki.ca_file()).map_err(|e| {
-        CliError::Hub(format!(
-            "cannot read the hub's CA {}: {e}",
-            pki.ca_file().display()
-        ))
-    })?;
+    let (pki, tokens, ca) = hub_secrets(&args.data)?;
     // OCM's sdk-go speaks TLS only with a client certificate; the embedded broker asks for none
     // and knows the cluster by its password.
     let (cert, key) = pki

@@ -769,3 +769,97 @@ spec:
     assert!(!stats.contains("hooked"), "{stats}");
     fleet.shutdown().await;
 }
+
+/// `addon create` makes an add-on of an agent's manifests (as clusteradm's), with
+/// `--hub-registration` its agent gets its own MQTT identity: once enabled, the cluster's agent
+/// writes the Secret `probe-hub-mqtt` next to the agent and `addon get` shows the identity
+/// bound; `addon broker-config` writes its controller's login on the hub's machine. Bad names
+/// and manifests are refused before anything reaches the hub.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn addon_create_with_hub_registration_gives_the_agent_its_own_identity() {
+    let mut fleet = fleet().await;
+    fleet.start_accepted("edge-1", &[]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let manifests = dir.path().join("probe.yaml");
+    std::fs::write(
+        &manifests,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: probe\n  namespace: '{{INSTALL_NAMESPACE}}'\ndata:\n  cluster: '{{CLUSTER_NAME}}'\n",
+    )
+    .unwrap();
+    let file = manifests.to_str().unwrap();
+    let created = ok(&ocm_edge(
+        &fleet,
+        &["addon", "create", "probe", "-f", file, "--hub-registration"],
+    )
+    .await);
+    assert!(
+        created.contains("created add-on probe") && created.contains("own MQTT identity"),
+        "{created}"
+    );
+    ok(&addon(&fleet, "enable", "probe", "edge-1").await);
+    let ns = "open-cluster-management-agent-addon";
+    let settings = fleet
+        .wait_sim("edge-1", "the add-on's ConfigMap", |sim| {
+            sim.get("ConfigMap", ns, "probe")
+        })
+        .await
+        .unwrap();
+    assert_eq!(settings["data"]["cluster"], "edge-1");
+    fleet
+        .wait_sim("edge-1", "the add-on's MQTT Secret", |sim| {
+            sim.get("Secret", ns, "probe-hub-mqtt")
+        })
+        .await
+        .unwrap();
+    let shown = wait_for("the identity bound", WAIT, || async {
+        let out = ocm_edge(&fleet, &["addon", "get", "probe"]).await;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.contains("bound").then_some(text)
+    })
+    .await
+    .unwrap();
+    assert!(shown.contains("MQTT IDENTITY"), "{shown}");
+
+    let config = dir.path().join("probe-controller.yaml");
+    let written = std::process::Command::new(BIN)
+        .args([
+            "addon",
+            "broker-config",
+            "probe",
+            "--broker-host",
+            "hub.example:8883",
+        ])
+        .arg("--data-dir")
+        .arg(fleet.hub_dir())
+        .arg("-o")
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(written.status.success(), "{written:?}");
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(
+        text.contains("username: addons/probe/controller")
+            && text.contains("mqtts://hub.example:8883")
+            && text.contains("BEGIN CERTIFICATE"),
+        "{text}"
+    );
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&config).unwrap().permissions())
+            & 0o777,
+        0o600,
+        "it holds a secret"
+    );
+
+    // Bad input changes nothing on the hub.
+    let bad = ocm_edge(&fleet, &["addon", "create", "Probe_2", "-f", file]).await;
+    fails_mentioning(&bad, &["\"Probe_2\" is not a DNS label"]);
+    std::fs::write(&manifests, "kind: ConfigMap\nmetadata: {}\n").unwrap();
+    let bad = ocm_edge(&fleet, &["addon", "create", "probe-2", "-f", file]).await;
+    assert!(!bad.status.success());
+    let listed = ok(&ocm_edge(&fleet, &["addon", "list"]).await);
+    assert!(
+        !listed.contains("probe-2") && !listed.contains("Probe_2"),
+        "{listed}"
+    );
+    fleet.shutdown().await;
+}
