@@ -340,6 +340,25 @@ impl Mosquitto {
         )
     }
 
+    /// Appends `text` to the file `name` of its directory (with [`Mosquitto::start_shipped`],
+    /// `ocm-edge.acl` or `ocm-edge-clusters.acl`: what an operator adds to the shipped file),
+    /// read at the next [`Mosquitto::reload`] or start.
+    ///
+    /// # Errors
+    /// [`MosquittoError::Files`] when the file cannot be written.
+    pub fn append_to_file(&self, name: &str, text: &str) -> Result<(), MosquittoError> {
+        use std::io::Write as _;
+        let files = |source| MosquittoError::Files {
+            dir: self.dir.path().to_owned(),
+            source,
+        };
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(self.dir.path().join(name))
+            .and_then(|mut f| f.write_all(text.as_bytes()))
+            .map_err(files)
+    }
+
     /// What mosquitto logged so far (errors, warnings, notices).
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("mosquitto.log")).unwrap_or_default()
