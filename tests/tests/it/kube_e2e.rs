@@ -117,6 +117,49 @@ impl E2e {
 
 /// The real agent binary for `cluster` on `fleet`'s hub broker, on the real cluster through
 /// `kubeconfig`, with its store in `data_dir` (add `unjoin` for that subcommand).
+/// An add-on agent's login from its Secret's fields (`field`), for Mosquitto's clients.
+fn addon_login(field: &dyn Fn(&str) -> String, dir: &std::path::Path) -> Vec<String> {
+    let broker = field("broker");
+    let (host, port) = broker
+        .strip_prefix("mqtts://")
+        .and_then(|hp| hp.rsplit_once(':'))
+        .unwrap();
+    let ca = dir.join("addon-ca.crt");
+    std::fs::write(&ca, field("ca.crt")).unwrap();
+    [
+        "-V",
+        "5",
+        "-h",
+        host,
+        "-p",
+        port,
+        "--cafile",
+        ca.to_str().unwrap(),
+        "-u",
+        &field("username"),
+        "-P",
+        &field("password"),
+        "-i",
+        &field("clientId"),
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
+/// Runs a Mosquitto client with `login` and `args`.
+async fn mqtt(program: &std::path::Path, login: &[String], args: &[&str]) -> std::process::Output {
+    let run = tokio::process::Command::new(program)
+        .args(login)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    tokio::time::timeout(WAIT + Duration::from_secs(10), run)
+        .await
+        .unwrap()
+        .unwrap()
+}
+
 fn agent_command(
     fleet: &Fleet,
     cluster: &str,
@@ -418,7 +461,8 @@ async fn e2e_a_template_addon_is_installed_with_the_clusters_variables_on_a_real
     let hub = fleet.admin().await;
     let template = json!({"apiVersion": "addon.open-cluster-management.io/v1alpha1",
     "kind": "AddOnTemplate", "metadata": {"name": "probe"},
-    "spec": {"addonName": "probe", "agentSpec": {"workload": {"manifests": [
+    "spec": {"addonName": "probe", "registration": [{"type": "KubeClient"}],
+    "agentSpec": {"workload": {"manifests": [
         {"apiVersion": "v1", "kind": "ServiceAccount",
          "metadata": {"name": "probe-agent", "namespace": "{{INSTALL_NAMESPACE}}"}},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
@@ -488,6 +532,48 @@ async fn e2e_a_template_addon_is_installed_with_the_clusters_variables_on_a_real
         deployment["spec"]["template"]["spec"]["containers"][0]["args"][0],
         format!("--cluster={ADDON_CLUSTER}")
     );
+    // Its own MQTT identity: the agent wrote the Secret next to it on the real API server, and
+    // Mosquitto's clients log in with what it holds and use the add-on's topics.
+    let secret_ref = object("Secret", "v1", "probe-hub-mqtt");
+    wait_until("the add-on's MQTT Secret", WAIT, || async {
+        get(&admin, &secret_ref).await.is_some()
+    })
+    .await
+    .unwrap();
+    let secret = get(&admin, &secret_ref).await.unwrap();
+    assert_eq!(secret["type"], "Opaque");
+    let field = |k: &str| {
+        use base64::Engine as _;
+        String::from_utf8(
+            base64::engine::general_purpose::STANDARD
+                .decode(
+                    secret["data"][k]
+                        .as_str()
+                        .unwrap_or_else(|| panic!("no {k}")),
+                )
+                .unwrap(),
+        )
+        .unwrap()
+    };
+    assert_eq!(
+        field("username"),
+        format!("addons/probe/clusters/{ADDON_CLUSTER}")
+    );
+    let login = addon_login(&field, dir.path());
+    if let Some(clients) = crate::addon_identity::require_clients(
+        "e2e_a_template_addon_is_installed_with_the_clusters_variables_on_a_real_api_server",
+    ) {
+        let topic = format!("addons/probe/clusters/{ADDON_CLUSTER}/to-hub");
+        let out = mqtt(
+            &clients.0,
+            &login,
+            &["-q", "1", "-r", "-t", &topic, "-m", "ready"],
+        )
+        .await;
+        assert!(out.status.success(), "{out:?}");
+        let out = mqtt(&clients.1, &login, &["-C", "1", "-W", "30", "-t", &topic]).await;
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ready");
+    }
     wait_until("the add-on applied at the hub", WAIT, || async {
         hub.get_addon("probe", Some(ADDON_CLUSTER))
             .await
@@ -511,7 +597,8 @@ async fn e2e_a_template_addon_is_installed_with_the_clusters_variables_on_a_real
     .await
     .unwrap();
     wait_until("the add-on's objects gone", WAIT, || async {
-        get(&admin, &settings).await.is_none()
+        get(&admin, &secret_ref).await.is_none()
+            && get(&admin, &settings).await.is_none()
             && get(&admin, &object("Deployment", "apps/v1", "probe-agent"))
                 .await
                 .is_none()
@@ -523,6 +610,19 @@ async fn e2e_a_template_addon_is_installed_with_the_clusters_variables_on_a_real
         get(&admin, &namespace).await.is_some(),
         "the install namespace stays (other add-ons may share it)"
     );
+    if let Some(clients) = crate::addon_identity::require_clients("e2e (disabled add-on)") {
+        let topic = format!("addons/probe/clusters/{ADDON_CLUSTER}/to-hub");
+        let out = mqtt(
+            &clients.0,
+            &login,
+            &["-q", "1", "-t", &topic, "-m", "gone?"],
+        )
+        .await;
+        assert!(
+            !out.status.success(),
+            "a disabled add-on's identity logs in no more"
+        );
+    }
     agent.kill().await.unwrap();
 }
 
