@@ -198,6 +198,9 @@ impl AgentConfig {
         if ocm_edge_schemas::validate::is_reserved_identity_name(&self.cluster_name) {
             return Err(ConfigError::ReservedName(self.cluster_name.clone()));
         }
+        if let Err(e) = ocm_edge_schemas::validate::validate_cluster_name(&self.cluster_name) {
+            return Err(ConfigError::ClusterName(e.to_string()));
+        }
         if !is_valid_name(&self.source_id) {
             return Err(ConfigError::BadName {
                 what: "source id",
@@ -297,6 +300,9 @@ pub enum ConfigError {
         "cluster name {0:?} is the broker identity of one of ocm-edge's own parties (hub, CLI, dashboard), which has other rights on the broker: choose another name"
     )]
     ReservedName(String),
+    /// A cluster name the hub refuses (see `ocm_edge_schemas::validate::validate_cluster_name`).
+    #[error("--cluster-name: {0}")]
+    ClusterName(String),
     #[error(
         "--accept-unsigned-specs-from {unsigned:?} names another source than the one this agent serves ({serves:?}): name the source whose events may come unsigned, or leave the option out"
     )]

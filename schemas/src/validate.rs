@@ -248,6 +248,16 @@ pub fn validate_cluster_name(name: &str) -> Result<(), ValidationError> {
                 .to_string(),
         });
     }
+    if RESERVED_TOPIC_ROOTS.contains(&name) {
+        return Err(ValidationError::InvalidName {
+            what: NameKind::Cluster,
+            name: name.to_string(),
+            reason: "it is the first level of ocm-edge's topics, and a broker that gives each \
+                     username the topics below its own name (Mosquitto's certificate listener, \
+                     for add-on agents) would give such a cluster all of them; choose another name"
+                .to_string(),
+        });
+    }
     let rule = "use lower case letters, digits and '-', starting and ending with a letter or digit, \
                 at most 63 characters (it is a Kubernetes namespace and an MQTT topic level)";
     dns1123_label_problem(name, MAX_CLUSTER_NAME_LEN).map_or(Ok(()), |problem| {
@@ -264,6 +274,10 @@ pub fn validate_cluster_name(name: &str) -> Result<(), ValidationError> {
 /// cluster of such a name that party's rights, so no cluster may have one.
 pub const RESERVED_IDENTITY_NAMES: [&str; 3] =
     ["ocm-edge-hub", "ocm-edge-operator", "ocm-edge-dashboard"];
+
+/// The first levels of ocm-edge's topics (OCM's `sources/`, ocm-edge's own, add-ons'): no
+/// cluster may be named like one.
+pub const RESERVED_TOPIC_ROOTS: [&str; 3] = ["sources", "ocm-edge", "addons"];
 
 /// Whether `name` is one of [`RESERVED_IDENTITY_NAMES`].
 pub fn is_reserved_identity_name(name: &str) -> bool {

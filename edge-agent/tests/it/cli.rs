@@ -73,6 +73,17 @@ fn a_cluster_named_like_the_hubs_broker_identity_is_refused_before_it_connects()
 }
 
 #[test]
+fn a_cluster_named_like_the_first_level_of_ocm_edges_topics_is_refused_before_it_connects() {
+    let err = refused_cluster_name("addons");
+    assert!(
+        err.contains("\"addons\"")
+            && err.contains("first level of ocm-edge's topics")
+            && err.contains("choose another name"),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_lease_below_five_seconds_from_the_environment_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let out = agent()

@@ -39,6 +39,18 @@ fn the_names_of_ocm_edges_own_broker_identities_are_no_cluster_names() {
 }
 
 #[test]
+fn the_first_levels_of_ocm_edges_topics_are_no_cluster_names() {
+    for name in ["sources", "ocm-edge", "addons"] {
+        let e = validate_cluster_name(name).unwrap_err().to_string();
+        assert!(
+            e.contains("first level of ocm-edge's topics") && e.contains("choose another name"),
+            "{e}"
+        );
+    }
+    assert_eq!(validate_cluster_name("addons-1"), Ok(()));
+}
+
+#[test]
 fn cluster_names_that_are_empty_too_long_or_dash_edged_are_rejected() {
     assert!(
         validate_cluster_name("")
