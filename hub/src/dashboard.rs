@@ -9,6 +9,11 @@
 //! - `ocm-edge/<source>/dashboard/works/<cluster>/<work>`:
 //!   `{"cluster","name","version","deleting","conditions":{"Applied":"True",...},"statusUpdated"}`;
 //!   an empty retained payload once the work is forgotten (which clears it on the broker).
+//! - `ocm-edge/<source>/dashboard/addons/<addon>`:
+//!   `{"name","install","enabled","available","progressing","registered"}`; cleared once deleted.
+//! - `ocm-edge/<source>/dashboard/addons/<addon>/clusters/<cluster>`:
+//!   `{"addon","cluster","namespace","conditions":{"Available":"True",...},"deleting"}`; cleared
+//!   once the add-on is removed from the cluster.
 //!
 //! Dashboards are a convenience: they must not rely on every retained message arriving (a broker
 //! may cap what it replays to a new wildcard subscriber, or keep retained messages only in
@@ -24,6 +29,12 @@ use ocm_edge_schemas::api::work::WORK_APPLIED;
 use ocm_edge_schemas::wire::topic;
 use serde_json::{Map, Value, json};
 
+use ocm_edge_schemas::api::addon::{
+    CONDITION_AVAILABLE, CONDITION_PROGRESSING, CONDITION_REGISTRATION_APPLIED,
+    ClusterManagementAddOn, ManagedClusterAddOn,
+};
+
+use crate::core::objects::{ObjectKey, ObjectKind};
 use crate::core::{ClusterRecord, ClusterState, HubCore, Record, WorkKey, WorkRecord};
 
 /// One retained message to publish.
@@ -42,6 +53,9 @@ pub struct Dirty {
     clusters: BTreeSet<String>,
     works: BTreeSet<WorkKey>,
     summary: bool,
+    addons: BTreeSet<String>,
+    /// `(add-on, cluster)`.
+    cluster_addons: BTreeSet<(String, String)>,
 }
 
 impl Dirty {
@@ -67,18 +81,37 @@ impl Dirty {
                     self.clusters.insert(name.clone());
                     self.summary = true;
                 }
+                Record::Object(o) => self.add_object(&o.key()),
+                Record::ForgetObject(key) => self.add_object(key),
                 Record::Counters(_)
                 | Record::RemovedRevoked(_)
                 | Record::UnknownPresence(..)
-                | Record::Object(_)
-                | Record::ForgetObject(_)
                 | Record::SpecClock(_) => {}
             }
         }
     }
 
+    /// An add-on or one cluster's add-on changed (other objects have no view).
+    fn add_object(&mut self, key: &ObjectKey) {
+        match key.kind {
+            ObjectKind::ClusterManagementAddOn => {
+                self.addons.insert(key.name.clone());
+            }
+            ObjectKind::ManagedClusterAddOn => {
+                self.addons.insert(key.name.clone());
+                self.cluster_addons
+                    .insert((key.name.clone(), key.namespace.clone()));
+            }
+            _ => {}
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
-        self.clusters.is_empty() && self.works.is_empty() && !self.summary
+        self.clusters.is_empty()
+            && self.works.is_empty()
+            && !self.summary
+            && self.addons.is_empty()
+            && self.cluster_addons.is_empty()
     }
 }
 
@@ -111,6 +144,30 @@ pub fn render(core: &HubCore, dirty: &Dirty) -> Vec<DashboardMessage> {
         let payload = core
             .work(key)
             .map(|w| compact(&work_json(w)))
+            .unwrap_or_default();
+        out.push(DashboardMessage { topic: t, payload });
+    }
+    for (addon, cluster) in &dirty.cluster_addons {
+        let Ok(t) = topic::dashboard_cluster_addon(source, addon, cluster) else {
+            continue;
+        };
+        let key = ObjectKey::new(ObjectKind::ManagedClusterAddOn, cluster, addon);
+        let payload = core
+            .objects()
+            .get(&key)
+            .and_then(|o| o.as_cluster_addon())
+            .map(|m| compact(&cluster_addon_json(m)))
+            .unwrap_or_default();
+        out.push(DashboardMessage { topic: t, payload });
+    }
+    for addon in &dirty.addons {
+        let Ok(t) = topic::dashboard_addon(source, addon) else {
+            continue;
+        };
+        let payload = core
+            .addons()
+            .find(|a| a.metadata.name == *addon)
+            .map(|a| compact(&addon_json(core, a)))
             .unwrap_or_default();
         out.push(DashboardMessage { topic: t, payload });
     }
@@ -222,6 +279,44 @@ fn work_json(w: &WorkRecord) -> Value {
         "deleting": w.deleting.is_some(),
         "conditions": conditions,
         "statusUpdated": w.status_updated,
+    })
+}
+
+fn addon_json(core: &HubCore, a: &ClusterManagementAddOn) -> Value {
+    let (mut enabled, mut available, mut progressing, mut registered) = (0, 0, 0, 0);
+    for m in core
+        .cluster_addons()
+        .filter(|m| m.metadata.name == a.metadata.name)
+    {
+        enabled += 1;
+        let is_true = |t: &str| is_condition_true(&m.status.conditions, t);
+        available += u64::from(is_true(CONDITION_AVAILABLE));
+        progressing += u64::from(is_true(CONDITION_PROGRESSING));
+        registered += u64::from(is_true(CONDITION_REGISTRATION_APPLIED));
+    }
+    json!({
+        "name": a.metadata.name,
+        "install": a.spec.install_strategy.type_,
+        "enabled": enabled,
+        "available": available,
+        "progressing": progressing,
+        "registered": registered,
+    })
+}
+
+fn cluster_addon_json(m: &ManagedClusterAddOn) -> Value {
+    let conditions: Map<String, Value> = m
+        .status
+        .conditions
+        .iter()
+        .map(|c| (c.type_.clone(), Value::from(c.status.as_str())))
+        .collect();
+    json!({
+        "addon": m.metadata.name,
+        "cluster": m.metadata.namespace,
+        "namespace": m.status.namespace,
+        "conditions": conditions,
+        "deleting": m.metadata.deletion_timestamp.is_some(),
     })
 }
 

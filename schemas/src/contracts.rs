@@ -36,7 +36,9 @@ use crate::api::replicaset::ManifestWorkReplicaSet;
 use crate::api::work::{ManifestBundle, ManifestBundleStatus, ManifestWork};
 use crate::wire::cluster_events::Presence;
 use crate::wire::resync::{ResourceVersionList, StatusHashList};
-use dashboard::{DashboardCluster, DashboardSummary, DashboardWork};
+use dashboard::{
+    DashboardAddOn, DashboardCluster, DashboardClusterAddOn, DashboardSummary, DashboardWork,
+};
 
 /// Directory of the JSON Schemas, relative to `schemas/`.
 pub const JSON_DIR: &str = "json";
@@ -79,6 +81,8 @@ pub mod schema_files {
     pub const DASHBOARD_SUMMARY: &str = "dashboard-summary.schema.json";
     pub const DASHBOARD_CLUSTER: &str = "dashboard-cluster.schema.json";
     pub const DASHBOARD_WORK: &str = "dashboard-work.schema.json";
+    pub const DASHBOARD_ADDON: &str = "dashboard-addon.schema.json";
+    pub const DASHBOARD_CLUSTER_ADDON: &str = "dashboard-cluster-addon.schema.json";
 }
 
 /// Errors producing or syncing contract files.
@@ -167,6 +171,8 @@ pub fn json_schema_files() -> Vec<ContractFile> {
         schema_file::<DashboardSummary>(DASHBOARD_SUMMARY),
         schema_file::<DashboardCluster>(DASHBOARD_CLUSTER),
         schema_file::<DashboardWork>(DASHBOARD_WORK),
+        schema_file::<DashboardAddOn>(DASHBOARD_ADDON),
+        schema_file::<DashboardClusterAddOn>(DASHBOARD_CLUSTER_ADDON),
     ]
 }
 

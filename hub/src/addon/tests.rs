@@ -579,6 +579,11 @@ fn a_pre_delete_hook_runs_before_the_addon_is_removed_and_never_while_installed(
 
 /// Reports the work `key` deleted by its agent.
 fn report_deleted(core: &mut HubCore, key: &WorkKey, secs: i64) {
+    report_deleted_change(core, key, secs);
+}
+
+/// [`report_deleted`], returning what it changed.
+fn report_deleted_change(core: &mut HubCore, key: &WorkKey, secs: i64) -> Change {
     let work = core.work(key).unwrap().clone();
     let mut status = ManifestWorkStatus::default();
     status.conditions.push(Condition::new(
@@ -595,7 +600,7 @@ fn report_deleted(core: &mut HubCore, key: &WorkKey, secs: i64) {
         &seq,
         status,
     );
-    step(core, reported, secs);
+    step(core, reported, secs)
 }
 
 #[test]
@@ -917,4 +922,39 @@ fn an_addon_identity_gets_a_certificate_for_its_key_renewed_and_revoked_once_dis
             .get(crate::core::counter::ADDON_REGISTRATIONS_REFUSED),
         before + 1
     );
+}
+
+#[test]
+fn an_addons_dashboard_views_follow_it_and_are_cleared_once_it_is_gone() {
+    let mut core = with_hello_world();
+    enable(&mut core, "edge-1");
+    let change = reconcile(&mut core, 2);
+    let view = |msgs: &[crate::dashboard::DashboardMessage], topic: &str| {
+        msgs.iter()
+            .find(|m| m.topic == topic)
+            .map(|m| m.payload.clone())
+    };
+    let addon_topic = "ocm-edge/ocm-edge/dashboard/addons/hello-template";
+    let cluster_topic = "ocm-edge/ocm-edge/dashboard/addons/hello-template/clusters/edge-1";
+    let msgs = crate::dashboard::messages_for(&core, &change.records);
+    let on_cluster: Value = serde_json::from_slice(&view(&msgs, cluster_topic).unwrap()).unwrap();
+    assert_eq!(on_cluster["namespace"], "hello-ns");
+    assert_eq!(on_cluster["conditions"]["Configured"], "True");
+    let addon: Value = serde_json::from_slice(&view(&msgs, addon_topic).unwrap()).unwrap();
+    assert_eq!(addon["enabled"], 1);
+
+    // Disabled: the cluster's view is cleared once the add-on is forgotten there.
+    let mca = cluster_addon(&core, "edge-1").unwrap().clone();
+    let mut records = core.disable_addon(&mca, t(3)).records;
+    core.apply(&records);
+    let key = WorkKey::new("edge-1", work_name("hello-template"));
+    if core.work(&key).is_some() {
+        records.extend(report_deleted_change(&mut core, &key, 4).records);
+    }
+    records.extend(reconcile(&mut core, 5).records);
+    assert!(cluster_addon(&core, "edge-1").is_none());
+    let msgs = crate::dashboard::messages_for(&core, &records);
+    assert_eq!(view(&msgs, cluster_topic), Some(vec![]), "cleared");
+    let addon: Value = serde_json::from_slice(&view(&msgs, addon_topic).unwrap()).unwrap();
+    assert_eq!(addon["enabled"], 0);
 }

@@ -6,7 +6,9 @@ use std::path::PathBuf;
 
 use ocm_edge_hub::core::{ClusterRecord, CoreConfig, Counters, HubCore, Record, WorkRecord};
 use ocm_edge_hub::dashboard;
-use ocm_edge_schemas::contracts::dashboard::{DashboardCluster, DashboardSummary, DashboardWork};
+use ocm_edge_schemas::contracts::dashboard::{
+    DashboardAddOn, DashboardCluster, DashboardClusterAddOn, DashboardSummary, DashboardWork,
+};
 use ocm_edge_schemas::contracts::{JSON_DIR, schema_files};
 use serde_json::{Value, json};
 
@@ -159,4 +161,68 @@ fn work_views_match_their_published_schema() {
         let typed: DashboardWork = serde_json::from_value(view.clone()).unwrap();
         assert!(topic.ends_with(&format!("{}/{}", typed.cluster, typed.name)));
     }
+}
+
+/// A core with an add-on (its template) enabled on the accepted cluster, after a fleet pass,
+/// and every record the hub stored for it.
+fn core_with_addon() -> (HubCore, Vec<Record>) {
+    let (mut core, mut records) = core();
+    let now = chrono::DateTime::parse_from_rfc3339("2026-11-21T12:00:00Z")
+        .unwrap()
+        .to_utc();
+    for v in [
+        json!({"apiVersion": "addon.open-cluster-management.io/v1alpha1", "kind": "AddOnTemplate",
+            "metadata": {"name": "probe"},
+            "spec": {"addonName": "probe", "registration": [{"type": "KubeClient"}],
+                "agentSpec": {"workload": {"manifests": [
+                    {"apiVersion": "v1", "kind": "ConfigMap",
+                     "metadata": {"name": "probe", "namespace": "{{INSTALL_NAMESPACE}}"}}]}}}}),
+        json!({"apiVersion": "addon.open-cluster-management.io/v1beta1",
+            "kind": "ClusterManagementAddOn", "metadata": {"name": "probe"},
+            "spec": {"defaultConfigs": [{"group": "addon.open-cluster-management.io",
+                "resource": "addontemplates", "name": "probe"}]}}),
+        json!({"apiVersion": "addon.open-cluster-management.io/v1beta1",
+            "kind": "ManagedClusterAddOn", "metadata": {"name": "probe", "namespace": "edge-1"}}),
+    ] {
+        let object = ocm_edge_schemas::api::object::OcmObject::from_value(v).unwrap();
+        let stored = ocm_edge_hub::core::objects::StoredObject::from_applied(object).unwrap();
+        let (change, _, _) = core.apply_object(stored, now).unwrap();
+        core.apply(&change.records);
+        records.extend(change.records);
+    }
+    records.extend(core.reconcile_fleet(now).records);
+    (core, records)
+}
+
+#[test]
+fn addon_views_match_their_published_schemas() {
+    let (core, records) = core_with_addon();
+    let msgs = dashboard::messages_for(&core, &records);
+    let view = |topic: &str| -> Value {
+        let m = msgs
+            .iter()
+            .find(|m| m.topic == topic)
+            .unwrap_or_else(|| panic!("no {topic}"));
+        serde_json::from_slice(&m.payload).unwrap()
+    };
+    let addon = view("ocm-edge/ocm-edge/dashboard/addons/probe");
+    assert_valid(schema_files::DASHBOARD_ADDON, &addon);
+    let typed: DashboardAddOn = serde_json::from_value(addon).unwrap();
+    assert_eq!(
+        (typed.install.as_str(), typed.enabled, typed.registered),
+        ("Manual", 1, 0),
+        "enabled on edge-1, its identity not bound yet"
+    );
+    let on_cluster = view("ocm-edge/ocm-edge/dashboard/addons/probe/clusters/edge-1");
+    assert_valid(schema_files::DASHBOARD_CLUSTER_ADDON, &on_cluster);
+    let typed: DashboardClusterAddOn = serde_json::from_value(on_cluster).unwrap();
+    assert_eq!(
+        (typed.addon.as_str(), typed.cluster.as_str()),
+        ("probe", "edge-1")
+    );
+    assert_eq!(
+        typed.conditions.get("RegistrationApplied"),
+        Some(&ocm_edge_schemas::api::meta::ConditionStatus::False)
+    );
+    assert!(!typed.deleting);
 }

@@ -443,6 +443,20 @@ fn messages() -> Vec<MessageSpec> {
             envelope: Envelope::Dashboard,
             payload: files::DASHBOARD_WORK,
         },
+        MessageSpec {
+            id: "dashboardAddOn",
+            title: "Dashboard: one add-on",
+            summary: "One add-on over the fleet: install strategy, and on how many clusters it is enabled, available, progressing and registered; an empty payload once deleted.",
+            envelope: Envelope::Dashboard,
+            payload: files::DASHBOARD_ADDON,
+        },
+        MessageSpec {
+            id: "dashboardClusterAddOn",
+            title: "Dashboard: one add-on on one cluster",
+            summary: "Install namespace, conditions by type, deleting; an empty payload once removed from the cluster.",
+            envelope: Envelope::Dashboard,
+            payload: files::DASHBOARD_CLUSTER_ADDON,
+        },
     ]
 }
 
@@ -584,6 +598,31 @@ fn channels() -> Vec<ChannelSpec> {
             description: "Retained compact JSON for MQTT dashboards; never required to arrive.",
             params: vec![SOURCE, CLUSTER, WORK],
             messages: vec!["dashboardWork"],
+            retained: true,
+        },
+        ChannelSpec {
+            id: "dashboardAddOn",
+            address: address(Topic::DashboardAddOn {
+                source: p(SOURCE.name),
+                addon: p(ADDON.name),
+            }),
+            title: "Dashboard: one add-on (retained)",
+            description: "Retained compact JSON for MQTT dashboards; never required to arrive.",
+            params: vec![SOURCE, ADDON],
+            messages: vec!["dashboardAddOn"],
+            retained: true,
+        },
+        ChannelSpec {
+            id: "dashboardClusterAddOn",
+            address: address(Topic::DashboardClusterAddOn {
+                source: p(SOURCE.name),
+                addon: p(ADDON.name),
+                cluster: p(CLUSTER.name),
+            }),
+            title: "Dashboard: one add-on on one cluster (retained)",
+            description: "Retained compact JSON for MQTT dashboards; never required to arrive.",
+            params: vec![SOURCE, ADDON, CLUSTER],
+            messages: vec!["dashboardClusterAddOn"],
             retained: true,
         },
     ]
@@ -761,6 +800,16 @@ fn operations(channels: &[ChannelSpec]) -> Vec<OperationSpec> {
             "dashboardWork",
             "hubSendDashboardWork",
             "watcherReceiveDashboardWork",
+        ),
+        (
+            "dashboardAddOn",
+            "hubSendDashboardAddOn",
+            "watcherReceiveDashboardAddOn",
+        ),
+        (
+            "dashboardClusterAddOn",
+            "hubSendDashboardClusterAddOn",
+            "watcherReceiveDashboardClusterAddOn",
         ),
     ] {
         ops.push(op(

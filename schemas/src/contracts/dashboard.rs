@@ -82,3 +82,37 @@ pub struct DashboardWork {
     /// When the hub accepted the latest status; null before the first.
     pub status_updated: Option<Time>,
 }
+
+/// `ocm-edge/<source>/dashboard/addons/<addon>`: one add-on over the fleet; an empty retained
+/// payload once the add-on is deleted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DashboardAddOn {
+    pub name: String,
+    /// Its install strategy: `Manual` or `Placements`.
+    pub install: String,
+    /// Clusters it is enabled on.
+    pub enabled: u64,
+    /// Of those, where its Available condition is True.
+    pub available: u64,
+    /// Of those, where a new config is rolling out (Progressing True).
+    pub progressing: u64,
+    /// Of those, where its agent's own MQTT identity is bound (RegistrationApplied True).
+    pub registered: u64,
+}
+
+/// `ocm-edge/<source>/dashboard/addons/<addon>/clusters/<cluster>`: one add-on on one cluster;
+/// an empty retained payload once it is removed from the cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DashboardClusterAddOn {
+    pub addon: String,
+    pub cluster: String,
+    /// Where its agent is installed on the cluster.
+    pub namespace: String,
+    /// Its conditions by type (`{"Available":"True","ManifestApplied":"True",...}`).
+    #[serde(default)]
+    pub conditions: BTreeMap<String, ConditionStatus>,
+    /// Being removed (its pre-delete hooks run).
+    pub deleting: bool,
+}

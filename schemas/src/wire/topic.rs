@@ -48,6 +48,14 @@ pub enum Topic {
         cluster: String,
         work: String,
     },
+    /// `ocm-edge/S/dashboard/addons/A` (retained).
+    DashboardAddOn { source: String, addon: String },
+    /// `ocm-edge/S/dashboard/addons/A/clusters/C` (retained).
+    DashboardClusterAddOn {
+        source: String,
+        addon: String,
+        cluster: String,
+    },
     /// `addons/A/clusters/C/placementscores`: add-on A's agent on C to the hub
     /// (`crate::wire::addon_identity`).
     AddOnScores { addon: String, cluster: String },
@@ -134,6 +142,19 @@ impl Topic {
                 name("add-on name", addon)?;
                 name("cluster name", cluster)
             }
+            Self::DashboardAddOn { source, addon } => {
+                name("source id", source)?;
+                name("add-on name", addon)
+            }
+            Self::DashboardClusterAddOn {
+                source,
+                addon,
+                cluster,
+            } => {
+                name("source id", source)?;
+                name("add-on name", addon)?;
+                name("cluster name", cluster)
+            }
         }
     }
 
@@ -192,6 +213,17 @@ impl Topic {
                 addon: owned(a),
                 cluster: owned(c),
             },
+            [OCM_EDGE_PREFIX, s, "dashboard", "addons", a] => Self::DashboardAddOn {
+                source: owned(s),
+                addon: owned(a),
+            },
+            [OCM_EDGE_PREFIX, s, "dashboard", "addons", a, "clusters", c] => {
+                Self::DashboardClusterAddOn {
+                    source: owned(s),
+                    addon: owned(a),
+                    cluster: owned(c),
+                }
+            }
             _ => return Err(TopicError::Unknown(topic.to_owned())),
         };
         parsed.validate()?;
@@ -234,6 +266,17 @@ impl fmt::Display for Topic {
                 f,
                 "addons/{addon}/clusters/{cluster}/{}",
                 super::addon_identity::SCORES_LEVEL
+            ),
+            Self::DashboardAddOn { source, addon } => {
+                write!(f, "{OCM_EDGE_PREFIX}/{source}/dashboard/addons/{addon}")
+            }
+            Self::DashboardClusterAddOn {
+                source,
+                addon,
+                cluster,
+            } => write!(
+                f,
+                "{OCM_EDGE_PREFIX}/{source}/dashboard/addons/{addon}/clusters/{cluster}"
             ),
         }
     }
@@ -346,6 +389,29 @@ pub fn dashboard_work(source: &str, cluster: &str, work: &str) -> Result<String,
         source: source.to_owned(),
         cluster: cluster.to_owned(),
         work: work.to_owned(),
+    }
+    .build()
+}
+
+/// `ocm-edge/S/dashboard/addons/A`.
+pub fn dashboard_addon(source: &str, addon: &str) -> Result<String, TopicError> {
+    Topic::DashboardAddOn {
+        source: source.to_owned(),
+        addon: addon.to_owned(),
+    }
+    .build()
+}
+
+/// `ocm-edge/S/dashboard/addons/A/clusters/C`.
+pub fn dashboard_cluster_addon(
+    source: &str,
+    addon: &str,
+    cluster: &str,
+) -> Result<String, TopicError> {
+    Topic::DashboardClusterAddOn {
+        source: source.to_owned(),
+        addon: addon.to_owned(),
+        cluster: cluster.to_owned(),
     }
     .build()
 }
