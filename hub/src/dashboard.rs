@@ -292,7 +292,9 @@ fn addon_json(core: &HubCore, a: &ClusterManagementAddOn) -> Value {
         let is_true = |t: &str| is_condition_true(&m.status.conditions, t);
         available += u64::from(is_true(CONDITION_AVAILABLE));
         progressing += u64::from(is_true(CONDITION_PROGRESSING));
-        registered += u64::from(is_true(CONDITION_REGISTRATION_APPLIED));
+        registered += u64::from(
+            !m.status.registrations.is_empty() && is_true(CONDITION_REGISTRATION_APPLIED),
+        );
     }
     json!({
         "name": a.metadata.name,

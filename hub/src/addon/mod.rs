@@ -165,6 +165,16 @@ fn owning_placement<'a>(
 /// Whether each `(cluster, add-on)` of a Placements add-on may take its new agent now.
 type RolloutGate = BTreeMap<(String, String), bool>;
 
+/// Progressing of a cluster just sent the add-on's current work.
+fn sent_progressing() -> Condition {
+    Condition::new(
+        CONDITION_PROGRESSING,
+        ConditionStatus::True,
+        "Progressing",
+        "The cluster is taking the current configs",
+    )
+}
+
 /// The password hash the hub bound to `mca`'s MQTT identity.
 fn bound_password(mca: &ManagedClusterAddOn) -> Option<&str> {
     mca.metadata
@@ -181,10 +191,18 @@ fn registration_status(
     at: Time,
 ) {
     let Some(r) = registration else {
+        // As OCM: an agent that registers nothing is configured.
         status.registrations.clear();
-        status
-            .conditions
-            .retain(|c| c.type_ != CONDITION_REGISTRATION_APPLIED);
+        set_condition(
+            &mut status.conditions,
+            Condition::new(
+                CONDITION_REGISTRATION_APPLIED,
+                ConditionStatus::True,
+                "NilRegistration",
+                "Registration of the addon agent is configured",
+            ),
+            at,
+        );
         return;
     };
     status.registrations = vec![RegistrationConfig {
@@ -199,7 +217,8 @@ fn registration_status(
         Some(_) => Condition::new(
             CONDITION_REGISTRATION_APPLIED,
             ConditionStatus::True,
-            "MqttIdentityBound",
+            // OCM's reason once its agent's permissions are set (here: its topics).
+            "SetPermissionApplied",
             format!(
                 "The add-on's agent logs in as {} with the Secret {} in {}",
                 r.identity(),
@@ -842,6 +861,25 @@ impl HubCore {
                     mode,
                     time(now),
                 );
+                // A cluster taking the current configs learns from its work how it went (one
+                // waiting for the rollout, or to remove an old work, is the full pass's).
+                let taking = status.conditions.iter().any(|c| {
+                    c.type_ == CONDITION_PROGRESSING
+                        && matches!(c.reason.as_str(), "Progressing" | "Failed" | "Completed")
+                });
+                if taking
+                    && self.cluster(cluster).is_some_and(|c| c.is_schedulable())
+                    && self.work(&work_key).is_some_and(|w| w.deleting.is_none())
+                    && let Some(c) = self.carried_progressing(&work_key)
+                {
+                    if c.reason == "Completed" {
+                        // Applied: its configs are the applied ones now.
+                        for r in &mut status.config_references {
+                            r.last_applied_config = r.desired_config.clone();
+                        }
+                    }
+                    set_condition(&mut status.conditions, c, time(now));
+                }
                 if status != mca.status {
                     let mut updated = mca.clone();
                     updated.status = status;
@@ -1264,6 +1302,17 @@ impl HubCore {
                     Condition::new(
                         CONDITION_CONFIGURED,
                         ConditionStatus::False,
+                        "ConfigurationsNotConfigured",
+                        &why,
+                    ),
+                    at,
+                );
+                // OCM says why on Progressing.
+                set_condition(
+                    &mut status.conditions,
+                    Condition::new(
+                        CONDITION_PROGRESSING,
+                        ConditionStatus::False,
                         "ConfigurationUnsupported",
                         &why,
                     ),
@@ -1271,16 +1320,6 @@ impl HubCore {
                 );
             }
             Ok((resolved, spec, _)) => {
-                set_condition(
-                    &mut status.conditions,
-                    Condition::new(
-                        CONDITION_CONFIGURED,
-                        ConditionStatus::True,
-                        "ConfigurationsConfigured",
-                        "Configurations configured",
-                    ),
-                    at,
-                );
                 status.namespace = resolved.install_namespace.clone();
                 status.related_objects = vec![ObjectReference {
                     group: "work.open-cluster-management.io".into(),
@@ -1339,13 +1378,15 @@ impl HubCore {
                         .insert(CONFIG_SENT_AT_ANNOTATION.to_owned(), now.to_rfc3339());
                 }
                 let status = &mut updated.status;
-                // The desired configs; the applied ones only once the cluster carries them.
+                // The desired configs; the applied ones (as OCM) only once the cluster applied
+                // the work that carries them.
+                let applied_now = carried && !sent_now && self.work_succeeded(&work_key);
                 let previous = std::mem::take(&mut status.config_references);
                 status.config_references = resolved
                     .references
                     .into_iter()
                     .map(|mut r| {
-                        if !carried {
+                        if !applied_now {
                             r.last_applied_config = previous
                                 .iter()
                                 .find(|p| p.group == r.group && p.resource == r.resource)
@@ -1356,43 +1397,54 @@ impl HubCore {
                     .collect();
                 let schedulable = self.cluster(cluster).is_some_and(|c| c.is_schedulable());
                 let old_going = self.work(&work_key).is_some_and(|w| w.deleting.is_some());
-                let progressing = if !carried && !schedulable {
-                    (
-                        ConditionStatus::True,
+                let waiting = if !carried && !schedulable {
+                    Some((
                         "Progressing",
                         "The cluster takes no work (not accepted, or being removed)",
-                    )
+                    ))
                 } else if !carried && old_going {
-                    (
-                        ConditionStatus::True,
+                    Some((
                         "Progressing",
                         "Waiting for the cluster to remove the add-on's previous work",
-                    )
+                    ))
                 } else if !carried {
-                    (
-                        ConditionStatus::True,
+                    Some((
                         "WaitingForCanary",
                         "Waiting for the rollout to reach this cluster",
-                    )
-                } else if !sent_now && self.work_succeeded(&work_key) {
-                    (ConditionStatus::False, "Completed", "Completed")
+                    ))
                 } else {
-                    (
+                    None
+                };
+                let condition = match waiting {
+                    Some((reason, message)) => Condition::new(
+                        CONDITION_PROGRESSING,
                         ConditionStatus::True,
-                        "Progressing",
-                        "The cluster is taking the current configs",
+                        reason,
+                        message,
+                    ),
+                    None if sent_now => sent_progressing(),
+                    None => self
+                        .carried_progressing(&work_key)
+                        .unwrap_or_else(sent_progressing),
+                };
+                set_condition(&mut status.conditions, condition, at);
+                // As OCM: configured once the rollout brought the cluster its current configs.
+                let configured = if carried {
+                    Condition::new(
+                        CONDITION_CONFIGURED,
+                        ConditionStatus::True,
+                        "ConfigurationsConfigured",
+                        "Configurations configured",
+                    )
+                } else {
+                    Condition::new(
+                        CONDITION_CONFIGURED,
+                        ConditionStatus::False,
+                        "ConfigurationsNotConfigured",
+                        "Configurations updated and not configured yet",
                     )
                 };
-                set_condition(
-                    &mut status.conditions,
-                    Condition::new(
-                        CONDITION_PROGRESSING,
-                        progressing.0,
-                        progressing.1,
-                        progressing.2,
-                    ),
-                    at,
-                );
+                set_condition(&mut status.conditions, configured, at);
             }
         }
         updated.status.health_check.mode = health::Mode::ocm_mode(health_mode(addon)).to_owned();
@@ -1530,6 +1582,44 @@ impl HubCore {
     }
 
     /// Whether the add-on's work is applied and available for its current generation.
+    /// Progressing of a cluster that carries the add-on's current work, from that work's status:
+    /// Completed once applied and available, Failed when its agent could not apply it; `None`
+    /// while it has not said.
+    fn carried_progressing(&self, work_key: &WorkKey) -> Option<Condition> {
+        if self.work_succeeded(work_key) {
+            return Some(Condition::new(
+                CONDITION_PROGRESSING,
+                ConditionStatus::False,
+                "Completed",
+                "Completed",
+            ));
+        }
+        self.work_failed(work_key).map(|why| {
+            Condition::new(
+                CONDITION_PROGRESSING,
+                ConditionStatus::False,
+                "Failed",
+                &format!("The cluster failed to apply the add-on: {why}"),
+            )
+        })
+    }
+
+    /// The message of the work's Applied=False for its current version (its agent could not
+    /// apply it), if so.
+    fn work_failed(&self, key: &WorkKey) -> Option<String> {
+        let w = self.work(key)?;
+        w.status
+            .as_ref()?
+            .conditions
+            .iter()
+            .find(|c| {
+                c.type_ == WORK_APPLIED
+                    && !c.is_true()
+                    && c.observed_generation >= w.resource_version
+            })
+            .map(|c| c.message.clone())
+    }
+
     fn work_succeeded(&self, key: &WorkKey) -> bool {
         self.work(key).is_some_and(|w| {
             let conditions = w
@@ -1568,28 +1658,30 @@ impl HubCore {
         };
         let work_conditions = status.map(|s| s.conditions.as_slice()).unwrap_or_default();
         let of = |type_: &str| work_conditions.iter().find(|c| c.type_ == type_);
-        let applied = match of(WORK_APPLIED) {
-            Some(c) if c.is_true() => (
-                ConditionStatus::True,
-                "AddonManifestApplied",
-                "Manifests applied".to_owned(),
-            ),
-            Some(c) => (
-                ConditionStatus::False,
-                "ManifestWorkApplyFailed",
-                c.message.clone(),
-            ),
-            None => (
-                ConditionStatus::False,
-                "WorkNotApplied",
-                "The work is not applied yet".to_owned(),
-            ),
-        };
-        set_condition(
-            conditions,
-            Condition::new(CONDITION_MANIFEST_APPLIED, applied.0, applied.1, &applied.2),
-            at,
-        );
+        // As OCM's deploy controller: from the work's Applied, left as it was until the work
+        // reports one.
+        let applied = of(WORK_APPLIED).map(|c| {
+            if c.is_true() {
+                (
+                    ConditionStatus::True,
+                    "AddonManifestApplied",
+                    "manifests of addon are applied successfully".to_owned(),
+                )
+            } else {
+                (
+                    ConditionStatus::False,
+                    "AddonManifestAppliedFailed",
+                    format!("failed to apply the manifests of addon: {}", c.message),
+                )
+            }
+        });
+        if let Some((status, reason, message)) = applied {
+            set_condition(
+                conditions,
+                Condition::new(CONDITION_MANIFEST_APPLIED, status, reason, &message),
+                at,
+            );
+        }
         let available = if !self.reachable(cluster) {
             (
                 ConditionStatus::Unknown,

@@ -828,6 +828,11 @@ fn a_template_without_registration_asks_for_no_identity_and_its_requests_are_ref
             .registrations
             .is_empty()
     );
+    assert_eq!(
+        condition(&core, "edge-1", CONDITION_REGISTRATION_APPLIED),
+        (ConditionStatus::True, "NilRegistration".to_owned()),
+        "as OCM: nothing to register is configured"
+    );
     step(
         &mut core,
         ask("edge-1", &addon_identity::password_sha256("x")),
@@ -957,4 +962,98 @@ fn an_addons_dashboard_views_follow_it_and_are_cleared_once_it_is_gone() {
     assert_eq!(view(&msgs, cluster_topic), Some(vec![]), "cleared");
     let addon: Value = serde_json::from_slice(&view(&msgs, addon_topic).unwrap()).unwrap();
     assert_eq!(addon["enabled"], 0);
+}
+
+#[test]
+fn a_work_its_cluster_cannot_apply_makes_the_addon_failed_with_ocms_reasons() {
+    let mut core = with_hello_world();
+    enable(&mut core, "edge-1");
+    reconcile(&mut core, 2);
+    assert!(
+        cluster_addon(&core, "edge-1")
+            .unwrap()
+            .status
+            .conditions
+            .iter()
+            .all(|c| c.type_ != CONDITION_MANIFEST_APPLIED),
+        "as OCM: no ManifestApplied before the work reports"
+    );
+    let work = core
+        .work(&WorkKey::new("edge-1", work_name("hello-template")))
+        .unwrap()
+        .clone();
+    let mut status = ManifestWorkStatus::default();
+    let mut c = Condition::new(
+        WORK_APPLIED,
+        ConditionStatus::False,
+        "AppliedManifestWorkFailed",
+        "namespace hello-ns is forbidden",
+    );
+    c.observed_generation = work.resource_version;
+    status.conditions.push(c);
+    step(
+        &mut core,
+        status_input(
+            "edge-1",
+            &work.resource_id,
+            work.resource_version,
+            "3",
+            status,
+        ),
+        3,
+    );
+    reconcile(&mut core, 3);
+    let (applied, reason) = condition(&core, "edge-1", CONDITION_MANIFEST_APPLIED);
+    assert_eq!(
+        (applied, reason.as_str()),
+        (ConditionStatus::False, "AddonManifestAppliedFailed")
+    );
+    let progressing = cluster_addon(&core, "edge-1")
+        .unwrap()
+        .status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == CONDITION_PROGRESSING)
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (progressing.status, progressing.reason.as_str()),
+        (ConditionStatus::False, "Failed")
+    );
+    assert!(
+        progressing.message.contains("forbidden"),
+        "{}",
+        progressing.message
+    );
+    let refs = |core: &HubCore| {
+        cluster_addon(core, "edge-1")
+            .unwrap()
+            .status
+            .config_references
+            .clone()
+    };
+    assert!(
+        refs(&core)
+            .iter()
+            .all(|r| r.desired_config.is_some() && r.last_applied_config.is_none()),
+        "as OCM: a config is applied once the cluster applied it, not when it was sent"
+    );
+    // Applied at last: Completed, its configs applied.
+    report_done(&mut core, "edge-1", 4);
+    reconcile(&mut core, 4);
+    assert!(
+        refs(&core)
+            .iter()
+            .all(|r| r.last_applied_config.is_some() && r.last_applied_config == r.desired_config),
+        "{:?}",
+        refs(&core)
+    );
+    assert_eq!(
+        condition(&core, "edge-1", CONDITION_PROGRESSING),
+        (ConditionStatus::False, "Completed".to_owned())
+    );
+    assert_eq!(
+        condition(&core, "edge-1", CONDITION_MANIFEST_APPLIED),
+        (ConditionStatus::True, "AddonManifestApplied".to_owned())
+    );
 }

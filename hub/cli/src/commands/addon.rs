@@ -249,10 +249,11 @@ pub fn addon_detail(a: &AddOnView, now: DateTime<Utc>) -> String {
         ]);
     }
     out.push_str(&format!("{t}\n"));
-    // Why a cluster's add-on is not configured, in full.
+    // Why a cluster's add-on cannot be configured, in full (one waiting for its rollout is
+    // not configured yet, and says so in PROGRESSING).
     for row in &a.clusters {
-        if let Some(c) =
-            find_condition(&row.conditions, CONDITION_CONFIGURED).filter(|c| !c.is_true())
+        if let Some(c) = find_condition(&row.conditions, CONDITION_PROGRESSING)
+            .filter(|c| c.reason == "ConfigurationUnsupported")
         {
             out.push_str(&format!("{}: not configured: {}\n", row.cluster, c.message));
         }
