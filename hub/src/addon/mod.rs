@@ -1599,7 +1599,7 @@ impl HubCore {
                 CONDITION_PROGRESSING,
                 ConditionStatus::False,
                 "Failed",
-                &format!("The cluster failed to apply the add-on: {why}"),
+                format!("The cluster failed to apply the add-on: {why}"),
             )
         })
     }
