@@ -165,6 +165,22 @@ fn owning_placement<'a>(
 /// Whether each `(cluster, add-on)` of a Placements add-on may take its new agent now.
 type RolloutGate = BTreeMap<(String, String), bool>;
 
+/// Every set of configs a cluster of add-on `a` may end up with (before its own
+/// ManagedClusterAddOn's): its defaults, and each of its placements' over them (with the
+/// placement's `namespace/name`).
+fn config_sets(
+    a: &ClusterManagementAddOn,
+) -> Vec<(Option<String>, BTreeMap<(String, String), AddOnConfig>)> {
+    let mut sets = vec![(None, resolve(&[&a.spec.default_configs]))];
+    for p in &a.spec.install_strategy.placements {
+        sets.push((
+            Some(format!("{}/{}", p.namespace, p.name)),
+            resolve(&[&p.configs, &a.spec.default_configs]),
+        ));
+    }
+    sets
+}
+
 /// Progressing of a cluster just sent the add-on's current work.
 fn sent_progressing() -> Condition {
     Condition::new(
@@ -582,13 +598,13 @@ impl HubCore {
                 }
                 // Each set of configs a cluster may end up with must give the template's
                 // variables.
-                let defaults = resolve(&[&a.spec.default_configs]);
-                let mut combinations = vec![defaults];
-                for p in &strategy.placements {
-                    combinations.push(resolve(&[&p.configs, &a.spec.default_configs]));
-                }
-                for configs in combinations {
-                    self.check_variables(&configs).or_else(invalid)?;
+                for (placement, configs) in config_sets(a) {
+                    self.check_variables(&configs)
+                        .map_err(|e| match placement {
+                            Some(p) => format!("for the clusters of placement {p}: {e}"),
+                            None => e,
+                        })
+                        .or_else(invalid)?;
                 }
                 Ok(())
             }
@@ -661,6 +677,45 @@ impl HubCore {
                         ));
                     }
                 }
+                // The add-ons (and clusters' add-ons) already using it must still render.
+                let uses = |configs: &BTreeMap<(String, String), AddOnConfig>| {
+                    configs.values().any(|r| {
+                        r.is(ADDON_DEPLOYMENT_CONFIGS)
+                            && r.namespace == c.metadata.namespace
+                            && r.name == c.metadata.name
+                    })
+                };
+                for a in self.addons() {
+                    for (placement, configs) in config_sets(a) {
+                        if uses(&configs)
+                            && let Err(e) = self.check_variables_with(&configs, Some(c))
+                        {
+                            let whose = match placement {
+                                Some(p) => format!(
+                                    "add-on {:?} (the clusters of placement {p})",
+                                    a.metadata.name
+                                ),
+                                None => format!("add-on {:?}", a.metadata.name),
+                            };
+                            return invalid(format!("{whose} uses this config, and then {e}"));
+                        }
+                    }
+                }
+                for mca in self.cluster_addons() {
+                    let Some(a) = self.addon(&mca.metadata.name) else {
+                        continue;
+                    };
+                    let configs = resolve(&[&mca.spec.configs, &a.spec.default_configs]);
+                    if !mca.spec.configs.is_empty()
+                        && uses(&configs)
+                        && let Err(e) = self.check_variables_with(&configs, Some(c))
+                    {
+                        return invalid(format!(
+                            "add-on {:?} on cluster {:?} uses this config, and then {e}",
+                            mca.metadata.name, mca.metadata.namespace
+                        ));
+                    }
+                }
                 Ok(())
             }
             _ => Ok(()),
@@ -700,12 +755,26 @@ impl HubCore {
         &self,
         configs: &BTreeMap<(String, String), AddOnConfig>,
     ) -> BTreeSet<String> {
+        self.given_variables_with(configs, None)
+    }
+
+    /// [`Self::given_variables`], with `applied` standing for the stored config of its name.
+    fn given_variables_with(
+        &self,
+        configs: &BTreeMap<(String, String), AddOnConfig>,
+        applied: Option<&AddOnDeploymentConfig>,
+    ) -> BTreeSet<String> {
         let mut given: BTreeSet<String> =
             render::BUILT_IN.iter().map(|v| (*v).to_owned()).collect();
         if let Some(c) = configs
             .values()
             .find(|c| c.is(ADDON_DEPLOYMENT_CONFIGS))
-            .and_then(|c| self.addon_config(&c.namespace, &c.name))
+            .and_then(|c| match applied {
+                Some(a) if a.metadata.namespace == c.namespace && a.metadata.name == c.name => {
+                    Some(a)
+                }
+                _ => self.addon_config(&c.namespace, &c.name),
+            })
         {
             given.extend(c.spec.customized_variables.iter().map(|v| v.name.clone()));
         }
@@ -717,6 +786,15 @@ impl HubCore {
         &self,
         configs: &BTreeMap<(String, String), AddOnConfig>,
     ) -> Result<(), String> {
+        self.check_variables_with(configs, None)
+    }
+
+    /// [`Self::check_variables`], with `applied` standing for the stored config of its name.
+    fn check_variables_with(
+        &self,
+        configs: &BTreeMap<(String, String), AddOnConfig>,
+        applied: Option<&AddOnDeploymentConfig>,
+    ) -> Result<(), String> {
         let Some(template) = configs
             .values()
             .find(|c| c.is(ADDON_TEMPLATES))
@@ -724,7 +802,7 @@ impl HubCore {
         else {
             return Ok(());
         };
-        let given = self.given_variables(configs);
+        let given = self.given_variables_with(configs, applied);
         let missing: Vec<String> = render::variables_in(&template.spec.agent_spec)
             .into_iter()
             .filter(|v| !given.contains(v))

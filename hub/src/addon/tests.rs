@@ -1057,3 +1057,45 @@ fn a_work_its_cluster_cannot_apply_makes_the_addon_failed_with_ocms_reasons() {
         (ConditionStatus::True, "AddonManifestApplied".to_owned())
     );
 }
+
+#[test]
+fn a_config_change_that_would_leave_a_template_variable_without_value_is_refused_naming_who_uses_it()
+ {
+    let mut core = with_hello_world();
+    // The add-on's default config gives LOG_LEVEL: a version without it is refused.
+    let mut bare = config("edge-1", "4");
+    bare["spec"]["customizedVariables"] = json!([]);
+    let err = apply(&mut core, bare.clone()).unwrap_err().to_string();
+    assert!(
+        err.contains("add-on \"hello-template\" uses this config") && err.contains("{{LOG_LEVEL}}"),
+        "{err}"
+    );
+    let stored = core
+        .objects()
+        .get(&ObjectKey::new(
+            ObjectKind::AddOnDeploymentConfig,
+            "edge-1",
+            "hello-template",
+        ))
+        .and_then(|o| match o {
+            StoredObject::AddOnConfig(c) => Some(c.spec.customized_variables.len()),
+            _ => None,
+        });
+    assert_eq!(stored, Some(1), "nothing stored");
+    // A config no add-on uses may say anything.
+    let mut other = bare;
+    other["metadata"]["namespace"] = json!("edge-2");
+    apply(&mut core, other).unwrap();
+    // A placement's configs that miss a variable: the error names the placement.
+    let mut placed = addon("edge-1");
+    placed["spec"]["installStrategy"] = json!({"type": "Placements", "placements": [
+        {"namespace": "default", "name": "everywhere",
+         "configs": [{"group": "addon.open-cluster-management.io",
+                      "resource": "addondeploymentconfigs",
+                      "namespace": "edge-2", "name": "hello-template"}]}]});
+    let err = apply(&mut core, placed).unwrap_err().to_string();
+    assert!(
+        err.contains("placement default/everywhere") && err.contains("{{LOG_LEVEL}}"),
+        "{err}"
+    );
+}
