@@ -165,12 +165,13 @@ fn owning_placement<'a>(
 /// Whether each `(cluster, add-on)` of a Placements add-on may take its new agent now.
 type RolloutGate = BTreeMap<(String, String), bool>;
 
+/// Resolved configs by group and resource.
+type ConfigSet = BTreeMap<(String, String), AddOnConfig>;
+
 /// Every set of configs a cluster of add-on `a` may end up with (before its own
 /// ManagedClusterAddOn's): its defaults, and each of its placements' over them (with the
 /// placement's `namespace/name`).
-fn config_sets(
-    a: &ClusterManagementAddOn,
-) -> Vec<(Option<String>, BTreeMap<(String, String), AddOnConfig>)> {
+fn config_sets(a: &ClusterManagementAddOn) -> Vec<(Option<String>, ConfigSet)> {
     let mut sets = vec![(None, resolve(&[&a.spec.default_configs]))];
     for p in &a.spec.install_strategy.placements {
         sets.push((
