@@ -669,6 +669,11 @@ impl HubCore {
                 Ok(())
             }
             StoredObject::AddOnConfig(c) => {
+                for r in &c.spec.resource_requirements {
+                    r.validate()
+                        .map_err(|e| format!("resourceRequirements: {e}"))
+                        .or_else(invalid)?;
+                }
                 for v in &c.spec.customized_variables {
                     if !render::is_variable_name(&v.name) {
                         return invalid(format!(

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use ocm_edge_schemas::api::addon::AddOnDeploymentConfigSpec;
+use ocm_edge_schemas::api::addon::{AddOnDeploymentConfigSpec, ContainerResourceRequirements};
 use ocm_edge_schemas::api::work::{
     DeleteOption, Manifest, ManifestWorkSpec, PropagationPolicy, ResourceIdentifier,
     SelectivelyOrphan,
@@ -107,6 +107,7 @@ pub fn render(
         replace_strings(&mut value, vars);
         if let Some(config) = config {
             configure(&mut value, config);
+            set_resources(&mut value, &config.resource_requirements);
         }
         *manifest = Manifest(value);
     }
@@ -366,6 +367,52 @@ fn configure(manifest: &mut Value, config: &AddOnDeploymentConfigSpec) {
     }
 }
 
+/// The config's `resourceRequirements` on every matching container of a workload (the last match
+/// wins, as in OCM), init containers included.
+fn set_resources(manifest: &mut Value, requirements: &[ContainerResourceRequirements]) {
+    if requirements.is_empty() {
+        return;
+    }
+    let kind = manifest
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let name = manifest
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let pod = match kind.as_str() {
+        "Pod" => "/spec",
+        "CronJob" => "/spec/jobTemplate/spec/template/spec",
+        _ => "/spec/template/spec",
+    };
+    let Some(pod) = manifest.pointer_mut(pod) else {
+        return;
+    };
+    for list in ["containers", "initContainers"] {
+        let Some(Value::Array(containers)) = pod.get_mut(list) else {
+            continue;
+        };
+        for container in containers {
+            let container_name = container
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            if let Some(r) = requirements
+                .iter()
+                .rev()
+                .find(|r| r.matches(&kind, &name, &container_name))
+                && let Some(c) = container.as_object_mut()
+            {
+                c.insert("resources".to_owned(), r.resources.clone());
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -464,6 +511,42 @@ mod tests {
                 .contains(&json!({"name": "HTTPS_PROXY", "value": "http://proxy:3128"}))
         );
         assert_eq!(out.workload.manifests[1].0, cm);
+    }
+
+    #[test]
+    fn resource_requirements_go_on_the_matching_containers_the_last_match_winning() {
+        let mut c = config();
+        let req = |id: &str, memory: &str| ContainerResourceRequirements {
+            container_id: id.to_owned(),
+            resources: json!({"limits": {"memory": memory}}),
+        };
+        c.resource_requirements = vec![req("*:*:*", "64Mi"), req("deployments:agent:a", "128Mi")];
+        let cron = json!({"apiVersion": "batch/v1", "kind": "CronJob",
+            "metadata": {"name": "sweep", "namespace": "ns"},
+            "spec": {"jobTemplate": {"spec": {"template": {"spec": {
+                "containers": [{"name": "sweep", "image": "busybox"}]}}}}}});
+        let vars = variables("edge-1", "ns", Some(&c));
+        let out = render(&spec(vec![agent(), cron]), &vars, Some(&c)).unwrap();
+        let first = |m: usize, pointer: &str| out.workload.manifests[m].0.pointer(pointer).cloned();
+        let containers = first(0, "/spec/template/spec/containers").unwrap();
+        for container in containers.as_array().unwrap() {
+            let expected = if container["name"] == "a" {
+                "128Mi"
+            } else {
+                "64Mi"
+            };
+            assert_eq!(
+                container["resources"]["limits"]["memory"], expected,
+                "{container}"
+            );
+        }
+        assert_eq!(
+            first(
+                1,
+                "/spec/jobTemplate/spec/template/spec/containers/0/resources/limits/memory"
+            ),
+            Some(json!("64Mi"))
+        );
     }
 
     #[test]

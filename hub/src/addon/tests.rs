@@ -1099,3 +1099,26 @@ fn a_config_change_that_would_leave_a_template_variable_without_value_is_refused
         "{err}"
     );
 }
+
+#[test]
+fn a_config_with_a_bad_container_id_is_refused_at_apply() {
+    let mut core = live(&["edge-1"]);
+    let mut bad = config("edge-1", "4");
+    bad["spec"]["resourceRequirements"] =
+        json!([{"containerID": "services:agent:main", "resources": {"limits": {"cpu": "1"}}}]);
+    let err = apply(&mut core, bad).unwrap_err().to_string();
+    assert!(
+        err.contains("resourceRequirements") && err.contains("services:agent:main"),
+        "{err}"
+    );
+    assert!(
+        core.objects()
+            .get(&ObjectKey::new(
+                ObjectKind::AddOnDeploymentConfig,
+                "edge-1",
+                "hello-template"
+            ))
+            .is_none(),
+        "nothing stored"
+    );
+}

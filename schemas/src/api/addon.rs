@@ -441,9 +441,89 @@ pub struct AddOnDeploymentConfigSpec {
     /// Where the agent is installed (the template's `{{INSTALL_NAMESPACE}}`).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub agent_install_namespace: String,
-    /// Resources per container (kept; not applied by ocm-edge yet).
+    /// Compute resources per agent container; a container matching several takes the last.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub resource_requirements: Vec<Value>,
+    pub resource_requirements: Vec<ContainerResourceRequirements>,
+}
+
+/// The resources of one agent container or a group of them (OCM's `resourceRequirements`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerResourceRequirements {
+    /// `{resource_types}:{resource_name}:{container_name}`: `deployments`, `daemonsets`,
+    /// `statefulsets`, `replicasets`, `jobs`, `cronjobs`, `pods` or `*`; `*` matches any run of
+    /// characters in each part (`*:*:*`: every container of the agent).
+    #[serde(rename = "containerID")]
+    pub container_id: String,
+    /// A Kubernetes ResourceRequirements (`requests`, `limits`), set on each matching container.
+    #[serde(default)]
+    pub resources: Value,
+}
+
+/// The resource types a `containerID` may name, with their kinds.
+pub const CONTAINER_ID_RESOURCES: [(&str, &str); 7] = [
+    ("deployments", "Deployment"),
+    ("daemonsets", "DaemonSet"),
+    ("statefulsets", "StatefulSet"),
+    ("replicasets", "ReplicaSet"),
+    ("jobs", "Job"),
+    ("cronjobs", "CronJob"),
+    ("pods", "Pod"),
+];
+
+impl ContainerResourceRequirements {
+    /// Checks `containerID` (three parts, a known resource type or `*`) and that `resources` is
+    /// an object.
+    ///
+    /// # Errors
+    /// What is wrong, for the user.
+    pub fn validate(&self) -> Result<(), String> {
+        let parts: Vec<&str> = self.container_id.split(':').collect();
+        let known = |t: &str| t == "*" || CONTAINER_ID_RESOURCES.iter().any(|(r, _)| *r == t);
+        if parts.len() != 3 || parts.iter().any(|p| p.is_empty()) || !known(parts[0]) {
+            return Err(format!(
+                "containerID {:?} is not {{resource_types}}:{{resource_name}}:{{container_name}} \
+                 with a resource type of deployments, daemonsets, statefulsets, replicasets, jobs, \
+                 cronjobs, pods or *",
+                self.container_id
+            ));
+        }
+        if !self.resources.is_object() {
+            return Err(format!(
+                "resources of containerID {:?} is not an object (requests, limits)",
+                self.container_id
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether it names container `container` of the `kind` object `name`.
+    pub fn matches(&self, kind: &str, name: &str, container: &str) -> bool {
+        let parts: Vec<&str> = self.container_id.split(':').collect();
+        let [resource, object, c] = parts.as_slice() else {
+            return false;
+        };
+        let kind_ok = *resource == "*"
+            || CONTAINER_ID_RESOURCES
+                .iter()
+                .any(|(r, k)| r == resource && *k == kind);
+        kind_ok && glob(object, name) && glob(c, container)
+    }
+}
+
+/// Whether `text` matches `pattern`, where `*` stands for any run of characters.
+fn glob(pattern: &str, text: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == text,
+        Some((head, rest)) => {
+            let Some(tail) = text.strip_prefix(head) else {
+                return false;
+            };
+            (0..=tail.len())
+                .filter(|i| tail.is_char_boundary(*i))
+                .any(|i| glob(rest, &tail[i..]))
+        }
+    }
 }
 
 /// One template variable.
@@ -568,6 +648,28 @@ pub fn convert_v1alpha1(mut value: Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn container_ids_match_as_ocm_describes_them() {
+        let req = |id: &str| ContainerResourceRequirements {
+            container_id: id.to_owned(),
+            resources: serde_json::json!({"limits": {"memory": "64Mi"}}),
+        };
+        assert!(req("*:*:*").matches("Deployment", "agent", "main"));
+        assert!(req("deployments:agent:main").matches("Deployment", "agent", "main"));
+        assert!(!req("deployments:agent:main").matches("DaemonSet", "agent", "main"));
+        assert!(req("daemonsets:*:side*").matches("DaemonSet", "x", "sidecar"));
+        assert!(!req("daemonsets:*:side*").matches("DaemonSet", "x", "main"));
+        assert!(req("*:hello-*-agent:*").matches("Job", "hello-1-agent", "c"));
+        assert!(!req("*:hello-*-agent:*").matches("Job", "hello-1-agents", "c"));
+        for bad in ["deployments:agent", "services:a:b", "::", "*:*:"] {
+            assert!(req(bad).validate().is_err(), "{bad}");
+        }
+        assert!(req("pods:*:*").validate().is_ok());
+        let mut not_object = req("*:*:*");
+        not_object.resources = serde_json::json!("1Gi");
+        assert!(not_object.validate().unwrap_err().contains("not an object"));
+    }
     use serde_json::json;
 
     #[test]
