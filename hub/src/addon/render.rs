@@ -330,10 +330,14 @@ fn configure(manifest: &mut Value, config: &AddOnDeploymentConfigSpec) {
         }
     }
     let proxy = &config.proxy_config;
+    // Both spellings, as tools read one or the other (curl only the lowercase http_proxy).
     let proxy_env: Vec<(&str, &str)> = [
         ("HTTP_PROXY", proxy.http_proxy.as_str()),
         ("HTTPS_PROXY", proxy.https_proxy.as_str()),
         ("NO_PROXY", proxy.no_proxy.as_str()),
+        ("http_proxy", proxy.http_proxy.as_str()),
+        ("https_proxy", proxy.https_proxy.as_str()),
+        ("no_proxy", proxy.no_proxy.as_str()),
     ]
     .into_iter()
     .filter(|(_, v)| !v.is_empty())
@@ -509,6 +513,12 @@ mod tests {
                 .as_array()
                 .unwrap()
                 .contains(&json!({"name": "HTTPS_PROXY", "value": "http://proxy:3128"}))
+        );
+        assert!(
+            container["env"]
+                .as_array()
+                .unwrap()
+                .contains(&json!({"name": "https_proxy", "value": "http://proxy:3128"}))
         );
         assert_eq!(out.workload.manifests[1].0, cm);
     }
