@@ -3,7 +3,8 @@
 //! the hub's and the dashboard's passwords. Nothing may panic, and nothing gets in as anyone it
 //! cannot prove to be: not as the accepted cluster (its key's private half is in no input), not
 //! as the hub or the dashboard without their passwords, not as the operator without a credential
-//! of the fixture CA, not as a new cluster without a valid join token.
+//! of the fixture CA, not as a new cluster without a valid join token, not as an add-on's agent
+//! that no cluster registered nor as an add-on's controller without its password.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -52,6 +53,19 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(who.user, ADMIN_USER, "in as a user nobody signed");
         }
         CLUSTER => panic!("in as the accepted cluster without its key"),
+        addon if addon.starts_with("addons/") => {
+            match ocm_edge_schemas::wire::addon_identity::parse_identity(addon) {
+                Some(ocm_edge_schemas::wire::addon_identity::AddOnIdentity::Controller {
+                    addon,
+                }) => assert_eq!(
+                    text,
+                    tokens.addon_controller_password(addon),
+                    "in as an add-on's controller without its password"
+                ),
+                // No cluster of the fixture registered an add-on: no agent identity is bound.
+                _ => panic!("in as an add-on agent nobody bound"),
+            }
+        }
         _ => {
             let Ok(LoginProof::AgentKey {
                 token: Some(token), ..

@@ -71,10 +71,12 @@ fn sent_at(mca: &ManagedClusterAddOn) -> Option<DateTime<Utc>> {
 }
 
 /// The annotations of a ManagedClusterAddOn only the hub writes (an apply keeps the hub's).
-pub const HUB_OWNED_ANNOTATIONS: [&str; 4] = [
+pub const HUB_OWNED_ANNOTATIONS: [&str; 6] = [
     INSTALLED_BY_PLACEMENT_ANNOTATION,
     CONFIG_SENT_AT_ANNOTATION,
     CERTIFICATE_ANNOTATION,
+    PENDING_SHA256_ANNOTATION,
+    PENDING_KEY_ANNOTATION,
     // The MQTT identity's bound password hash: only a request signed by the cluster's agent
     // sets it, never an apply.
     addon_identity::PASSWORD_SHA256_ANNOTATION,
@@ -205,6 +207,7 @@ fn bound_password(mca: &ManagedClusterAddOn) -> Option<&str> {
 fn registration_status(
     status: &mut ManagedClusterAddOnStatus,
     registration: Option<&addon_identity::Registration>,
+    pending: bool,
     at: Time,
 ) {
     let Some(r) = registration else {
@@ -241,6 +244,16 @@ fn registration_status(
                 r.identity(),
                 addon_identity::secret_name(&r.addon),
                 r.namespace
+            ),
+        ),
+        None if pending => Condition::new(
+            CONDITION_REGISTRATION_APPLIED,
+            ConditionStatus::False,
+            "WaitingForApproval",
+            format!(
+                "The cluster's agent asked for the add-on's MQTT identity: `ocm-edge addon approve \
+                 --names {} --clusters {}` approves it",
+                r.addon, r.cluster
             ),
         ),
         None => Condition::new(
@@ -292,6 +305,86 @@ impl HubCore {
         if mca.status.registrations.is_empty() {
             return refuse("the add-on's template asks for no registration");
         }
+        let manual = self
+            .addon(addon)
+            .is_some_and(|a| approval(a) == Approval::Manual);
+        if manual && bound_password(mca) != Some(hash) {
+            // Held until an operator approves it (`ocm-edge addon approve`).
+            let mut updated = mca.clone();
+            let a = &mut updated.metadata.annotations;
+            a.insert(PENDING_SHA256_ANNOTATION.to_owned(), hash.to_owned());
+            a.insert(PENDING_KEY_ANNOTATION.to_owned(), public_key.to_owned());
+            if updated == *mca {
+                return Change::default();
+            }
+            tracing::info!(%cluster, %addon, "add-on MQTT identity asked for; waiting for an operator's approval (`ocm-edge addon approve`)");
+            return Change {
+                records: vec![Record::Object(Box::new(StoredObject::ClusterAddOn(
+                    Box::new(updated),
+                )))],
+                outbound: vec![],
+            };
+        }
+        self.bind_identity(mca, hash, public_key, now)
+    }
+
+    /// An operator approves the identity `mca`'s cluster agent asked for (its add-on's approval
+    /// is Manual).
+    ///
+    /// # Errors
+    /// Why there is nothing to approve.
+    pub(crate) fn approve_identity(
+        &self,
+        mca: &ManagedClusterAddOn,
+        now: DateTime<Utc>,
+    ) -> Result<Change, String> {
+        let a = &mca.metadata.annotations;
+        let Some(hash) = a.get(PENDING_SHA256_ANNOTATION) else {
+            return Err(if bound_password(mca).is_some() {
+                format!(
+                    "add-on {:?} on cluster {:?} has its identity already",
+                    mca.metadata.name, mca.metadata.namespace
+                )
+            } else {
+                format!(
+                    "the agent of cluster {:?} has not asked for add-on {:?}'s identity yet \
+                     (its template must register, and the add-on be applied there)",
+                    mca.metadata.namespace, mca.metadata.name
+                )
+            });
+        };
+        let key = a.get(PENDING_KEY_ANNOTATION).cloned().unwrap_or_default();
+        let mut cleared = mca.clone();
+        cleared
+            .metadata
+            .annotations
+            .retain(|k, _| k != PENDING_SHA256_ANNOTATION && k != PENDING_KEY_ANNOTATION);
+        tracing::info!(cluster = %mca.metadata.namespace, addon = %mca.metadata.name, "add-on MQTT identity approved");
+        let mut change = self.bind_identity(&cleared, hash, &key, now);
+        if !change
+            .records
+            .iter()
+            .any(|r| matches!(r, Record::Object(o) if o.kind() == ObjectKind::ManagedClusterAddOn))
+        {
+            change
+                .records
+                .push(Record::Object(Box::new(StoredObject::ClusterAddOn(
+                    Box::new(cleared),
+                ))));
+        }
+        Ok(change)
+    }
+
+    /// Binds `hash` to `mca`'s identity and certifies `public_key` (unless its certificate
+    /// serves).
+    fn bind_identity(
+        &self,
+        mca: &ManagedClusterAddOn,
+        hash: &str,
+        public_key: &str,
+        now: DateTime<Utc>,
+    ) -> Change {
+        let (cluster, addon) = (&mca.metadata.namespace, &mca.metadata.name);
         let identity = addon_identity::identity(addon, cluster);
         let mut updated = mca.clone();
         let mut change = Change::default();
@@ -350,6 +443,38 @@ impl HubCore {
                 ))));
         }
         change
+    }
+}
+
+/// Annotation of a ClusterManagementAddOn: how its agents' MQTT identities are approved,
+/// `Automatic` (the default) or `Manual` (`ocm-edge addon approve`).
+pub const APPROVAL_ANNOTATION: &str = "edge.open-cluster-management.io/registration-approval";
+
+/// Annotations of a ManagedClusterAddOn (the hub's): the password hash and key its cluster's
+/// agent asked for, waiting for an operator's approval.
+pub const PENDING_SHA256_ANNOTATION: &str =
+    "edge.open-cluster-management.io/mqtt-password-sha256-requested";
+/// See [`PENDING_SHA256_ANNOTATION`].
+pub const PENDING_KEY_ANNOTATION: &str =
+    "edge.open-cluster-management.io/mqtt-public-key-requested";
+
+/// How an add-on's identities are approved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Approval {
+    Automatic,
+    Manual,
+}
+
+/// The approval of `addon` (an unknown value is refused at apply, read as Automatic here).
+pub(crate) fn approval(addon: &ClusterManagementAddOn) -> Approval {
+    match addon
+        .metadata
+        .annotations
+        .get(APPROVAL_ANNOTATION)
+        .map(String::as_str)
+    {
+        Some("Manual") => Approval::Manual,
+        _ => Approval::Automatic,
     }
 }
 
@@ -567,6 +692,14 @@ impl HubCore {
                         health::HEALTH_CHECK_ANNOTATION,
                         mode.map(String::as_str).unwrap_or_default(),
                         health::MODES
+                    ));
+                }
+                if let Some(v) = a.metadata.annotations.get(APPROVAL_ANNOTATION)
+                    && v != "Automatic"
+                    && v != "Manual"
+                {
+                    return invalid(format!(
+                        "annotation {APPROVAL_ANNOTATION} {v:?} is neither Automatic nor Manual"
                     ));
                 }
                 let strategy = &a.spec.install_strategy;
@@ -1532,7 +1665,11 @@ impl HubCore {
             }
         }
         updated.status.health_check.mode = health::Mode::ocm_mode(health_mode(addon)).to_owned();
-        registration_status(&mut updated.status, registration.as_ref(), at);
+        let pending = mca
+            .metadata
+            .annotations
+            .contains_key(PENDING_SHA256_ANNOTATION);
+        registration_status(&mut updated.status, registration.as_ref(), pending, at);
         self.work_conditions(
             &mut updated.status.conditions,
             cluster,

@@ -1122,3 +1122,56 @@ fn a_config_with_a_bad_container_id_is_refused_at_apply() {
         "nothing stored"
     );
 }
+
+#[test]
+fn with_manual_approval_an_identity_waits_for_an_operator_then_is_bound() {
+    let mut core = live(&["edge-1"]);
+    issuing(&mut core);
+    apply(&mut core, registering_template()).unwrap();
+    apply(&mut core, config("edge-1", "4")).unwrap();
+    let mut manual = addon("edge-1");
+    manual["metadata"]["annotations"] = json!({APPROVAL_ANNOTATION: "Manual"});
+    apply(&mut core, manual.clone()).unwrap();
+    enable(&mut core, "edge-1");
+    reconcile(&mut core, 2);
+    let hash = addon_identity::password_sha256("pw");
+    step(&mut core, ask_with_key("edge-1", &hash, &raw_key(1)), 3);
+    reconcile(&mut core, 3);
+    let mca = cluster_addon(&core, "edge-1").unwrap().clone();
+    assert_eq!(bound_password(&mca), None, "not bound before the approval");
+    assert!(certificate_of(&mca).is_none());
+    let (status, reason) = condition(&core, "edge-1", CONDITION_REGISTRATION_APPLIED);
+    assert_eq!(
+        (status, reason.as_str()),
+        (ConditionStatus::False, "WaitingForApproval")
+    );
+    assert_eq!(
+        registration_of(&core, "edge-1").unwrap().approved_sha256,
+        None
+    );
+
+    let approved = core.approve_identity(&mca, t(4)).unwrap();
+    core.apply(&approved.records);
+    reconcile(&mut core, 4);
+    let mca = cluster_addon(&core, "edge-1").unwrap().clone();
+    assert_eq!(bound_password(&mca), Some(hash.as_str()));
+    assert_eq!(certificate_of(&mca).unwrap().key, raw_key(1));
+    assert!(
+        !mca.metadata
+            .annotations
+            .contains_key(PENDING_SHA256_ANNOTATION)
+    );
+    assert_eq!(
+        registration_of(&core, "edge-1").unwrap().approved_sha256,
+        Some(hash.clone())
+    );
+    // Nothing left to approve; a bad approval value is refused at apply.
+    assert!(
+        core.approve_identity(&mca, t(5))
+            .unwrap_err()
+            .contains("already")
+    );
+    manual["metadata"]["annotations"] = json!({APPROVAL_ANNOTATION: "Sometimes"});
+    let err = apply(&mut core, manual).unwrap_err().to_string();
+    assert!(err.contains("neither Automatic nor Manual"), "{err}");
+}

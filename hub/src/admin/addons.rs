@@ -266,6 +266,44 @@ pub fn disable(
     Ok((change, AdminPayload::AddOns(views(core, access, names))))
 }
 
+/// ApproveAddOn: the identities the named add-ons' agents asked for on the clusters are bound,
+/// all or nothing.
+pub fn approve(
+    core: &HubCore,
+    access: &Access,
+    names: &[String],
+    clusters: &[String],
+    now: DateTime<Utc>,
+) -> Planned {
+    needs_both(names, clusters)?;
+    let mut change = Change::default();
+    for name in names {
+        addon(core, name)?;
+        for cluster in clusters {
+            let Some(mca) = core
+                .cluster_addons()
+                .find(|m| &m.metadata.name == name && &m.metadata.namespace == cluster)
+            else {
+                return Err(AdminResponse::error(
+                    AdminErrorKind::NotFound,
+                    format!(
+                        "add-on {name:?} is not enabled on {cluster} (`ocm-edge addon get \
+                         {name}` shows where it is); nothing was approved"
+                    ),
+                ));
+            };
+            let approved = core.approve_identity(mca, now).map_err(|e| {
+                AdminResponse::error(
+                    AdminErrorKind::Invalid,
+                    format!("{e}; nothing was approved"),
+                )
+            })?;
+            change.extend(approved);
+        }
+    }
+    Ok((change, AdminPayload::AddOns(views(core, access, names))))
+}
+
 /// GetAddOn: a page of its rows.
 pub fn get(core: &HubCore, access: &Access, name: &str, rows: Rows<'_>) -> Planned {
     let a = addon(core, name)?;

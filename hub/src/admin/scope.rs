@@ -187,6 +187,10 @@ impl Access {
             AdminRequest::DisableAddOn { clusters, .. } => clusters
                 .iter()
                 .try_for_each(|c| reach.cluster(c, "disable add-ons on")),
+            // An approved identity uses the broker from those clusters.
+            AdminRequest::ApproveAddOn { clusters, .. } => clusters
+                .iter()
+                .try_for_each(|c| reach.cluster(c, "approve add-on identities on")),
             // Answered with the rows of the clusters it reaches.
             AdminRequest::ListAddOns | AdminRequest::GetAddOn { .. } => Ok(()),
             AdminRequest::ListClusters { .. }

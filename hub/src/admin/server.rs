@@ -133,6 +133,9 @@ fn plan(
         AdminRequest::DisableAddOn { names, clusters } => {
             super::addons::disable(core, access, &names, &clusters, now)?
         }
+        AdminRequest::ApproveAddOn { names, clusters } => {
+            super::addons::approve(core, access, &names, &clusters, now)?
+        }
         AdminRequest::BindClusterSet { set, namespace } => {
             fleet::bind_cluster_set(core, set, namespace, now)?
         }

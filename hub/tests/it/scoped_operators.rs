@@ -272,6 +272,14 @@ fn every_write_outside_the_scope_is_refused_naming_the_missing_right_and_changes
         ),
         (
             alice(),
+            AdminRequest::ApproveAddOn {
+                names: vec!["logs".into()],
+                clusters: vec!["us-1".into()],
+            },
+            "may not approve add-on identities on cluster \"us-1\"",
+        ),
+        (
+            alice(),
             apply(
                 json!({"apiVersion": "addon.open-cluster-management.io/v1alpha1",
                 "kind": "AddOnTemplate", "metadata": {"name": "logs"},

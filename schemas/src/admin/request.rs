@@ -295,6 +295,18 @@ pub enum AdminRequest {
         /// Clusters; at least one.
         clusters: Vec<String>,
     },
+    /// Approves the MQTT identities that add-ons' agents asked for on clusters, for add-ons
+    /// whose approval is `Manual` (annotation
+    /// `edge.open-cluster-management.io/registration-approval`): the hub binds what each
+    /// cluster's agent asked and issues its certificate. Answer: [`AdminPayload::AddOns`] of the
+    /// named add-ons; NotFound for an unknown add-on or one not enabled on a cluster, Invalid
+    /// when a cluster's agent has not asked yet.
+    ApproveAddOn {
+        /// Add-on names; at least one.
+        names: Vec<String>,
+        /// Clusters; at least one.
+        clusters: Vec<String>,
+    },
     /// A command this build does not know, as a newer client may send it; the hub answers it with
     /// [`AdminErrorKind::Unsupported`]. Only decoded, never a valid request: the JSON Schema
     /// leaves it out, and it encodes back as `{"command": <command>}`.
@@ -349,7 +361,7 @@ impl AdminRequest {
 
     /// Every command this build knows, as it appears in JSON; a request naming another one decodes
     /// as [`AdminRequest::Unknown`].
-    pub const COMMANDS: [&'static str; 29] = [
+    pub const COMMANDS: [&'static str; 30] = [
         "listClusters",
         "getCluster",
         "acceptCluster",
@@ -379,6 +391,7 @@ impl AdminRequest {
         "getAddOn",
         "enableAddOn",
         "disableAddOn",
+        "approveAddOn",
     ];
 
     /// The command name as it appears in JSON (`listClusters`, ...), for logs and errors.
@@ -415,6 +428,7 @@ impl AdminRequest {
             AdminRequest::GetAddOn { .. } => "getAddOn",
             AdminRequest::EnableAddOn { .. } => "enableAddOn",
             AdminRequest::DisableAddOn { .. } => "disableAddOn",
+            AdminRequest::ApproveAddOn { .. } => "approveAddOn",
             AdminRequest::Unknown { .. } => "unknown",
         }
     }
@@ -447,12 +461,12 @@ impl AdminRequest {
             | AdminRequest::UnbindClusterSet { set, .. } => {
                 Some(format!("ocm-edge clusterset get {set}"))
             }
-            AdminRequest::EnableAddOn { names, .. } | AdminRequest::DisableAddOn { names, .. } => {
-                Some(match names.as_slice() {
-                    [one] => format!("ocm-edge addon get {one}"),
-                    _ => "ocm-edge addon list".to_owned(),
-                })
-            }
+            AdminRequest::EnableAddOn { names, .. }
+            | AdminRequest::DisableAddOn { names, .. }
+            | AdminRequest::ApproveAddOn { names, .. } => Some(match names.as_slice() {
+                [one] => format!("ocm-edge addon get {one}"),
+                _ => "ocm-edge addon list".to_owned(),
+            }),
             AdminRequest::ApplyObject { .. } | AdminRequest::DeleteObject { .. } => Some(
                 "ocm-edge placement list, ocm-edge clusterset list or ocm-edge rollout list"
                     .to_owned(),
@@ -481,7 +495,8 @@ impl AdminRequest {
             | AdminRequest::UnbindClusterSet { .. }
             | AdminRequest::DeleteObject { .. }
             | AdminRequest::EnableAddOn { .. }
-            | AdminRequest::DisableAddOn { .. } => true,
+            | AdminRequest::DisableAddOn { .. }
+            | AdminRequest::ApproveAddOn { .. } => true,
             AdminRequest::ListClusters { .. }
             | AdminRequest::GetCluster { .. }
             | AdminRequest::ListWorks { .. }
@@ -651,6 +666,7 @@ mod tests {
             json!({"command": "getAddOn", "name": "a"}),
             json!({"command": "enableAddOn", "names": ["a"], "clusters": ["c"]}),
             json!({"command": "disableAddOn", "names": ["a"], "clusters": ["c"]}),
+            json!({"command": "approveAddOn", "names": ["a"], "clusters": ["c"]}),
         ];
         assert_eq!(samples.len(), AdminRequest::COMMANDS.len());
         for (sample, name) in samples.iter().zip(AdminRequest::COMMANDS) {

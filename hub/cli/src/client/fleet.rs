@@ -244,6 +244,26 @@ impl AdminClient {
     /// # Errors
     /// NotFound for an unknown add-on or cluster, Invalid when an add-on's checks refuse it;
     /// see [`AdminClient::request`].
+    /// Approves the MQTT identities the agents of `clusters` asked for `names` (add-ons whose
+    /// approval is Manual).
+    ///
+    /// # Errors
+    /// NotFound for an unknown add-on or one not enabled on a cluster, Invalid when a cluster's
+    /// agent has not asked yet; see [`AdminClient::request`].
+    pub async fn approve_addons(
+        &self,
+        names: Vec<String>,
+        clusters: Vec<String>,
+    ) -> Result<Vec<AddOnView>> {
+        match self
+            .request(&AdminRequest::ApproveAddOn { names, clusters })
+            .await?
+        {
+            AdminPayload::AddOns(a) => Ok(a),
+            other => Err(unexpected("approveAddOn", &other)),
+        }
+    }
+
     pub async fn switch_addons(
         &self,
         enable: bool,

@@ -1,4 +1,4 @@
-//! `ocm-edge addon list|get|create|enable|disable|broker-config`: OCM's add-ons (clusteradm's
+//! `ocm-edge addon list|get|create|enable|disable|approve|broker-config`: OCM's add-ons (clusteradm's
 //! `addon create`, `addon enable` and `addon disable`). Add-ons, their templates and configs may
 //! also be applied with `ocm-edge apply -f`.
 
@@ -48,6 +48,16 @@ pub enum AddonCommand {
     },
     /// Disable add-ons on clusters: their agents' works are deleted from the clusters.
     Disable {
+        /// Add-on names, comma separated.
+        #[arg(long, required = true, value_delimiter = ',')]
+        names: Vec<String>,
+        /// Clusters, comma separated.
+        #[arg(long, required = true, value_delimiter = ',')]
+        clusters: Vec<String>,
+    },
+    /// Approve the MQTT identities the agents of clusters asked for an add-on whose approval is
+    /// Manual (its annotation edge.open-cluster-management.io/registration-approval: Manual).
+    Approve {
         /// Add-on names, comma separated.
         #[arg(long, required = true, value_delimiter = ',')]
         names: Vec<String>,
@@ -351,6 +361,16 @@ pub async fn run(global: &GlobalArgs, cmd: AddonCommand) -> Result<(), CliError>
             )
         }
         AddonCommand::BrokerConfig(_) => unreachable!("handled before connecting"),
+        AddonCommand::Approve { names, clusters } => {
+            client
+                .approve_addons(names.clone(), clusters.clone())
+                .await?;
+            format!(
+                "approved the MQTT identities of {} on {}\n",
+                names.join(", "),
+                clusters.join(", ")
+            )
+        }
         AddonCommand::Disable { names, clusters } => {
             client
                 .switch_addons(false, names.clone(), clusters.clone(), None)

@@ -863,3 +863,65 @@ async fn addon_create_with_hub_registration_gives_the_agent_its_own_identity() {
     );
     fleet.shutdown().await;
 }
+
+/// An add-on whose identities need an operator's approval: its agent's Secret appears only
+/// after `addon approve`, which `addon get` asks for; approving twice says there is nothing left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_manually_approved_addon_identity_waits_for_addon_approve() {
+    let mut fleet = fleet().await;
+    fleet.start_accepted("edge-1", &[]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("probe.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: addon.open-cluster-management.io/v1alpha1
+kind: AddOnTemplate
+metadata: {name: probe}
+spec:
+  addonName: probe
+  registration: [{type: KubeClient}]
+  agentSpec:
+    workload:
+      manifests:
+      - {apiVersion: v1, kind: ConfigMap, metadata: {name: probe, namespace: '{{INSTALL_NAMESPACE}}'}}
+---
+apiVersion: addon.open-cluster-management.io/v1beta1
+kind: ClusterManagementAddOn
+metadata:
+  name: probe
+  annotations: {edge.open-cluster-management.io/registration-approval: Manual}
+spec:
+  defaultConfigs: [{group: addon.open-cluster-management.io, resource: addontemplates, name: probe}]
+",
+    )
+    .unwrap();
+    ok(&ocm_edge(&fleet, &["apply", "-f", file.to_str().unwrap()]).await);
+    ok(&addon(&fleet, "enable", "probe", "edge-1").await);
+    let waiting = wait_for("the identity waiting for approval", WAIT, || async {
+        let out = ocm_edge(&fleet, &["addon", "get", "probe"]).await;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.contains("WaitingForApproval").then_some(text)
+    })
+    .await
+    .unwrap();
+    assert!(waiting.contains("edge-1"), "{waiting}");
+    let ns = "open-cluster-management-agent-addon";
+    assert!(
+        fleet
+            .sim("edge-1")
+            .get("Secret", ns, "probe-hub-mqtt")
+            .is_none(),
+        "no Secret before the approval"
+    );
+    let approved = ok(&addon(&fleet, "approve", "probe", "edge-1").await);
+    assert!(approved.contains("approved"), "{approved}");
+    fleet
+        .wait_sim("edge-1", "the Secret after the approval", |sim| {
+            sim.get("Secret", ns, "probe-hub-mqtt")
+        })
+        .await
+        .unwrap();
+    let again = addon(&fleet, "approve", "probe", "edge-1").await;
+    fails_mentioning(&again, &["already"]);
+    fleet.shutdown().await;
+}
