@@ -733,3 +733,123 @@ async fn e2e_a_lease_addon_is_available_while_its_lease_is_renewed_on_a_real_api
     .unwrap();
     agent.kill().await.unwrap();
 }
+
+/// OCM's pre-delete hook on a real API server: disabling the add-on first applies its hook (a
+/// Pod labelled `open-cluster-management.io/addon-pre-delete`) while its agent keeps running;
+/// once the hook has succeeded (the test sets the Pod's phase, as a kubelet would) the agent and
+/// the hook are removed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn e2e_disabling_an_addon_runs_its_pre_delete_hook_then_removes_it_on_a_real_api_server() {
+    const HOOK_CLUSTER: &str = "kube-hook";
+    const NS: &str = "e2e-hook-ns";
+    let test =
+        "e2e_disabling_an_addon_runs_its_pre_delete_hook_then_removes_it_on_a_real_api_server";
+    let Some(E2e {
+        admin,
+        dir,
+        kubeconfig,
+        fleet,
+    }) = E2e::start(test).await
+    else {
+        return;
+    };
+    let mut agent = agent_command(&fleet, HOOK_CLUSTER, &kubeconfig, &dir.path().join("agent"))
+        .args(["--reconcile-seconds", "2"])
+        .spawn()
+        .unwrap();
+    fleet.accept(HOOK_CLUSTER).await;
+    let hub = fleet.admin().await;
+    for object in [
+        json!({"apiVersion": "addon.open-cluster-management.io/v1alpha1",
+            "kind": "AddOnTemplate", "metadata": {"name": "tidy"},
+            "spec": {"addonName": "tidy", "agentSpec": {"workload": {"manifests": [
+                {"apiVersion": "v1", "kind": "ConfigMap",
+                 "metadata": {"name": "tidy-agent", "namespace": "{{INSTALL_NAMESPACE}}"},
+                 "data": {"cluster": "{{CLUSTER_NAME}}"}},
+                {"apiVersion": "v1", "kind": "Pod",
+                 "metadata": {"name": "tidy-cleanup", "namespace": "{{INSTALL_NAMESPACE}}",
+                     "labels": {"open-cluster-management.io/addon-pre-delete": ""}},
+                 "spec": {"restartPolicy": "Never",
+                     "containers": [{"name": "cleanup", "image": "busybox",
+                         "args": ["echo", "cleaning {{CLUSTER_NAME}}"]}]}}]}}}}),
+        json!({"apiVersion": "addon.open-cluster-management.io/v1beta1",
+            "kind": "AddOnDeploymentConfig",
+            "metadata": {"name": "tidy", "namespace": HOOK_CLUSTER},
+            "spec": {"agentInstallNamespace": NS}}),
+        json!({"apiVersion": "addon.open-cluster-management.io/v1beta1",
+            "kind": "ClusterManagementAddOn", "metadata": {"name": "tidy"},
+            "spec": {"defaultConfigs": [
+                {"group": "addon.open-cluster-management.io", "resource": "addontemplates",
+                 "name": "tidy"},
+                {"group": "addon.open-cluster-management.io", "resource": "addondeploymentconfigs",
+                 "namespace": HOOK_CLUSTER, "name": "tidy"}]}}),
+    ] {
+        hub.apply_object(object).await.unwrap();
+    }
+    hub.switch_addons(true, vec!["tidy".into()], vec![HOOK_CLUSTER.into()], None)
+        .await
+        .unwrap();
+    let object = |kind: &str, name: &str| json!({"apiVersion": "v1", "kind": kind, "metadata": {"name": name, "namespace": NS}});
+    let agent_cm = object("ConfigMap", "tidy-agent");
+    let hook = object("Pod", "tidy-cleanup");
+    wait_until("the add-on's agent on the cluster", WAIT, || async {
+        get(&admin, &agent_cm).await.is_some()
+    })
+    .await
+    .unwrap();
+    assert!(
+        get(&admin, &hook).await.is_none(),
+        "the hook never runs while the add-on is installed"
+    );
+
+    hub.switch_addons(false, vec!["tidy".into()], vec![HOOK_CLUSTER.into()], None)
+        .await
+        .unwrap();
+    wait_until("the pre-delete hook applied", WAIT, || async {
+        get(&admin, &hook).await.is_some()
+    })
+    .await
+    .unwrap();
+    assert!(
+        get(&admin, &agent_cm).await.is_some(),
+        "the agent stays while its hook runs"
+    );
+    // The bare API server runs no pod: the test finishes it as a kubelet would.
+    let client = kube::Client::try_from(
+        kube::Config::from_custom_kubeconfig(
+            kube::config::Kubeconfig::read_from(
+                ocm_edge_tests::kube::kubeconfig(test).expect("the e2e kubeconfig"),
+            )
+            .unwrap(),
+            &kube::config::KubeConfigOptions::default(),
+        )
+        .await
+        .unwrap(),
+    )
+    .unwrap();
+    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> = kube::Api::namespaced(client, NS);
+    pods.patch_status(
+        "tidy-cleanup",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(json!({"status": {"phase": "Succeeded"}})),
+    )
+    .await
+    .unwrap();
+    wait_until("the add-on and its hook removed", WAIT, || async {
+        get(&admin, &agent_cm).await.is_none() && get(&admin, &hook).await.is_none()
+    })
+    .await
+    .unwrap();
+    let gone = wait_until(
+        "the cluster's add-on forgotten at the hub",
+        WAIT,
+        || async {
+            hub.get_addon("tidy", None)
+                .await
+                .is_ok_and(|a| a.clusters.is_empty())
+        },
+    )
+    .await;
+    assert!(gone.is_ok());
+    agent.kill().await.unwrap();
+}
