@@ -144,6 +144,46 @@ pub async fn run(global: &GlobalArgs, args: ApplyArgs) -> Result<(), CliError> {
         }
     }
     let mut text = String::new();
+    // An add-on's new rollout strategy must be in force before the configs it rolls out change:
+    // each ClusterManagementAddOn is tried first, and only one that needs a config of this file
+    // (new, or changed to give a variable) waits for them.
+    let (addons, rest): (Vec<_>, Vec<_>) = docs.into_iter().partition(
+        |(d, _)| matches!(d, Doc::Object { kind, .. } if kind == "ClusterManagementAddOn"),
+    );
+    let configs_in_file = rest.iter().any(|(d, _)| {
+        matches!(d, Doc::Object { kind, .. }
+            if kind == "AddOnTemplate" || kind == "AddOnDeploymentConfig")
+    });
+    let mut waiting = Vec::new();
+    let mut docs = Vec::new();
+    for (doc, origin) in addons {
+        let Doc::Object { value, .. } = &doc else {
+            continue;
+        };
+        if !configs_in_file {
+            docs.push((doc, origin));
+            continue;
+        }
+        match client.apply_object(value.clone()).await {
+            Ok(a) => text.push_str(&format!(
+                "{} {} {}\n",
+                a.kind.to_lowercase(),
+                a.name,
+                a.outcome
+            )),
+            Err(e) if needs_configs_of_the_file(&e) => waiting.push((doc, origin)),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    for (doc, origin) in rest {
+        let is_addon_object =
+            matches!(&doc, Doc::Object { kind, .. } if kind == "ManagedClusterAddOn");
+        if is_addon_object {
+            docs.append(&mut waiting);
+        }
+        docs.push((doc, origin));
+    }
+    docs.append(&mut waiting);
     for (doc, _) in docs {
         match doc {
             Doc::Work(work) => {
@@ -166,4 +206,13 @@ pub async fn run(global: &GlobalArgs, args: ApplyArgs) -> Result<(), CliError> {
     }
     client.disconnect().await;
     print(&text)
+}
+
+/// Whether the hub refused an add-on for a config it does not hold yet, or for a variable its
+/// configs do not give yet: both may come with the configs of the same file.
+fn needs_configs_of_the_file(e: &crate::client::AdminError) -> bool {
+    e.hub_kind() == Some(ocm_edge_schemas::admin::AdminErrorKind::Invalid)
+        && ["does not exist", "do not give"]
+            .iter()
+            .any(|m| e.to_string().contains(m))
 }

@@ -650,12 +650,10 @@ spec:
     .unwrap();
     assert_eq!(shown.matches("placement").count(), 3, "{shown}");
 
-    // Level 2, one cluster at a time, each soaking an hour before the next. The strategy first:
-    // `apply` takes configs before add-ons, so a config given with a new strategy would roll out
-    // by the old one.
+    // Level 2, one cluster at a time, each soaking an hour before the next, in one file with
+    // the new strategy: `apply` puts the add-on's new strategy in force before the config it
+    // rolls out changes (by the old one, All, every cluster would take level 2 at once).
     let progressive = "{type: Progressive, progressive: {maxConcurrency: 1, minSuccessTime: 1h}}";
-    write("1", progressive);
-    ok(&ocm_edge(&fleet, &["apply", "-f", file.to_str().unwrap()]).await);
     write("2", progressive);
     ok(&ocm_edge(&fleet, &["apply", "-f", file.to_str().unwrap()]).await);
     let first = wait_for("one cluster on level 2", WAIT, || async {
