@@ -29,9 +29,10 @@ use ocm_edge_schemas::api::addon::{
     ADDON_DEPLOYMENT_CONFIGS, ADDON_GROUP, ADDON_TEMPLATES, AddOnConfig, AddOnDeploymentConfig,
     AddOnTemplate, CONDITION_AVAILABLE, CONDITION_CONFIGURED, CONDITION_MANIFEST_APPLIED,
     CONDITION_PROGRESSING, CONDITION_REGISTRATION_APPLIED, ClusterManagementAddOn, ConfigReference,
-    ConfigSpecHash, DEFAULT_INSTALL_NAMESPACE, INSTALL_MANUAL, INSTALL_NAMESPACE_ANNOTATION,
-    INSTALL_PLACEMENTS, InstallConfigReference, InstallProgression, LABEL_ADDON_NAME,
-    ManagedClusterAddOn, ManagedClusterAddOnStatus, ObjectReference, RegistrationConfig,
+    ConfigSpecHash, DEFAULT_INSTALL_NAMESPACE, DefaultConfigReference, INSTALL_MANUAL,
+    INSTALL_NAMESPACE_ANNOTATION, INSTALL_PLACEMENTS, InstallConfigReference, InstallProgression,
+    LABEL_ADDON_NAME, ManagedClusterAddOn, ManagedClusterAddOnStatus, ObjectReference,
+    RegistrationConfig,
 };
 use ocm_edge_schemas::api::meta::{Condition, ConditionStatus, ObjectMeta, Time, set_condition};
 use ocm_edge_schemas::api::work::{Manifest, ManifestWorkSpec, WORK_APPLIED, WORK_AVAILABLE};
@@ -1699,13 +1700,24 @@ impl HubCore {
         now: DateTime<Utc>,
     ) -> Option<ClusterManagementAddOn> {
         let strategy = &addon.spec.install_strategy;
-        if strategy.type_ != INSTALL_PLACEMENTS {
-            return None;
-        }
         let name = &addon.metadata.name;
         let mut updated = addon.clone();
+        // As OCM: the default configs with the hashes of their current specs.
+        updated.status.default_config_references = resolve(&[&addon.spec.default_configs])
+            .values()
+            .map(|c| DefaultConfigReference {
+                group: c.group.clone(),
+                resource: c.resource.clone(),
+                desired_config: self.config_hash(c),
+            })
+            .collect();
         let old = std::mem::take(&mut updated.status.install_progressions);
-        for p in &strategy.placements {
+        let placements = if strategy.type_ == INSTALL_PLACEMENTS {
+            strategy.placements.as_slice()
+        } else {
+            &[]
+        };
+        for p in placements {
             let mut progression = old
                 .iter()
                 .find(|o| o.namespace == p.namespace && o.name == p.name)
@@ -1743,17 +1755,7 @@ impl HubCore {
                 .count();
             let mut references = Vec::new();
             for c in configs.values() {
-                let hash = if c.is(ADDON_TEMPLATES) {
-                    self.addon_template(&c.name).map(|t| spec_hash(&t.spec))
-                } else {
-                    self.addon_config(&c.namespace, &c.name)
-                        .map(|d| spec_hash(&d.spec))
-                };
-                let desired = hash.map(|spec_hash| ConfigSpecHash {
-                    namespace: c.namespace.clone(),
-                    name: c.name.clone(),
-                    spec_hash,
-                });
+                let desired = self.config_hash(c);
                 let carried_by_all = clusters.iter().all(|m| {
                     m.status.config_references.iter().any(|r| {
                         r.group == c.group
@@ -1802,7 +1804,6 @@ impl HubCore {
         (updated != *addon).then_some(updated)
     }
 
-    /// Whether the add-on's work is applied and available for its current generation.
     /// Progressing of a cluster that carries the add-on's current work, from that work's status:
     /// Completed once applied and available, Failed when its agent could not apply it; `None`
     /// while it has not said.
@@ -1841,6 +1842,23 @@ impl HubCore {
             .map(|c| c.message.clone())
     }
 
+    /// `config` by name with the hash of its current spec (`None`: the hub does not hold it).
+    fn config_hash(&self, config: &AddOnConfig) -> Option<ConfigSpecHash> {
+        let hash = if config.is(ADDON_TEMPLATES) {
+            self.addon_template(&config.name)
+                .map(|t| spec_hash(&t.spec))
+        } else {
+            self.addon_config(&config.namespace, &config.name)
+                .map(|d| spec_hash(&d.spec))
+        }?;
+        Some(ConfigSpecHash {
+            namespace: config.namespace.clone(),
+            name: config.name.clone(),
+            spec_hash: hash,
+        })
+    }
+
+    /// Whether the add-on's work is applied and available for its current generation.
     fn work_succeeded(&self, key: &WorkKey) -> bool {
         self.work(key).is_some_and(|w| {
             let conditions = w

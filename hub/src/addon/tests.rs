@@ -1175,3 +1175,28 @@ fn with_manual_approval_an_identity_waits_for_an_operator_then_is_bound() {
     let err = apply(&mut core, manual).unwrap_err().to_string();
     assert!(err.contains("neither Automatic nor Manual"), "{err}");
 }
+
+#[test]
+fn an_addon_says_its_default_configs_with_their_spec_hashes_as_ocm() {
+    let mut core = with_hello_world();
+    reconcile(&mut core, 2);
+    let addon = core.addon("hello-template").unwrap();
+    let refs = &addon.status.default_config_references;
+    assert_eq!(refs.len(), 2, "{refs:?}");
+    assert!(
+        refs.iter().all(|r| r
+            .desired_config
+            .as_ref()
+            .is_some_and(|d| !d.spec_hash.is_empty())),
+        "{refs:?}"
+    );
+    let before = refs.clone();
+    apply(&mut core, config("edge-1", "7")).unwrap();
+    reconcile(&mut core, 3);
+    let after = &core
+        .addon("hello-template")
+        .unwrap()
+        .status
+        .default_config_references;
+    assert_ne!(&before, after, "a config change changes its hash");
+}
