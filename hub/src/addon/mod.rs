@@ -1578,7 +1578,20 @@ impl HubCore {
                 let mut carried = same;
                 let mut sent_now = false;
                 let spec = Arc::clone(&input.spec);
-                if !same
+                // Only the registration changed (the identity bound or certified): no rollout,
+                // the cluster gets it whatever its rollout's gate says.
+                let registration_only = !same
+                    && current.is_some_and(|w| {
+                        w.deleting.is_none() && *w.spec == *input.spec && w.labels == input.labels
+                    });
+                if registration_only
+                    && self.cluster(cluster).is_some_and(|c| c.is_schedulable())
+                    && let Ok((write, _)) =
+                        self.write_works(&input, std::slice::from_ref(cluster), true, now)
+                {
+                    change.extend(write);
+                    carried = true;
+                } else if !same
                     && may_write
                     && self.cluster(cluster).is_some_and(|c| c.is_schedulable())
                     && current.is_none_or(|w| w.deleting.is_none())

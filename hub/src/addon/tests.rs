@@ -1200,3 +1200,39 @@ fn an_addon_says_its_default_configs_with_their_spec_hashes_as_ocm() {
         .default_config_references;
     assert_ne!(&before, after, "a config change changes its hash");
 }
+
+#[test]
+fn a_placements_addon_gets_its_bound_identity_whatever_its_rollout_says() {
+    let clusters = ["edge-1", "edge-2"];
+    let mut core = live(&clusters);
+    placed_everywhere(&mut core);
+    apply(&mut core, registering_template()).unwrap();
+    let mut cma = addon("default");
+    cma["spec"]["installStrategy"] = json!({"type": "Placements", "placements": [
+        {"name": "all", "namespace": "default",
+         "rolloutStrategy": {"type": "Progressive",
+             "progressive": {"maxConcurrency": 1, "minSuccessTime": "1h"}}}]});
+    apply(&mut core, cma).unwrap();
+    reconcile(&mut core, 2);
+    let first = *clusters
+        .iter()
+        .find(|c| hello(&core, c).is_some())
+        .expect("the rollout's first cluster");
+    report_done(&mut core, first, 3);
+    reconcile(&mut core, 3);
+    // Its agent asks for the identity: bound, and the work goes again with it although the
+    // rollout (soaking for an hour) lets no cluster take a change now.
+    let hash = addon_identity::password_sha256("pw");
+    step(&mut core, ask(first, &hash), 4);
+    reconcile(&mut core, 4);
+    assert_eq!(
+        registration_of(&core, first).unwrap().approved_sha256,
+        Some(hash),
+        "the bound hash reaches the cluster"
+    );
+    let other = clusters.iter().find(|c| **c != first).unwrap();
+    assert!(
+        hello(&core, other).is_none(),
+        "the other cluster still waits for the rollout"
+    );
+}
