@@ -89,6 +89,10 @@ pub struct CreateArgs {
     /// NAME-hub-mqtt in its install namespace), as clusteradm's --hub-registration.
     #[arg(long)]
     pub hub_registration: bool,
+    /// The add-on's default AddOnDeploymentConfig (apply it first): the values of the
+    /// manifests' own variables, its install namespace, node placement, mirrors, proxy.
+    #[arg(long, value_name = "NAMESPACE/NAME")]
+    pub config: Option<String>,
 }
 
 /// `addon broker-config` options.
@@ -173,6 +177,43 @@ pub fn create_objects(args: &CreateArgs) -> Result<Vec<serde_json::Value>, CliEr
     if args.hub_registration && registration.as_array().is_none_or(Vec::is_empty) {
         registration = json!([{"type": "KubeClient"}]);
     }
+    let mut default_configs = vec![json!({"group": "addon.open-cluster-management.io",
+        "resource": "addontemplates", "name": args.name})];
+    match args.config.as_deref().map(|c| c.split_once('/')) {
+        Some(Some((namespace, name))) if !namespace.is_empty() && !name.is_empty() => {
+            default_configs.push(json!({"group": "addon.open-cluster-management.io",
+                "resource": "addondeploymentconfigs", "namespace": namespace, "name": name}));
+        }
+        Some(_) => {
+            return Err(CliError::Usage(format!(
+                "--config {:?} is not NAMESPACE/NAME (an AddOnDeploymentConfig)",
+                args.config.as_deref().unwrap_or_default()
+            )));
+        }
+        None => {
+            // Without a config, only the built-in variables have values: say so before
+            // anything reaches the hub.
+            let spec: ocm_edge_schemas::api::work::ManifestWorkSpec =
+                serde_json::from_value(agent_spec.clone()).map_err(|e| {
+                    CliError::Usage(format!(
+                        "{}: not an agent spec: {e}",
+                        args.template.display()
+                    ))
+                })?;
+            let own: Vec<String> = ocm_edge_hub::addon::render::variables_in(&spec)
+                .into_iter()
+                .filter(|v| !ocm_edge_hub::addon::render::BUILT_IN.contains(&v.as_str()))
+                .map(|v| format!("{{{{{v}}}}}"))
+                .collect();
+            if !own.is_empty() {
+                return Err(CliError::Usage(format!(
+                    "the manifests use {}, which only an AddOnDeploymentConfig gives: apply one \
+                     (customizedVariables) and name it with --config NAMESPACE/NAME",
+                    own.join(", ")
+                )));
+            }
+        }
+    }
     Ok(vec![
         json!({"apiVersion": "addon.open-cluster-management.io/v1alpha1", "kind": "AddOnTemplate",
             "metadata": {"name": args.name},
@@ -180,8 +221,7 @@ pub fn create_objects(args: &CreateArgs) -> Result<Vec<serde_json::Value>, CliEr
         json!({"apiVersion": "addon.open-cluster-management.io/v1beta1",
             "kind": "ClusterManagementAddOn", "metadata": {"name": args.name},
             "spec": {"installStrategy": {"type": "Manual"},
-                "defaultConfigs": [{"group": "addon.open-cluster-management.io",
-                    "resource": "addontemplates", "name": args.name}]}}),
+                "defaultConfigs": default_configs}}),
     ])
 }
 
@@ -284,7 +324,7 @@ pub async fn run(global: &GlobalArgs, cmd: AddonCommand) -> Result<(), CliError>
         ocm_edge_hub::pki::write_file(&args.out, &text, true)
             .map_err(|e| CliError::Hub(e.to_string()))?;
         return print(&format!(
-            "wrote the MQTT config of add-on {}'s controller to {} (0600)\n",
+            "wrote the MQTT config of the controller of add-on {} to {} (0600)\n",
             args.name,
             args.out.display()
         ));
@@ -347,8 +387,24 @@ pub async fn run(global: &GlobalArgs, cmd: AddonCommand) -> Result<(), CliError>
             )
         }
         AddonCommand::Create(args) => {
+            let mut new_template = false;
             for object in created.unwrap_or_default() {
-                client.apply_object(object).await?;
+                let kind = object["kind"].as_str().unwrap_or_default().to_owned();
+                match client.apply_object(object).await {
+                    Ok(a) if kind == "AddOnTemplate" => {
+                        new_template = a.outcome == ocm_edge_schemas::admin::WriteOutcome::Created;
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        // All or nothing: the template this command made goes again.
+                        if new_template {
+                            client
+                                .delete_object("AddOnTemplate", None, &args.name)
+                                .await?;
+                        }
+                        return Err(e.into());
+                    }
+                }
             }
             format!(
                 "created add-on {name} (AddOnTemplate and ClusterManagementAddOn {name}): `ocm-edge addon enable --names {name} --clusters NAME` installs it{}\n",

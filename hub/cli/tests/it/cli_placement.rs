@@ -851,6 +851,64 @@ async fn addon_create_with_hub_registration_gives_the_agent_its_own_identity() {
     // Bad input changes nothing on the hub.
     let bad = ocm_edge(&fleet, &["addon", "create", "Probe_2", "-f", file]).await;
     fails_mentioning(&bad, &["\"Probe_2\" is not a DNS label"]);
+    // A variable of its own needs a config: refused before anything is sent; with a config the
+    // hub does not hold, the template this command made goes again.
+    let regional = dir.path().join("regional.yaml");
+    std::fs::write(
+        &regional,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: regional\n  namespace: '{{INSTALL_NAMESPACE}}'\ndata:\n  region: '{{REGION}}'\n",
+    )
+    .unwrap();
+    let regional = regional.to_str().unwrap();
+    let bad = ocm_edge(&fleet, &["addon", "create", "regional", "-f", regional]).await;
+    fails_mentioning(&bad, &["{{REGION}}", "--config NAMESPACE/NAME"]);
+    let bad = ocm_edge(
+        &fleet,
+        &[
+            "addon",
+            "create",
+            "regional",
+            "-f",
+            regional,
+            "--config",
+            "default/nowhere",
+        ],
+    )
+    .await;
+    fails_mentioning(&bad, &["does not exist"]);
+    let gone = ocm_edge(&fleet, &["delete", "addontemplate", "regional"]).await;
+    assert!(
+        !gone.status.success(),
+        "the template went with the refused add-on"
+    );
+    let config = dir.path().join("eu.yaml");
+    std::fs::write(
+        &config,
+        "apiVersion: addon.open-cluster-management.io/v1beta1\nkind: AddOnDeploymentConfig\nmetadata: {name: eu, namespace: default}\nspec:\n  customizedVariables: [{name: REGION, value: eu}]\n",
+    )
+    .unwrap();
+    ok(&ocm_edge(&fleet, &["apply", "-f", config.to_str().unwrap()]).await);
+    ok(&ocm_edge(
+        &fleet,
+        &[
+            "addon",
+            "create",
+            "regional",
+            "-f",
+            regional,
+            "--config",
+            "default/eu",
+        ],
+    )
+    .await);
+    ok(&addon(&fleet, "enable", "regional", "edge-1").await);
+    let cm = fleet
+        .wait_sim("edge-1", "the regional ConfigMap", |sim| {
+            sim.get("ConfigMap", ns, "regional")
+        })
+        .await
+        .unwrap();
+    assert_eq!(cm["data"]["region"], "eu");
     std::fs::write(&manifests, "kind: ConfigMap\nmetadata: {}\n").unwrap();
     let bad = ocm_edge(&fleet, &["addon", "create", "probe-2", "-f", file]).await;
     assert!(!bad.status.success());
