@@ -168,7 +168,7 @@ impl std::fmt::Debug for AddOnKey {
 }
 
 /// `bytes` as a PEM block with `label`, 64 characters a line.
-fn pem(label: &str, bytes: &[u8]) -> String {
+pub(crate) fn pem(label: &str, bytes: &[u8]) -> String {
     let b64 = BASE64.encode(bytes);
     let mut out = format!("-----BEGIN {label}-----\n");
     for line in b64.as_bytes().chunks(64) {

@@ -61,11 +61,13 @@ pub fn registration(
     Ok(Some(r))
 }
 
-/// What the agent does at `now` for `r`, whose identity's password is `password` and key `key`.
+/// What the agent does at `now` for `r`, whose identity's password is `password` and key `key`;
+/// `broker_ca` is the PEM of the CA the agent trusts its broker with, when it knows it.
 pub fn step(
     r: &Registration,
     password: &str,
     key: &AddOnKey,
+    broker_ca: Option<&str>,
     cfg: &AgentConfig,
     now: DateTime<Utc>,
 ) -> Step {
@@ -86,6 +88,7 @@ pub fn step(
                 r,
                 password,
                 certificate.map(|c| (c.pem.as_str(), key.pkcs8_pem.as_str())),
+                broker_ca,
                 cfg,
             ))
         }),
@@ -99,6 +102,7 @@ pub fn secret(
     r: &Registration,
     password: &str,
     certificate: Option<(&str, &str)>,
+    broker_ca: Option<&str>,
     cfg: &AgentConfig,
 ) -> Manifest {
     let identity = r.identity();
@@ -117,14 +121,9 @@ pub fn secret(
     );
     put("cluster", &r.cluster);
     put("addon", &r.addon);
-    // The CA the agent itself trusts the broker with, when it has it as a file.
-    if let Some(pem) = cfg
-        .tls
-        .ca_file
-        .as_ref()
-        .and_then(|f| std::fs::read_to_string(f).ok())
-    {
-        put("ca.crt", &pem);
+    // The CA the agent itself trusts the broker with.
+    if let Some(pem) = broker_ca {
+        put("ca.crt", pem);
     }
     if let Some(pin) = &cfg.tls.ca_pin {
         put("caPin", &pin.to_string());
@@ -178,6 +177,8 @@ mod tests {
         }
     }
 
+    const CA: &str = "-----BEGIN CERTIFICATE-----\nca\n-----END CERTIFICATE-----\n";
+
     fn key() -> AddOnKey {
         AddOnKey {
             pkcs8_pem: "-----BEGIN PRIVATE KEY-----\nx\n-----END PRIVATE KEY-----\n".into(),
@@ -205,7 +206,7 @@ mod tests {
 
     #[test]
     fn the_agent_asks_until_its_own_password_is_bound_then_writes_the_secret() {
-        let s = step(&reg(None), "pw", &key(), &cfg(), t(1));
+        let s = step(&reg(None), "pw", &key(), Some(CA), &cfg(), t(1));
         let ask = s.ask.expect("nothing bound: ask");
         assert_eq!(ask.addon, "hello");
         assert_eq!(ask.password_sha256, addon_identity::password_sha256("pw"));
@@ -214,14 +215,14 @@ mod tests {
             s.write.is_none(),
             "no Secret before the hub bound the password"
         );
-        let other = step(&reg(Some("another")), "pw", &key(), &cfg(), t(1));
+        let other = step(&reg(Some("another")), "pw", &key(), Some(CA), &cfg(), t(1));
         assert!(
             other.ask.is_some() && other.write.is_none(),
             "bound to another password (an older key or enable): ask again"
         );
 
         // Bound, no certificate yet: the Secret for password logins, and ask for one.
-        let s = step(&reg(Some("pw")), "pw", &key(), &cfg(), t(1));
+        let s = step(&reg(Some("pw")), "pw", &key(), Some(CA), &cfg(), t(1));
         assert!(s.ask.is_some());
         let secret = s.write.expect("bound: write the Secret");
         assert_eq!(secret.0["metadata"]["name"], "hello-hub-mqtt");
@@ -240,11 +241,12 @@ mod tests {
             "addons/hello/clusters/edge-a/placementscores"
         );
         assert_eq!(field(&secret, "tls.crt"), None);
+        assert_eq!(field(&secret, "ca.crt").as_deref(), Some(CA));
 
         // With its certificate: in the Secret, and nothing to ask until renewal is due.
         let mut r = reg(Some("pw"));
         r.certificate = Some(issued("the-public-key", 30));
-        let s = step(&r, "pw", &key(), &cfg(), t(1));
+        let s = step(&r, "pw", &key(), Some(CA), &cfg(), t(1));
         assert_eq!(s.ask, None);
         let secret = s.write.unwrap();
         assert!(
@@ -258,11 +260,13 @@ mod tests {
                 .contains("BEGIN PRIVATE KEY")
         );
         assert!(
-            step(&r, "pw", &key(), &cfg(), t(21)).ask.is_some(),
+            step(&r, "pw", &key(), Some(CA), &cfg(), t(21))
+                .ask
+                .is_some(),
             "two thirds through its life: ask for a new one"
         );
         r.certificate = Some(issued("another key", 30));
-        let s = step(&r, "pw", &key(), &cfg(), t(1));
+        let s = step(&r, "pw", &key(), Some(CA), &cfg(), t(1));
         assert!(s.ask.is_some(), "a certificate for another key is not used");
         assert_eq!(field(&s.write.unwrap(), "tls.crt"), None);
     }

@@ -308,7 +308,15 @@ impl Agent {
             .key
             .addon_password(&registration.addon, &registration.nonce);
         let key = self.key.addon_key(&registration.addon, &registration.nonce);
-        let step = addon_identity::step(&registration, &password, &key, &self.cfg, t);
+        let broker_ca = self.broker_ca_pem();
+        let step = addon_identity::step(
+            &registration,
+            &password,
+            &key,
+            broker_ca.as_deref(),
+            &self.cfg,
+            t,
+        );
         match step.ask {
             None => {
                 self.addon_asks.remove(&registration.addon);
@@ -336,6 +344,18 @@ impl Agent {
             }
         }
         step.write.map(|secret| *secret)
+    }
+
+    /// The CA the agent trusts its broker with, as PEM: its `--broker-ca-file`, or, when it
+    /// trusts the broker by a pin that is the pin of the hub's CA it learnt (the hub's own
+    /// broker), that CA.
+    fn broker_ca_pem(&self) -> Option<String> {
+        if let Some(file) = &self.cfg.tls.ca_file {
+            return std::fs::read_to_string(file).ok();
+        }
+        let signer = self.trust.signer()?;
+        (self.cfg.tls.ca_pin.as_ref() == Some(&signer.ca_pin()))
+            .then(|| crate::registration::key::pem("CERTIFICATE", &signer.ca))
     }
 
     async fn remove_bundle(

@@ -234,6 +234,16 @@ async fn an_addon_agent_that_is_not_ours_talks_to_its_controller_scores_and_is_k
     let dir = tempfile::tempdir().unwrap();
     fleet.start_accepted("edge-a", &[]).await;
     fleet.start_accepted("edge-b", &[]).await;
+    // An agent that trusts the hub's broker by its pin alone (no CA file), as the quickstart's.
+    fleet
+        .agent("edge-c")
+        .configure(|c| {
+            c.tls.ca_pin = c.hub_ca_pin;
+            c.tls.ca_file = None;
+        })
+        .start()
+        .await;
+    fleet.accept("edge-c").await;
     let admin = fleet.admin().await;
     for object in addon_objects(ADDON)
         .into_iter()
@@ -251,6 +261,16 @@ async fn an_addon_agent_that_is_not_ours_talks_to_its_controller_scores_and_is_k
     let a = login_from_secret(&fleet, "edge-a", ADDON, dir.path()).await;
     let b = login_from_secret(&fleet, "edge-b", ADDON, dir.path()).await;
     let other_a = login_from_secret(&fleet, "edge-a", "other", dir.path()).await;
+    // The pinned agent writes the CA it verified by the pin.
+    admin
+        .switch_addons(true, vec![ADDON.into()], vec!["edge-c".into()], None)
+        .await
+        .unwrap();
+    let c = login_from_secret(&fleet, "edge-c", ADDON, dir.path()).await;
+    let out = clients
+        .publish(&c, "addons/hello/clusters/edge-c/to-hub", "ready on edge-c")
+        .await;
+    assert!(out.status.success(), "{}", text(&out));
     assert_eq!(a.username, "addons/hello/clusters/edge-a");
     assert_ne!(a.password, b.password, "one password per cluster");
     assert_ne!(a.password, other_a.password, "one password per add-on");
