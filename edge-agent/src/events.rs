@@ -181,6 +181,7 @@ impl AgentIdentity {
         addon: &str,
         password_sha256: &str,
         public_key: &str,
+        nonce: &str,
         now: DateTime<Utc>,
     ) -> Result<Event, WorkEventError> {
         let mut mca = ocm_edge_schemas::api::addon::ManagedClusterAddOn {
@@ -194,6 +195,10 @@ impl AgentIdentity {
         mca.metadata.annotations.insert(
             ocm_edge_schemas::wire::addon_identity::PUBLIC_KEY_ANNOTATION.to_owned(),
             public_key.to_owned(),
+        );
+        mca.metadata.annotations.insert(
+            ocm_edge_schemas::wire::addon_identity::NONCE_ANNOTATION.to_owned(),
+            nonce.to_owned(),
         );
         ocm_edge_schemas::wire::cluster_events::AddOnRegistrationEvent(self.envelope(mca, now))
             .to_event()

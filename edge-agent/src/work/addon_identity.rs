@@ -44,6 +44,7 @@ pub struct Ask {
 /// A registration that is malformed or is for another cluster.
 pub fn registration(
     annotations: &std::collections::BTreeMap<String, String>,
+    work: &str,
     cluster: &str,
 ) -> Result<Option<Registration>, String> {
     let Some(json) = annotations.get(addon_identity::REGISTRATION_ANNOTATION) else {
@@ -52,6 +53,15 @@ pub fn registration(
     let r: Registration =
         serde_json::from_str(json).map_err(|e| format!("unreadable registration: {e}"))?;
     r.validate()?;
+    // Only the add-on's own work speaks for its identity (the hub writes it, and refuses the
+    // annotation on anyone else's).
+    if work != addon_identity::deploy_work_name(&r.addon) {
+        return Err(format!(
+            "the registration of add-on {:?} is on work {work:?}, not on the add-on's work {:?}",
+            r.addon,
+            addon_identity::deploy_work_name(&r.addon)
+        ));
+    }
     if r.cluster != cluster {
         return Err(format!(
             "the registration is for cluster {:?}, and this is {cluster:?}",
@@ -274,7 +284,10 @@ mod tests {
     #[test]
     fn a_registration_for_another_cluster_or_with_bad_names_is_ignored() {
         let mut annotations = std::collections::BTreeMap::new();
-        assert_eq!(registration(&annotations, "edge-a"), Ok(None));
+        assert_eq!(
+            registration(&annotations, "addon-hello-deploy-0", "edge-a"),
+            Ok(None)
+        );
         let mut other = reg(None);
         other.cluster = "edge-b".into();
         annotations.insert(
@@ -282,7 +295,7 @@ mod tests {
             serde_json::to_string(&other).unwrap(),
         );
         assert!(
-            registration(&annotations, "edge-a")
+            registration(&annotations, "addon-hello-deploy-0", "edge-a")
                 .unwrap_err()
                 .contains("edge-b")
         );
@@ -293,7 +306,7 @@ mod tests {
             serde_json::to_string(&bad).unwrap(),
         );
         assert!(
-            registration(&annotations, "edge-a")
+            registration(&annotations, "addon-hello-deploy-0", "edge-a")
                 .unwrap_err()
                 .contains("namespace")
         );
@@ -301,6 +314,17 @@ mod tests {
             addon_identity::REGISTRATION_ANNOTATION.to_owned(),
             "{not json".into(),
         );
-        assert!(registration(&annotations, "edge-a").is_err());
+        assert!(registration(&annotations, "addon-hello-deploy-0", "edge-a").is_err());
+        // On any other work (an operator's), it speaks for nothing.
+        annotations.insert(
+            addon_identity::REGISTRATION_ANNOTATION.to_owned(),
+            serde_json::to_string(&reg(None)).unwrap(),
+        );
+        assert!(registration(&annotations, "addon-hello-deploy-0", "edge-a").is_ok());
+        assert!(
+            registration(&annotations, "evil", "edge-a")
+                .unwrap_err()
+                .contains("not on the add-on's work")
+        );
     }
 }

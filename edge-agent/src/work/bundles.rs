@@ -296,8 +296,12 @@ impl Agent {
         desired: &DesiredBundle,
         t: DateTime<Utc>,
     ) -> Option<ocm_edge_schemas::api::work::Manifest> {
-        let annotations = &desired.metadata.as_ref()?.annotations;
-        let registration = match addon_identity::registration(annotations, &self.cfg.cluster_name) {
+        let metadata = desired.metadata.as_ref()?;
+        let registration = match addon_identity::registration(
+            &metadata.annotations,
+            &metadata.name,
+            &self.cfg.cluster_name,
+        ) {
             Ok(r) => r?,
             Err(why) => {
                 tracing::warn!(resource_id = %desired.resource_id, %why, "add-on registration ignored");
@@ -334,6 +338,7 @@ impl Agent {
                         &ask.addon,
                         &ask.password_sha256,
                         &ask.public_key,
+                        &registration.nonce,
                         t,
                     )
                     && self.send(&event)

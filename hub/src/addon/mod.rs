@@ -72,10 +72,11 @@ fn sent_at(mca: &ManagedClusterAddOn) -> Option<DateTime<Utc>> {
 }
 
 /// The annotations of a ManagedClusterAddOn only the hub writes (an apply keeps the hub's).
-pub const HUB_OWNED_ANNOTATIONS: [&str; 6] = [
+pub const HUB_OWNED_ANNOTATIONS: [&str; 7] = [
     INSTALLED_BY_PLACEMENT_ANNOTATION,
     CONFIG_SENT_AT_ANNOTATION,
     CERTIFICATE_ANNOTATION,
+    PREVIOUS_CERTIFICATES_ANNOTATION,
     PENDING_SHA256_ANNOTATION,
     PENDING_KEY_ANNOTATION,
     // The MQTT identity's bound password hash: only a request signed by the cluster's agent
@@ -92,7 +93,7 @@ pub const INSTALLED_BY_PLACEMENT_ANNOTATION: &str =
 
 /// The ManifestWork that carries add-on `addon`'s agent (OCM's name).
 pub fn work_name(addon: &str) -> String {
-    format!("addon-{addon}-deploy-0")
+    addon_identity::deploy_work_name(addon)
 }
 
 /// The ManifestWork that runs add-on `addon`'s pre-delete hooks (OCM's name).
@@ -235,6 +236,17 @@ fn registration_status(
         })),
     }];
     let condition = match &r.approved_sha256 {
+        // A new request (a new agent key) waits for the operator even with an old hash bound.
+        _ if pending => Condition::new(
+            CONDITION_REGISTRATION_APPLIED,
+            ConditionStatus::False,
+            "WaitingForApproval",
+            format!(
+                "The cluster's agent asked for the add-on's MQTT identity: `ocm-edge addon approve \
+                 --names {} --clusters {}` approves it",
+                r.addon, r.cluster
+            ),
+        ),
         Some(_) => Condition::new(
             CONDITION_REGISTRATION_APPLIED,
             ConditionStatus::True,
@@ -245,16 +257,6 @@ fn registration_status(
                 r.identity(),
                 addon_identity::secret_name(&r.addon),
                 r.namespace
-            ),
-        ),
-        None if pending => Condition::new(
-            CONDITION_REGISTRATION_APPLIED,
-            ConditionStatus::False,
-            "WaitingForApproval",
-            format!(
-                "The cluster's agent asked for the add-on's MQTT identity: `ocm-edge addon approve \
-                 --names {} --clusters {}` approves it",
-                r.addon, r.cluster
             ),
         ),
         None => Condition::new(
@@ -283,6 +285,7 @@ impl HubCore {
             addon,
             password_sha256: hash,
             public_key,
+            nonce,
         } = request;
         let refuse = |why: &str| {
             tracing::warn!(%cluster, %addon, %why, "add-on registration refused");
@@ -305,6 +308,11 @@ impl HubCore {
         }
         if mca.status.registrations.is_empty() {
             return refuse("the add-on's template asks for no registration");
+        }
+        if nonce != mca.metadata.uid {
+            // Made for another enable of the add-on (or replayed): its password is not the one
+            // the current work asks for.
+            return refuse("the request is for another enable of the add-on (its nonce)");
         }
         let manual = self
             .addon(addon)
@@ -339,6 +347,24 @@ impl HubCore {
         mca: &ManagedClusterAddOn,
         now: DateTime<Utc>,
     ) -> Result<Change, String> {
+        if mca.metadata.deletion_timestamp.is_some() {
+            return Err(format!(
+                "add-on {:?} is being removed from cluster {:?}",
+                mca.metadata.name, mca.metadata.namespace
+            ));
+        }
+        if !self.is_accepted(&mca.metadata.namespace) {
+            return Err(format!(
+                "cluster {:?} is not accepted",
+                mca.metadata.namespace
+            ));
+        }
+        if mca.status.registrations.is_empty() {
+            return Err(format!(
+                "add-on {:?}'s template asks for no registration",
+                mca.metadata.name
+            ));
+        }
         let a = &mca.metadata.annotations;
         let Some(hash) = a.get(PENDING_SHA256_ANNOTATION) else {
             return Err(if bound_password(mca).is_some() {
@@ -407,6 +433,43 @@ impl HubCore {
             {
                 Ok(cert) => {
                     tracing::info!(%identity, serial = %cert.serial, not_after = %cert.not_after, "issued the add-on identity's certificate");
+                    // The one it replaces stays valid until it ends (revoked with the identity).
+                    let mut previous: Vec<_> = previous_certificates(mca)
+                        .into_iter()
+                        .filter(|p| p.not_after > now)
+                        .collect();
+                    if let Some(old) = mca
+                        .metadata
+                        .annotations
+                        .get(CERTIFICATE_ANNOTATION)
+                        .and_then(|j| {
+                            serde_json::from_str::<
+                                crate::registration::certificates::ClusterCertificate,
+                            >(j)
+                            .ok()
+                        })
+                        .filter(|o| o.not_after > now)
+                    {
+                        previous.push(crate::registration::certificates::RevokedCertificate {
+                            serial: old.serial,
+                            revoked_at: now,
+                            not_after: old.not_after,
+                        });
+                    }
+                    match serde_json::to_string(&previous) {
+                        Ok(json) if !previous.is_empty() => {
+                            updated
+                                .metadata
+                                .annotations
+                                .insert(PREVIOUS_CERTIFICATES_ANNOTATION.to_owned(), json);
+                        }
+                        _ => {
+                            updated
+                                .metadata
+                                .annotations
+                                .remove(PREVIOUS_CERTIFICATES_ANNOTATION);
+                        }
+                    }
                     // Kept with the other certificates issued outside cluster records: revoked
                     // (on the cluster CA's list) once no cluster add-on holds it any more.
                     let mut issued: Vec<_> = self
@@ -479,6 +542,35 @@ pub(crate) fn approval(addon: &ClusterManagementAddOn) -> Approval {
     }
 }
 
+impl HubCore {
+    /// `cluster`'s add-ons without their identities (bound hash, certificate, pending request):
+    /// for a cluster denied, or accepted again (maybe with a new key).
+    pub(crate) fn unbind_cluster_addons(&self, cluster: &str) -> Vec<Record> {
+        self.objects()
+            .in_namespace(ObjectKind::ManagedClusterAddOn, cluster)
+            .filter_map(|o| o.as_cluster_addon())
+            .filter_map(unbound)
+            .map(|m| Record::Object(Box::new(StoredObject::ClusterAddOn(Box::new(m)))))
+            .collect()
+    }
+}
+
+/// `mca` without its identity, if it has one.
+fn unbound(mca: &ManagedClusterAddOn) -> Option<ManagedClusterAddOn> {
+    let mut m = mca.clone();
+    m.metadata.annotations.retain(|k, _| {
+        ![
+            addon_identity::PASSWORD_SHA256_ANNOTATION,
+            CERTIFICATE_ANNOTATION,
+            PREVIOUS_CERTIFICATES_ANNOTATION,
+            PENDING_SHA256_ANNOTATION,
+            PENDING_KEY_ANNOTATION,
+        ]
+        .contains(&k.as_str())
+    });
+    (m != *mca).then_some(m)
+}
+
 /// An edge agent's request to bind an add-on identity ([`HubCore::addon_registration`]).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct AddOnRegistrationRequest<'a> {
@@ -487,11 +579,18 @@ pub(crate) struct AddOnRegistrationRequest<'a> {
     pub password_sha256: &'a str,
     /// Empty: no certificate asked for.
     pub public_key: &'a str,
+    /// The registration's nonce the agent derived them for (the ManagedClusterAddOn's uid).
+    pub nonce: &'a str,
 }
 
 /// Annotation of a ManagedClusterAddOn: the client certificate the hub issued to its MQTT
 /// identity (JSON of [`ClusterCertificate`](crate::registration::certificates::ClusterCertificate)).
 pub const CERTIFICATE_ANNOTATION: &str = "edge.open-cluster-management.io/mqtt-certificate";
+
+/// Annotation of a ManagedClusterAddOn (the hub's): the certificates its identity was renewed
+/// from (serials and ends), held until they end, revoked with the identity.
+pub const PREVIOUS_CERTIFICATES_ANNOTATION: &str =
+    "edge.open-cluster-management.io/mqtt-previous-certificates";
 
 /// The certificate the hub issued to `mca`'s MQTT identity.
 pub(crate) fn certificate_of(
@@ -507,11 +606,32 @@ pub(crate) fn certificate_of(
     })
 }
 
-/// The serial of the certificate the hub issued to `mca`'s MQTT identity.
-pub(crate) fn certificate_serial(mca: &ManagedClusterAddOn) -> Option<String> {
-    let cert: crate::registration::certificates::ClusterCertificate =
-        serde_json::from_str(mca.metadata.annotations.get(CERTIFICATE_ANNOTATION)?).ok()?;
-    Some(cert.serial)
+/// The serials of the certificates `mca`'s MQTT identity holds: its current one, and those it
+/// was renewed from until they end (an add-on may still use one until it reads its Secret again).
+pub(crate) fn held_serials(mca: &ManagedClusterAddOn) -> Vec<String> {
+    let current = mca
+        .metadata
+        .annotations
+        .get(CERTIFICATE_ANNOTATION)
+        .and_then(|j| {
+            serde_json::from_str::<crate::registration::certificates::ClusterCertificate>(j).ok()
+        })
+        .map(|c| c.serial);
+    current
+        .into_iter()
+        .chain(previous_certificates(mca).into_iter().map(|p| p.serial))
+        .collect()
+}
+
+/// The certificates `mca`'s identity was renewed from, not yet ended.
+fn previous_certificates(
+    mca: &ManagedClusterAddOn,
+) -> Vec<crate::registration::certificates::RevokedCertificate> {
+    mca.metadata
+        .annotations
+        .get(PREVIOUS_CERTIFICATES_ANNOTATION)
+        .and_then(|j| serde_json::from_str(j).ok())
+        .unwrap_or_default()
 }
 
 /// One cluster's add-on, resolved: its template and config, ready to render.
@@ -1513,6 +1633,7 @@ impl HubCore {
         let work_key = WorkKey::new(cluster.clone(), work_name(&mca.metadata.name));
         let mut sent_spec: Option<Arc<ManifestWorkSpec>> = None;
         let mut registration = None;
+        let mut rendered = false;
         match self.desired(addon, mca, placed) {
             Err(why) => {
                 set_condition(
@@ -1538,6 +1659,7 @@ impl HubCore {
                 );
             }
             Ok((resolved, spec, _)) => {
+                rendered = true;
                 status.namespace = resolved.install_namespace.clone();
                 status.related_objects = vec![ObjectReference {
                     group: "work.open-cluster-management.io".into(),
@@ -1578,19 +1700,34 @@ impl HubCore {
                 let mut carried = same;
                 let mut sent_now = false;
                 let spec = Arc::clone(&input.spec);
-                // Only the registration changed (the identity bound or certified): no rollout,
-                // the cluster gets it whatever its rollout's gate says.
-                let registration_only = !same
-                    && current.is_some_and(|w| {
-                        w.deleting.is_none() && *w.spec == *input.spec && w.labels == input.labels
-                    });
-                if registration_only
+                // The registration changed (the identity bound or certified): no rollout, the
+                // cluster gets it on the work it runs, whatever its rollout's gate says.
+                let spec_same =
+                    current.is_some_and(|w| *w.spec == *input.spec && w.labels == input.labels);
+                let registration_changed = current.is_some_and(|w| {
+                    w.deleting.is_none()
+                        && w.annotations.get(addon_identity::REGISTRATION_ANNOTATION)
+                            != input
+                                .annotations
+                                .get(addon_identity::REGISTRATION_ANNOTATION)
+                });
+                if let Some(w) =
+                    current.filter(|_| !same && registration_changed && (spec_same || !may_write))
                     && self.cluster(cluster).is_some_and(|c| c.is_schedulable())
-                    && let Ok((write, _)) =
-                        self.write_works(&input, std::slice::from_ref(cluster), true, now)
+                    && let Ok((write, _)) = self.write_works(
+                        &WorkInput {
+                            name: input.name.clone(),
+                            labels: w.labels.clone(),
+                            annotations: input.annotations.clone(),
+                            spec: Arc::clone(&w.spec),
+                        },
+                        std::slice::from_ref(cluster),
+                        true,
+                        now,
+                    )
                 {
                     change.extend(write);
-                    carried = true;
+                    carried = spec_same;
                 } else if !same
                     && may_write
                     && self.cluster(cluster).is_some_and(|c| c.is_schedulable())
@@ -1684,6 +1821,13 @@ impl HubCore {
             .annotations
             .contains_key(PENDING_SHA256_ANNOTATION);
         registration_status(&mut updated.status, registration.as_ref(), pending, at);
+        if rendered
+            && registration.is_none()
+            && let Some(m) = unbound(&updated)
+        {
+            // Its template registers no more: its identity goes.
+            updated.metadata.annotations = m.metadata.annotations;
+        }
         self.work_conditions(
             &mut updated.status.conditions,
             cluster,

@@ -716,16 +716,20 @@ fn registration_of(core: &HubCore, cluster: &str) -> Option<addon_identity::Regi
     Some(serde_json::from_str(json).unwrap())
 }
 
-fn ask(cluster: &str, hash: &str) -> AgentInput {
-    ask_with_key(cluster, hash, "")
+fn ask(core: &HubCore, cluster: &str, hash: &str) -> AgentInput {
+    ask_with_key(core, cluster, hash, "")
 }
 
-fn ask_with_key(cluster: &str, hash: &str, key: &str) -> AgentInput {
+fn ask_with_key(core: &HubCore, cluster: &str, hash: &str, key: &str) -> AgentInput {
     AgentInput::AddOnRegistration {
         cluster: cluster.into(),
         addon: "hello-template".into(),
         password_sha256: hash.into(),
         public_key: key.into(),
+        // The nonce of the add-on's current enable, as the agent reads it from the work.
+        nonce: cluster_addon(core, cluster)
+            .map(|m| m.metadata.uid.clone())
+            .unwrap_or_default(),
     }
 }
 
@@ -757,7 +761,10 @@ fn a_registering_addon_binds_the_hash_its_clusters_agent_asks_for_and_sends_it_b
     );
 
     let hash = addon_identity::password_sha256("the agent's");
-    step(&mut core, ask("edge-1", &hash), 3);
+    {
+        let input = ask(&core, "edge-1", &hash);
+        step(&mut core, input, 3)
+    };
     reconcile(&mut core, 3);
     assert_eq!(
         registration_of(&core, "edge-1").unwrap().approved_sha256,
@@ -769,14 +776,27 @@ fn a_registering_addon_binds_the_hash_its_clusters_agent_asks_for_and_sends_it_b
         ConditionStatus::True
     );
     // Asking again for the same hash changes nothing.
-    assert!(step(&mut core, ask("edge-1", &hash), 4).records.is_empty());
+    assert!(
+        {
+            let input = ask(&core, "edge-1", &hash);
+            step(&mut core, input, 4)
+        }
+        .records
+        .is_empty()
+    );
 
     // Another cluster, where the add-on is not enabled, gets nothing bound; a bad hash neither.
     let refused = core
         .counters()
         .get(crate::core::counter::ADDON_REGISTRATIONS_REFUSED);
-    step(&mut core, ask("edge-2", &hash), 5);
-    step(&mut core, ask("edge-1", "not-a-hash"), 5);
+    {
+        let input = ask(&core, "edge-2", &hash);
+        step(&mut core, input, 5)
+    };
+    {
+        let input = ask(&core, "edge-1", "not-a-hash");
+        step(&mut core, input, 5)
+    };
     assert_eq!(
         core.counters()
             .get(crate::core::counter::ADDON_REGISTRATIONS_REFUSED),
@@ -833,11 +853,10 @@ fn a_template_without_registration_asks_for_no_identity_and_its_requests_are_ref
         (ConditionStatus::True, "NilRegistration".to_owned()),
         "as OCM: nothing to register is configured"
     );
-    step(
-        &mut core,
-        ask("edge-1", &addon_identity::password_sha256("x")),
-        3,
-    );
+    {
+        let input = ask(&core, "edge-1", &addon_identity::password_sha256("x"));
+        step(&mut core, input, 3)
+    };
     assert_eq!(
         bound_password(cluster_addon(&core, "edge-1").unwrap()),
         None
@@ -859,7 +878,10 @@ fn an_addon_identity_gets_a_certificate_for_its_key_renewed_and_revoked_once_dis
     enable(&mut core, "edge-1");
     reconcile(&mut core, 2);
     let hash = addon_identity::password_sha256("pw");
-    step(&mut core, ask_with_key("edge-1", &hash, &raw_key(1)), 3);
+    {
+        let input = ask_with_key(&core, "edge-1", &hash, &raw_key(1));
+        step(&mut core, input, 3)
+    };
     reconcile(&mut core, 3);
     let cert = registration_of(&core, "edge-1")
         .unwrap()
@@ -876,25 +898,42 @@ fn an_addon_identity_gets_a_certificate_for_its_key_renewed_and_revoked_once_dis
         core.revoked_certificates(t(3)).is_empty(),
         "held: not revoked"
     );
-    // Asked again with the same key: nothing new. With another key: a new one, the old revoked.
+    // Asked again with the same key: nothing new. With another key: a new one.
     assert!(
-        step(&mut core, ask_with_key("edge-1", &hash, &raw_key(1)), 4)
-            .records
-            .is_empty()
+        {
+            let input = ask_with_key(&core, "edge-1", &hash, &raw_key(1));
+            step(&mut core, input, 4)
+        }
+        .records
+        .is_empty()
     );
-    step(&mut core, ask_with_key("edge-1", &hash, &raw_key(2)), 5);
-    let revoked = core.revoked_certificates(t(5));
-    assert_eq!(revoked.len(), 1);
-    assert_eq!(revoked[0].0, "addons/hello-template/clusters/edge-1");
-    assert_eq!(revoked[0].1.serial, "01");
+    {
+        let input = ask_with_key(&core, "edge-1", &hash, &raw_key(2));
+        step(&mut core, input, 5)
+    };
+    assert_eq!(
+        certificate_of(cluster_addon(&core, "edge-1").unwrap())
+            .unwrap()
+            .key,
+        raw_key(2)
+    );
+    assert!(
+        core.revoked_certificates(t(5)).is_empty(),
+        "the one it replaces stays valid until it ends (its add-on may still use it)"
+    );
+    assert_eq!(
+        held_serials(cluster_addon(&core, "edge-1").unwrap()),
+        ["02", "01"]
+    );
     // Two thirds through its life, the same key gets a new one.
     let days = |d: i64| 5 + d * 86_400;
-    step(
-        &mut core,
-        ask_with_key("edge-1", &hash, &raw_key(2)),
-        days(21),
+    let input = ask_with_key(&core, "edge-1", &hash, &raw_key(2));
+    step(&mut core, input, days(21));
+    assert!(core.revoked_certificates(t(days(21))).is_empty());
+    assert_eq!(
+        held_serials(cluster_addon(&core, "edge-1").unwrap()).len(),
+        3
     );
-    assert_eq!(core.revoked_certificates(t(days(21))).len(), 2);
     // Disabled: its certificate is revoked too, once the add-on is gone.
     let mca = cluster_addon(&core, "edge-1").unwrap().clone();
     let change = core.disable_addon(&mca, t(days(21) + 1));
@@ -917,11 +956,8 @@ fn an_addon_identity_gets_a_certificate_for_its_key_renewed_and_revoked_once_dis
     let before = core
         .counters()
         .get(crate::core::counter::ADDON_REGISTRATIONS_REFUSED);
-    step(
-        &mut core,
-        ask_with_key("edge-1", &hash, "not base64!"),
-        days(22),
-    );
+    let input = ask_with_key(&core, "edge-1", &hash, "not base64!");
+    step(&mut core, input, days(22));
     assert_eq!(
         core.counters()
             .get(crate::core::counter::ADDON_REGISTRATIONS_REFUSED),
@@ -1135,7 +1171,10 @@ fn with_manual_approval_an_identity_waits_for_an_operator_then_is_bound() {
     enable(&mut core, "edge-1");
     reconcile(&mut core, 2);
     let hash = addon_identity::password_sha256("pw");
-    step(&mut core, ask_with_key("edge-1", &hash, &raw_key(1)), 3);
+    {
+        let input = ask_with_key(&core, "edge-1", &hash, &raw_key(1));
+        step(&mut core, input, 3)
+    };
     reconcile(&mut core, 3);
     let mca = cluster_addon(&core, "edge-1").unwrap().clone();
     assert_eq!(bound_password(&mca), None, "not bound before the approval");
@@ -1223,7 +1262,10 @@ fn a_placements_addon_gets_its_bound_identity_whatever_its_rollout_says() {
     // Its agent asks for the identity: bound, and the work goes again with it although the
     // rollout (soaking for an hour) lets no cluster take a change now.
     let hash = addon_identity::password_sha256("pw");
-    step(&mut core, ask(first, &hash), 4);
+    {
+        let input = ask(&core, first, &hash);
+        step(&mut core, input, 4)
+    };
     reconcile(&mut core, 4);
     assert_eq!(
         registration_of(&core, first).unwrap().approved_sha256,
@@ -1235,4 +1277,123 @@ fn a_placements_addon_gets_its_bound_identity_whatever_its_rollout_says() {
         hello(&core, other).is_none(),
         "the other cluster still waits for the rollout"
     );
+}
+
+/// The hello-world add-on registering, enabled on `clusters`, each cluster's agent having asked
+/// for an identity with key `n` (its index + 1).
+fn registered(clusters: &[&str], manual: bool) -> HubCore {
+    let mut core = live(clusters);
+    issuing(&mut core);
+    apply(&mut core, registering_template()).unwrap();
+    for c in clusters {
+        apply(&mut core, config(c, "4")).unwrap();
+    }
+    let mut a = addon("edge-1");
+    if manual {
+        a["metadata"]["annotations"] = json!({APPROVAL_ANNOTATION: "Manual"});
+    }
+    apply(&mut core, a).unwrap();
+    for c in clusters {
+        enable(&mut core, c);
+    }
+    reconcile(&mut core, 2);
+    for (i, c) in clusters.iter().enumerate() {
+        let input = ask_with_key(
+            &core,
+            c,
+            &addon_identity::password_sha256(c),
+            &raw_key(i as u8 + 1),
+        );
+        step(&mut core, input, 3);
+    }
+    reconcile(&mut core, 3);
+    core
+}
+
+#[test]
+fn approving_several_clusters_in_one_change_keeps_every_certificate_revocable() {
+    let clusters = ["edge-1", "edge-2"];
+    let mut core = registered(&clusters, true);
+    // As `addon approve --clusters edge-1,edge-2`: both planned before either is applied.
+    let mut change = Change::default();
+    for c in clusters {
+        let mca = cluster_addon(&core, c).unwrap().clone();
+        change.extend(core.approve_identity(&mca, t(4)).unwrap());
+    }
+    core.apply(&change.records);
+    reconcile(&mut core, 4);
+    for c in clusters {
+        assert!(certificate_of(cluster_addon(&core, c).unwrap()).is_some());
+    }
+    // Both forgotten: both certificates on the list.
+    for (i, c) in clusters.iter().enumerate() {
+        let mca = cluster_addon(&core, c).unwrap().clone();
+        let secs = 5 + i as i64 * 3;
+        let change = core.disable_addon(&mca, t(secs));
+        core.apply(&change.records);
+        let key = WorkKey::new(*c, work_name("hello-template"));
+        if core.work(&key).is_some() {
+            report_deleted(&mut core, &key, secs + 1);
+        }
+        reconcile(&mut core, secs + 2);
+    }
+    assert!(core.cluster_addons().next().is_none());
+    assert_eq!(core.revoked_certificates(t(20)).len(), 2);
+}
+
+#[test]
+fn a_denied_cluster_loses_its_addons_identities_and_a_stale_request_is_refused() {
+    let mut core = registered(&["edge-1"], false);
+    let mca = cluster_addon(&core, "edge-1").unwrap().clone();
+    assert!(bound_password(&mca).is_some() && certificate_of(&mca).is_some());
+    let old_nonce = mca.metadata.uid.clone();
+    let change = core.deny("edge-1", t(4)).unwrap();
+    core.apply(&change.records);
+    let mca = cluster_addon(&core, "edge-1").unwrap().clone();
+    assert_eq!(bound_password(&mca), None, "unbound at deny");
+    assert!(certificate_of(&mca).is_none());
+    assert!(
+        core.revoked_certificates(t(4))
+            .iter()
+            .any(|(who, _)| who == "addons/hello-template/clusters/edge-1"),
+        "its certificate revoked"
+    );
+    // A request made for another enable (its nonce) binds nothing.
+    let change = core.accept("edge-1", t(5)).unwrap();
+    core.apply(&change.records);
+    let refused = core
+        .counters()
+        .get(crate::core::counter::ADDON_REGISTRATIONS_REFUSED);
+    step(
+        &mut core,
+        AgentInput::AddOnRegistration {
+            cluster: "edge-1".into(),
+            addon: "hello-template".into(),
+            password_sha256: addon_identity::password_sha256("replayed"),
+            public_key: String::new(),
+            nonce: format!("{old_nonce}-before"),
+        },
+        6,
+    );
+    assert_eq!(
+        core.counters()
+            .get(crate::core::counter::ADDON_REGISTRATIONS_REFUSED),
+        refused + 1
+    );
+    assert_eq!(
+        bound_password(cluster_addon(&core, "edge-1").unwrap()),
+        None
+    );
+}
+
+#[test]
+fn an_identity_goes_when_its_addons_template_stops_registering() {
+    let mut core = registered(&["edge-1"], false);
+    assert!(bound_password(cluster_addon(&core, "edge-1").unwrap()).is_some());
+    apply(&mut core, template()).unwrap();
+    reconcile(&mut core, 4);
+    let mca = cluster_addon(&core, "edge-1").unwrap();
+    assert_eq!(bound_password(mca), None);
+    assert!(certificate_of(mca).is_none());
+    assert_eq!(core.revoked_certificates(t(4)).len(), 1);
 }

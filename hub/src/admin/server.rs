@@ -326,6 +326,31 @@ fn write(
     overwrite: bool,
     now: DateTime<Utc>,
 ) -> Result<(Change, AdminPayload), AdminResponse> {
+    // The add-on manager's works and the annotation agents act on are the hub's: an operator's
+    // work naming them could speak for an add-on's identity.
+    if crate::addon::addon_of_work(&input.name).is_some() {
+        return Err(AdminResponse::error(
+            AdminErrorKind::Invalid,
+            format!(
+                "work name {:?} is the hub's add-on manager's (addon-<name>-deploy-0, \
+                 addon-<name>-pre-delete): choose another name",
+                input.name
+            ),
+        ));
+    }
+    if input
+        .annotations
+        .contains_key(ocm_edge_schemas::wire::addon_identity::REGISTRATION_ANNOTATION)
+    {
+        return Err(AdminResponse::error(
+            AdminErrorKind::Invalid,
+            format!(
+                "annotation {} is the hub's (an add-on's registration): remove it from work {:?}",
+                ocm_edge_schemas::wire::addon_identity::REGISTRATION_ANNOTATION,
+                input.name
+            ),
+        ));
+    }
     let (change, outcomes) = core
         .write_works(input, clusters, overwrite, now)
         .map_err(work_error)?;
@@ -602,6 +627,35 @@ mod tests {
             assert!(change.is_empty(), "{cmd} changed something");
         }
         assert_eq!(core.works().count(), 1);
+    }
+
+    #[test]
+    fn an_operators_work_cannot_speak_for_an_addons_identity() {
+        let mut core = accepted_core(&["a"]);
+        let mut work = ocm_edge_schemas::api::work::ManifestWork::new("a", "evil");
+        work.spec = work_input("evil", 1).spec.as_ref().clone();
+        work.metadata.annotations.insert(
+            ocm_edge_schemas::wire::addon_identity::REGISTRATION_ANNOTATION.into(),
+            r#"{"addon":"hello","cluster":"a","namespace":"default","nonce":"x"}"#.into(),
+        );
+        let apply =
+            |w: &ocm_edge_schemas::api::work::ManifestWork| AdminRequest::ApplyManifestWork {
+                work: Box::new(w.clone()),
+            };
+        let refused = run(&mut core, apply(&work));
+        assert_eq!(error_kind(&refused), Some(AdminErrorKind::Invalid));
+        work.metadata.annotations.clear();
+        work.metadata.name = "addon-hello-deploy-0".into();
+        assert_eq!(
+            error_kind(&run(&mut core, apply(&work))),
+            Some(AdminErrorKind::Invalid),
+            "the add-on manager's work names are the hub's"
+        );
+        assert_eq!(
+            error_kind(&run(&mut core, create("addon-x-pre-delete", &["a"], false))),
+            Some(AdminErrorKind::Invalid)
+        );
+        assert_eq!(core.works().count(), 0, "nothing written");
     }
 
     #[test]

@@ -276,8 +276,28 @@ impl Change {
     }
 
     pub fn extend(&mut self, other: Change) {
-        self.records.extend(other.records);
+        for r in other.records {
+            match (r, self.records.iter_mut().find_map(removed_revoked)) {
+                // Each snapshot was made from the same stored list plus its own additions (two
+                // certificates issued while planning one change): their union stands for both.
+                (Record::RemovedRevoked(more), Some(list)) => {
+                    for entry in more {
+                        if !list.iter().any(|(_, r)| r.serial == entry.1.serial) {
+                            list.push(entry);
+                        }
+                    }
+                }
+                (r, _) => self.records.push(r),
+            }
+        }
         self.outbound.extend(other.outbound);
+    }
+}
+
+fn removed_revoked(r: &mut Record) -> Option<&mut Vec<(String, certificates::RevokedCertificate)>> {
+    match r {
+        Record::RemovedRevoked(list) => Some(list),
+        _ => None,
     }
 }
 
@@ -323,6 +343,8 @@ pub enum AgentInput {
         password_sha256: String,
         /// The identity's Ed25519 public key (base64) to certify; empty: none.
         public_key: String,
+        /// The registration's nonce the agent derived them for.
+        nonce: String,
     },
     /// `managedclusters.spec.delete_request`: the agent left (`ocm-edge-agent unjoin`).
     Unjoin {
@@ -829,12 +851,14 @@ impl HubCore {
                 addon,
                 password_sha256,
                 public_key,
+                nonce,
             } => self.addon_registration(
                 crate::addon::AddOnRegistrationRequest {
                     cluster: &cluster,
                     addon: &addon,
                     password_sha256: &password_sha256,
                     public_key: &public_key,
+                    nonce: &nonce,
                 },
                 now,
             ),

@@ -365,9 +365,13 @@ impl HubLoop {
             .forget(super::forgotten_clusters(&batch.change.records));
         // An add-on identity unbound (its add-on disabled, its cluster removed) or bound to
         // another password loses its session before anything else of this batch goes out.
-        let unbound = self
+        let mut unbound = self
             .keys
             .update_addons(super::addon_bindings(&batch.change.records));
+        unbound.extend(
+            self.keys
+                .update_addon_names(super::addon_names(&batch.change.records)),
+        );
         if let Some(broker) = &self.login_broker {
             for identity in &unbound {
                 tracing::info!(%identity, "add-on MQTT identity revoked; its session is dropped");

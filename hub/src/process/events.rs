@@ -150,6 +150,11 @@ pub fn decode_agent_event(cluster: &str, event: &Event) -> Result<Option<AgentIn
                 .annotations
                 .remove(ocm_edge_schemas::wire::addon_identity::PUBLIC_KEY_ANNOTATION)
                 .unwrap_or_default(),
+            nonce: mca
+                .metadata
+                .annotations
+                .remove(ocm_edge_schemas::wire::addon_identity::NONCE_ANNOTATION)
+                .unwrap_or_default(),
         }));
     }
     if !ClusterEvent::is_cluster_event_type(&ty_str) {

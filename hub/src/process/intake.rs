@@ -73,6 +73,18 @@ impl Intake {
                 return Inbound::Malformed;
             }
         };
+        let own_name = score.metadata.name == addon
+            || score
+                .metadata
+                .name
+                .strip_prefix(addon.as_str())
+                .is_some_and(|rest| rest.starts_with('-'));
+        if !own_name {
+            return refused(&format!(
+                "an add-on's scores are named after it ({addon} or {addon}-...), not {:?}",
+                score.metadata.name
+            ));
+        }
         if !score.metadata.namespace.is_empty() && score.metadata.namespace != cluster {
             return refused(&format!(
                 "the score is for cluster {:?}, and this identity may score only {cluster:?}",

@@ -297,3 +297,17 @@ fn addon_binding(
             .cloned(),
     )
 }
+
+/// The add-ons `records` store (`true`) or delete (`false`).
+fn addon_names(records: &[Record]) -> impl Iterator<Item = (String, bool)> + '_ {
+    use crate::core::objects::ObjectKind;
+    records.iter().filter_map(|r| match r {
+        Record::Object(o) if o.kind() == ObjectKind::ClusterManagementAddOn => {
+            Some((o.key().name, true))
+        }
+        Record::ForgetObject(key) if key.kind == ObjectKind::ClusterManagementAddOn => {
+            Some((key.name.clone(), false))
+        }
+        _ => None,
+    })
+}

@@ -169,8 +169,7 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
     );
     core.restore_objects(loaded.objects);
     core.restore_removed_revoked(loaded.removed_revoked);
-    // The add-on identities bound before the hub stopped log in again at once.
-    keys.update_addons(core.cluster_addons().map(super::addon_binding));
+
     // A removal whose last work the hub forgot before it stopped: finished now.
     let finished = core.unfinished_removals(Utc::now());
     if !finished.records.is_empty() {
@@ -178,6 +177,10 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
         core.apply(&finished.records);
         keys.forget(forgotten_clusters(&finished.records));
     }
+    // The add-on identities bound before the hub stopped log in again at once (those of the
+    // removals just finished are gone with them); so do the controllers of its add-ons.
+    keys.update_addons(core.cluster_addons().map(super::addon_binding));
+    keys.set_addons(core.addons().map(|a| a.metadata.name.clone()));
     core.set_grace_start(Utc::now());
     // Each accepted cluster's client certificate, for brokers that take certificates as
     // identities; the revocation list written again at every start (it must never lapse).

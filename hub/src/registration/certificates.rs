@@ -160,7 +160,7 @@ impl HubCore {
         // and revoked once no cluster add-on holds them (disabled, removed, or replaced).
         let held: std::collections::BTreeSet<String> = self
             .cluster_addons()
-            .filter_map(crate::addon::certificate_serial)
+            .flat_map(crate::addon::held_serials)
             .collect();
         let mut all: Vec<(String, RevokedCertificate)> = self
             .clusters()

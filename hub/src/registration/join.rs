@@ -241,6 +241,10 @@ impl HubCore {
         self.refresh_certificate(&mut record, Asked::ByOperator, now);
         let mut change = self.publish_cluster(record);
         if !was_accepted {
+            // Its add-ons' identities are asked for again by the agent accepted now.
+            change.records.extend(self.unbind_cluster_addons(cluster));
+        }
+        if !was_accepted {
             for work in self.works_of(cluster) {
                 change
                     .outbound
@@ -280,7 +284,10 @@ impl HubCore {
             ),
             at,
         );
-        Ok(self.publish_cluster(record))
+        let mut change = self.publish_cluster(record);
+        // Its add-ons' identities go with it: sessions dropped, certificates revoked.
+        change.records.extend(self.unbind_cluster_addons(cluster));
+        Ok(change)
     }
 
     /// A copy of `cluster`'s record to change.

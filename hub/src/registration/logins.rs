@@ -76,6 +76,8 @@ impl Standing {
 pub struct Standings(
     Arc<RwLock<HashMap<String, Standing>>>,
     Arc<RwLock<HashMap<String, String>>>,
+    /// The add-ons the hub holds (whose controllers may log in).
+    Arc<RwLock<std::collections::HashSet<String>>>,
 );
 
 impl Standings {
@@ -108,6 +110,36 @@ impl Standings {
             }
         }
         revoked
+    }
+
+    /// The add-ons the hub holds, from scratch.
+    pub fn set_addons(&self, addons: impl Iterator<Item = String>) {
+        *self.2.write().unwrap_or_else(PoisonError::into_inner) = addons.collect();
+    }
+
+    /// Takes in add-ons stored (`true`) or deleted (`false`); returns the controller
+    /// identities of the deleted ones (whose sessions to drop).
+    pub fn update_addon_names(
+        &self,
+        changes: impl IntoIterator<Item = (String, bool)>,
+    ) -> Vec<String> {
+        let mut set = self.2.write().unwrap_or_else(PoisonError::into_inner);
+        let mut gone = Vec::new();
+        for (name, present) in changes {
+            if present {
+                set.insert(name);
+            } else if set.remove(&name) {
+                gone.push(addon_identity::controller_identity(&name));
+            }
+        }
+        gone
+    }
+
+    fn addon_exists(&self, addon: &str) -> bool {
+        self.2
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(addon)
     }
 
     /// Whether an add-on identity is bound (its add-on enabled and registered on its cluster).
@@ -336,6 +368,11 @@ impl HubLogins {
                 }
             }
             Some(AddOnIdentity::Controller { addon }) => {
+                if !self.standings.addon_exists(addon) {
+                    return Err(format!(
+                        "there is no add-on {addon:?}: its controller logs in only while the hub holds it"
+                    ));
+                }
                 if same_secret(password, &self.tokens.addon_controller_password(addon)) {
                     Ok(())
                 } else {

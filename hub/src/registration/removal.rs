@@ -64,6 +64,8 @@ impl HubCore {
             records: vec![Record::Cluster(Box::new(record))],
             outbound: vec![],
         };
+        // Its add-ons' identities go at once, not when the hub forgets the cluster.
+        change.records.extend(self.unbind_cluster_addons(cluster));
         for work in self.works_of(cluster) {
             // Cannot fail: the work is there and the cluster accepted.
             if let Ok(delete) = self.delete_work(&work.key, now) {

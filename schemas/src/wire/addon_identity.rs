@@ -35,6 +35,10 @@ pub const PASSWORD_SHA256_ANNOTATION: &str = "edge.open-cluster-management.io/mq
 /// listeners).
 pub const PUBLIC_KEY_ANNOTATION: &str = "edge.open-cluster-management.io/mqtt-public-key";
 
+/// Annotation of the registration request: the nonce of the registration the agent derived
+/// its password and key for (the hub takes a request only for the add-on's current enable).
+pub const NONCE_ANNOTATION: &str = "edge.open-cluster-management.io/mqtt-nonce";
+
 /// The signer name on a ManagedClusterAddOn's `status.registrations` (OCM's field, our signer).
 pub const MQTT_SIGNER: &str = "edge.open-cluster-management.io/mqtt";
 
@@ -132,6 +136,11 @@ pub fn identity(addon: &str, cluster: &str) -> String {
 /// The identity of `addon`'s hub-side controller: `addons/<addon>/controller`.
 pub fn controller_identity(addon: &str) -> String {
     format!("addons/{addon}/controller")
+}
+
+/// The work that carries an add-on's agent to a cluster: `addon-<addon>-deploy-0` (OCM's name).
+pub fn deploy_work_name(addon: &str) -> String {
+    format!("addon-{addon}-deploy-0")
 }
 
 /// The Secret an add-on's agent reads its identity from: `<addon>-hub-mqtt`.

@@ -465,6 +465,21 @@ async fn an_addon_agent_that_is_not_ours_talks_to_its_controller_scores_and_is_k
     })
     .await
     .unwrap();
+    // A score named for something else than the add-on (another team's resource): dropped too.
+    let dropped_before = dropped().await;
+    let foreign = score(100, "edge-a").replace("hello-load", "cpu-ratio");
+    assert!(
+        clients
+            .publish(&a, &scores_a, &foreign)
+            .await
+            .status
+            .success()
+    );
+    wait_until("the foreign score counted", WAIT, || async {
+        dropped().await > dropped_before
+    })
+    .await
+    .unwrap();
     assert!(
         clients
             .publish(&a, &scores_a, &score(100, "edge-a"))
