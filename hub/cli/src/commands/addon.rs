@@ -93,6 +93,9 @@ pub struct CreateArgs {
     /// manifests' own variables, its install namespace, node placement, mirrors, proxy.
     #[arg(long, value_name = "NAMESPACE/NAME")]
     pub config: Option<String>,
+    /// Replace an add-on of that name (its template and settings, on every cluster it is on).
+    #[arg(long)]
+    pub overwrite: bool,
 }
 
 /// `addon broker-config` options.
@@ -387,6 +390,13 @@ pub async fn run(global: &GlobalArgs, cmd: AddonCommand) -> Result<(), CliError>
             )
         }
         AddonCommand::Create(args) => {
+            if !args.overwrite && client.get_addon(&args.name, None).await.is_ok() {
+                return Err(CliError::Usage(format!(
+                    "add-on {:?} exists: --overwrite replaces it on every cluster it is on \
+                     (or change it with `ocm-edge apply -f`)",
+                    args.name
+                )));
+            }
             let mut new_template = false;
             for object in created.unwrap_or_default() {
                 let kind = object["kind"].as_str().unwrap_or_default().to_owned();

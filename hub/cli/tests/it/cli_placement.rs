@@ -848,6 +848,9 @@ async fn addon_create_with_hub_registration_gives_the_agent_its_own_identity() {
         "it holds a secret"
     );
 
+    // An add-on of that name is not replaced by accident.
+    let again = ocm_edge(&fleet, &["addon", "create", "probe", "-f", file]).await;
+    fails_mentioning(&again, &["exists", "--overwrite"]);
     // Bad input changes nothing on the hub.
     let bad = ocm_edge(&fleet, &["addon", "create", "Probe_2", "-f", file]).await;
     fails_mentioning(&bad, &["\"Probe_2\" is not a DNS label"]);
