@@ -292,6 +292,18 @@ pub fn approve(
                     ),
                 ));
             };
+            // Already approved: nothing to do there (a whole region may be approved again).
+            if !mca
+                .metadata
+                .annotations
+                .contains_key(crate::addon::PENDING_SHA256_ANNOTATION)
+                && mca
+                    .metadata
+                    .annotations
+                    .contains_key(ocm_edge_schemas::wire::addon_identity::PASSWORD_SHA256_ANNOTATION)
+            {
+                continue;
+            }
             let approved = core.approve_identity(mca, now).map_err(|e| {
                 AdminResponse::error(
                     AdminErrorKind::Invalid,
