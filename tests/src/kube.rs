@@ -56,6 +56,7 @@ pub async fn apply(admin: &KubeApplier, manifest: Value) -> Value {
             field_manager: "e2e-admin".into(),
             ignore_fields: vec![],
         },
+        executor: None,
     };
     admin.apply(&action, Utc::now()).await.unwrap()
 }

@@ -31,6 +31,11 @@ type DiscoveryCache = Arc<Mutex<HashMap<(String, String, String), Discovered>>>;
 pub struct KubeApplier {
     client: Client,
     discovered: DiscoveryCache,
+    /// The agent's own configuration, from which a client impersonating a work's executor is
+    /// made (`None`: a client given as is, which impersonates nobody).
+    config: Option<Arc<Config>>,
+    /// Those clients, by impersonated user.
+    executors: Arc<Mutex<HashMap<String, Client>>>,
 }
 
 impl std::fmt::Debug for KubeApplier {
@@ -43,6 +48,7 @@ fn api_error(e: kube::Error) -> ApplyError {
     match e {
         kube::Error::Api(s) => match s.code {
             404 => ApplyError::NotFound(s.message),
+            403 => ApplyError::Forbidden(s.message),
             409 => ApplyError::Conflict(s.message),
             400 | 422 => ApplyError::Invalid(s.message),
             500.. => ApplyError::Unavailable(s.message),
@@ -99,7 +105,38 @@ impl KubeApplier {
         KubeApplier {
             client,
             discovered: Arc::default(),
+            config: None,
+            executors: Arc::default(),
         }
+    }
+
+    /// The client to apply as `executor` (impersonating it; the agent's own without one).
+    fn client_for(&self, executor: Option<&str>) -> Result<Client, ApplyError> {
+        let Some(user) = executor else {
+            return Ok(self.client.clone());
+        };
+        if let Some(c) = self
+            .executors
+            .lock()
+            .ok()
+            .and_then(|m| m.get(user).cloned())
+        {
+            return Ok(c);
+        }
+        let mut config = self.config.as_deref().cloned().ok_or_else(|| {
+            ApplyError::Api(format!(
+                "this applier cannot act as the work's executor {user}"
+            ))
+        })?;
+        // The service account's user only (the API server adds system:authenticated): what is
+        // bound to the ServiceAccount is what it may do.
+        config.auth_info.impersonate = Some(user.to_owned());
+        config.auth_info.impersonate_groups = None;
+        let client = Client::try_from(config).map_err(|e| ApplyError::Api(e.to_string()))?;
+        if let Ok(mut m) = self.executors.lock() {
+            m.insert(user.to_owned(), client.clone());
+        }
+        Ok(client)
     }
 
     /// Connects with `kubeconfig`, or in-cluster / the default kubeconfig when `None`.
@@ -126,8 +163,10 @@ impl KubeApplier {
             })?,
         };
         let client =
-            Client::try_from(config).map_err(|e| ApplyError::Unavailable(e.to_string()))?;
-        Ok(Self::new(client))
+            Client::try_from(config.clone()).map_err(|e| ApplyError::Unavailable(e.to_string()))?;
+        let mut applier = Self::new(client);
+        applier.config = Some(Arc::new(config));
+        Ok(applier)
     }
 
     async fn discover(&self, r: &ResourceRef) -> Result<Discovered, ApplyError> {
@@ -154,6 +193,14 @@ impl KubeApplier {
     }
 
     async fn api(&self, r: &ResourceRef) -> Result<Api<DynamicObject>, ApplyError> {
+        self.api_as(r, self.client.clone()).await
+    }
+
+    async fn api_as(
+        &self,
+        r: &ResourceRef,
+        client: Client,
+    ) -> Result<Api<DynamicObject>, ApplyError> {
         let (ar, caps) = self.discover(r).await?;
         Ok(match caps.scope {
             Scope::Namespaced => {
@@ -162,9 +209,9 @@ impl KubeApplier {
                 } else {
                     &r.namespace
                 };
-                Api::namespaced_with(self.client.clone(), ns, &ar)
+                Api::namespaced_with(client, ns, &ar)
             }
-            Scope::Cluster => Api::all_with(self.client.clone(), &ar),
+            Scope::Cluster => Api::all_with(client, &ar),
         })
     }
 
@@ -179,7 +226,23 @@ impl KubeApplier {
 impl Applier for KubeApplier {
     async fn apply(&self, action: &ApplyAction, _now: DateTime<Utc>) -> Result<Value, ApplyError> {
         let r = &action.resource;
-        let api = self.api(r).await?;
+        let executor = action.executor.as_deref();
+        let api = self.api_as(r, self.client_for(executor)?).await?;
+        // As OCM's work agent says it when its executor lacks the right.
+        let api_error = |e: kube::Error| match (api_error(e), executor) {
+            (ApplyError::Forbidden(m), Some(user)) => ApplyError::Forbidden(format!(
+                "not allowed to apply the resource {} {}, {} {} by the executor {user}: {m}",
+                r.api_version(),
+                r.kind,
+                if r.namespace.is_empty() {
+                    "-"
+                } else {
+                    &r.namespace
+                },
+                r.name
+            )),
+            (other, _) => other,
+        };
         // CreateOnly and Update create a missing object the same way.
         let create = async || {
             let created = api

@@ -36,6 +36,10 @@ pub enum ApplyError {
     /// Another field manager owns the field (server-side apply without force).
     #[error("conflict: {0}")]
     Conflict(String),
+    /// Whoever applies (the agent, or the work's executor) may not. Retried: a role may be
+    /// granted without a spec change.
+    #[error("forbidden: {0}")]
+    Forbidden(String),
     /// The API server cannot be reached. Retryable.
     #[error("API server unavailable: {0}")]
     Unavailable(String),

@@ -45,6 +45,42 @@ pub struct ApplyAction {
     pub resource: ResourceRef,
     pub manifest: Value,
     pub strategy: ApplyStrategy,
+    /// Whom the agent applies it as (OCM's `executor`): the Kubernetes user
+    /// `system:serviceaccount:<namespace>:<name>` it impersonates; `None`: itself.
+    pub executor: Option<String>,
+}
+
+/// The Kubernetes user a bundle's `executor` names (`system:serviceaccount:NS:NAME`), `None`
+/// without one.
+///
+/// # Errors
+/// An executor whose service account is missing or has no valid namespace or name.
+pub fn executor_user(bundle: &ManifestBundle) -> Result<Option<String>, String> {
+    let Some(executor) = &bundle.executer else {
+        return Ok(None);
+    };
+    let Some(sa) = &executor.subject.service_account else {
+        return Err(
+            "the work's executor names no service account (executor.subject.serviceAccount)"
+                .to_owned(),
+        );
+    };
+    let valid = |s: &str| {
+        !s.is_empty()
+            && s.len() <= 253
+            && s.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+    };
+    if !valid(&sa.namespace) || !valid(&sa.name) {
+        return Err(format!(
+            "the work's executor service account {:?}/{:?} is not a valid namespace and name",
+            sa.namespace, sa.name
+        ));
+    }
+    Ok(Some(format!(
+        "system:serviceaccount:{}:{}",
+        sa.namespace, sa.name
+    )))
 }
 
 /// What happens to an object leaving the cluster's desired state.
@@ -86,9 +122,10 @@ pub fn plan_apply(
     default_field_manager: &str,
 ) -> Plan {
     let mut plan = Plan::default();
+    let executor = executor_user(bundle);
     for (ordinal, manifest) in bundle.manifests.iter().enumerate() {
-        match ResourceRef::from_manifest(manifest, ordinal) {
-            Ok(resource) => {
+        match (ResourceRef::from_manifest(manifest, ordinal), &executor) {
+            (Ok(resource), Ok(executor)) => {
                 let strategy =
                     strategy_for(&resource, &bundle.manifest_configs, default_field_manager);
                 plan.applies.push(ApplyAction {
@@ -96,9 +133,13 @@ pub fn plan_apply(
                     resource,
                     manifest: manifest.0.clone(),
                     strategy,
+                    executor: executor.clone(),
                 });
             }
-            Err(e) => plan.invalid.push((ordinal, e)),
+            (Err(e), _) => plan.invalid.push((ordinal, e)),
+            (Ok(_), Err(why)) => plan
+                .invalid
+                .push((ordinal, ManifestError::Executor(why.clone()))),
         }
     }
     plan.applies

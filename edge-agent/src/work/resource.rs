@@ -11,6 +11,9 @@ pub enum ManifestError {
     NotAnObject { ordinal: usize },
     #[error("manifest {ordinal} has no {field}")]
     Missing { ordinal: usize, field: &'static str },
+    /// The work's executor cannot be used: nothing of the work is applied.
+    #[error("{0}")]
+    Executor(String),
 }
 
 /// Where one object lives. `namespace` is empty for cluster-scoped objects.

@@ -694,3 +694,39 @@ fn ssa_ignore_fields_are_left_out_only_once_the_object_exists() {
         "left alone afterwards"
     );
 }
+
+#[test]
+fn a_works_executor_is_the_service_account_every_action_is_applied_as() {
+    let mut b = bundle(vec![namespace("shop"), deployment("a", "shop")]);
+    assert!(
+        plan_apply(&b, &[], "fm")
+            .applies
+            .iter()
+            .all(|a| a.executor.is_none()),
+        "without an executor the agent applies as itself"
+    );
+    b.executer = Some(
+        serde_json::from_value(json!({"subject": {"type": "ServiceAccount",
+        "serviceAccount": {"namespace": "shop", "name": "deployer"}}}))
+        .unwrap(),
+    );
+    let plan = plan_apply(&b, &[], "fm");
+    assert!(plan.invalid.is_empty());
+    assert!(
+        plan.applies
+            .iter()
+            .all(|a| a.executor.as_deref() == Some("system:serviceaccount:shop:deployer"))
+    );
+    // An executor naming no service account, or a bad one, applies nothing, saying why.
+    for executor in [
+        json!({"subject": {"type": "ServiceAccount"}}),
+        json!({"subject": {"type": "ServiceAccount",
+            "serviceAccount": {"namespace": "shop", "name": "Deployer:x"}}}),
+    ] {
+        b.executer = Some(serde_json::from_value(executor).unwrap());
+        let plan = plan_apply(&b, &[], "fm");
+        assert!(plan.applies.is_empty());
+        assert_eq!(plan.invalid.len(), 2);
+        assert!(plan.invalid[0].1.to_string().contains("executor"));
+    }
+}

@@ -137,6 +137,7 @@ fn action(manifest: Value, strategy: ApplyStrategy) -> ApplyAction {
         resource: ResourceRef::from_manifest(&m, 0).unwrap(),
         manifest,
         strategy,
+        executor: None,
     }
 }
 

@@ -25,6 +25,7 @@ fn action(manifest: Value, strategy: ApplyStrategy) -> ApplyAction {
         resource,
         manifest,
         strategy,
+        executor: None,
     }
 }
 

@@ -853,3 +853,101 @@ async fn e2e_disabling_an_addon_runs_its_pre_delete_hook_then_removes_it_on_a_re
     assert!(gone.is_ok());
     agent.kill().await.unwrap();
 }
+
+/// OCM's `executor` on a real API server with RBAC: a work applied as a ServiceAccount that may
+/// write ConfigMaps in its namespace but not Deployments. The agent impersonates it: the
+/// ConfigMap is applied, the Deployment refused with OCM's wording, named in the work's status.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn e2e_a_work_with_an_executor_is_applied_with_its_service_accounts_rights_only() {
+    const EXEC_CLUSTER: &str = "kube-exec";
+    const NS: &str = "e2e-exec";
+    let Some(E2e {
+        admin,
+        dir,
+        kubeconfig,
+        fleet,
+    }) = E2e::start("e2e_a_work_with_an_executor_is_applied_with_its_service_accounts_rights_only")
+        .await
+    else {
+        return;
+    };
+    for object in [
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}),
+        json!({"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": "limited", "namespace": NS}}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "configmaps", "namespace": NS},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"],
+                       "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]}]}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "limited-configmaps", "namespace": NS},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "configmaps"},
+            "subjects": [{"kind": "ServiceAccount", "name": "limited", "namespace": NS}]}),
+    ] {
+        ocm_edge_tests::kube::apply(&admin, object).await;
+    }
+    let mut agent = agent_command(&fleet, EXEC_CLUSTER, &kubeconfig, &dir.path().join("agent"))
+        .args(["--reconcile-seconds", "2"])
+        .spawn()
+        .unwrap();
+    fleet.accept(EXEC_CLUSTER).await;
+    let hub = fleet.admin().await;
+    let work: ManifestWork = serde_json::from_value(json!({
+        "apiVersion": "work.open-cluster-management.io/v1", "kind": "ManifestWork",
+        "metadata": {"name": "limited", "namespace": EXEC_CLUSTER},
+        "spec": {
+            "executor": {"subject": {"type": "ServiceAccount",
+                "serviceAccount": {"namespace": NS, "name": "limited"}}},
+            "workload": {"manifests": [
+                {"apiVersion": "v1", "kind": "ConfigMap",
+                 "metadata": {"name": "allowed", "namespace": NS}, "data": {"k": "v"}},
+                {"apiVersion": "apps/v1", "kind": "Deployment",
+                 "metadata": {"name": "refused", "namespace": NS},
+                 "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "x"}},
+                   "template": {"metadata": {"labels": {"app": "x"}},
+                     "spec": {"containers": [{"name": "x", "image": "busybox"}]}}}}]}}}))
+    .unwrap();
+    hub.apply_manifest_work(work).await.unwrap();
+    let object = |kind: &str, api_version: &str, name: &str| {
+        json!({"apiVersion": api_version, "kind": kind,
+            "metadata": {"name": name, "namespace": NS}})
+    };
+    wait_until("the ConfigMap applied as the executor", WAIT, || async {
+        get(&admin, &object("ConfigMap", "v1", "allowed"))
+            .await
+            .is_some()
+    })
+    .await
+    .unwrap();
+    let refusal = ocm_edge_tests::wait::wait_for(
+        "the Deployment's refusal in the work's status",
+        WAIT,
+        || async {
+            let w = hub.get_work(EXEC_CLUSTER, "limited").await.ok()?;
+            w.resource_status.iter().find_map(|m| {
+                (m.resource_meta.kind == "Deployment")
+                    .then(|| {
+                        m.conditions
+                            .iter()
+                            .find(|c| c.type_ == "Applied" && c.status == ConditionStatus::False)
+                            .map(|c| c.message.clone())
+                    })
+                    .flatten()
+            })
+        },
+    )
+    .await
+    .unwrap();
+    assert!(
+        refusal.contains("not allowed to apply the resource")
+            && refusal.contains("system:serviceaccount:e2e-exec:limited"),
+        "{refusal}"
+    );
+    assert!(
+        get(&admin, &object("Deployment", "apps/v1", "refused"))
+            .await
+            .is_none(),
+        "the executor may not create Deployments"
+    );
+    agent.kill().await.unwrap();
+}
