@@ -297,10 +297,9 @@ pub fn approve(
                 .metadata
                 .annotations
                 .contains_key(crate::addon::PENDING_SHA256_ANNOTATION)
-                && mca
-                    .metadata
-                    .annotations
-                    .contains_key(ocm_edge_schemas::wire::addon_identity::PASSWORD_SHA256_ANNOTATION)
+                && mca.metadata.annotations.contains_key(
+                    ocm_edge_schemas::wire::addon_identity::PASSWORD_SHA256_ANNOTATION,
+                )
             {
                 continue;
             }

@@ -268,7 +268,11 @@ async fn an_addon_agent_that_is_not_ours_talks_to_its_controller_scores_and_is_k
         .unwrap();
     let c = login_from_secret(&fleet, "edge-c", ADDON, dir.path()).await;
     let out = clients
-        .publish(&c, "addons/hello/clusters/edge-c/pin-check", "ready on edge-c")
+        .publish(
+            &c,
+            "addons/hello/clusters/edge-c/pin-check",
+            "ready on edge-c",
+        )
         .await;
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(a.username, "addons/hello/clusters/edge-a");

@@ -983,7 +983,10 @@ spec:
     // Approving again is no error (a region approved again), and changes nothing.
     ok(&addon(&fleet, "approve", "probe", "edge-1").await);
     assert!(
-        fleet.sim("edge-1").get("Secret", ns, "probe-hub-mqtt").is_some(),
+        fleet
+            .sim("edge-1")
+            .get("Secret", ns, "probe-hub-mqtt")
+            .is_some(),
         "the identity stays"
     );
     fleet.shutdown().await;
