@@ -27,12 +27,12 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use ocm_edge_schemas::api::addon::{
     ADDON_DEPLOYMENT_CONFIGS, ADDON_GROUP, ADDON_TEMPLATES, AddOnConfig, AddOnDeploymentConfig,
-    AddOnTemplate, CONDITION_AVAILABLE, CONDITION_CONFIGURED, CONDITION_MANIFEST_APPLIED,
-    CONDITION_PROGRESSING, CONDITION_REGISTRATION_APPLIED, ClusterManagementAddOn, ConfigReference,
-    ConfigSpecHash, DEFAULT_INSTALL_NAMESPACE, DefaultConfigReference, INSTALL_MANUAL,
-    INSTALL_NAMESPACE_ANNOTATION, INSTALL_PLACEMENTS, InstallConfigReference, InstallProgression,
-    LABEL_ADDON_NAME, ManagedClusterAddOn, ManagedClusterAddOnStatus, ObjectReference,
-    RegistrationConfig,
+    AddOnTemplate, CONDITION_AVAILABLE, CONDITION_CERTIFICATE_ROTATED, CONDITION_CONFIGURED,
+    CONDITION_MANIFEST_APPLIED, CONDITION_PROGRESSING, CONDITION_REGISTRATION_APPLIED,
+    ClusterManagementAddOn, ConfigReference, ConfigSpecHash, DEFAULT_INSTALL_NAMESPACE,
+    DefaultConfigReference, INSTALL_MANUAL, INSTALL_NAMESPACE_ANNOTATION, INSTALL_PLACEMENTS,
+    InstallConfigReference, InstallProgression, LABEL_ADDON_NAME, ManagedClusterAddOn,
+    ManagedClusterAddOnStatus, ObjectReference, RegistrationConfig,
 };
 use ocm_edge_schemas::api::meta::{Condition, ConditionStatus, ObjectMeta, Time, set_condition};
 use ocm_edge_schemas::api::work::{Manifest, ManifestWorkSpec, WORK_APPLIED, WORK_AVAILABLE};
@@ -212,6 +212,28 @@ fn registration_status(
     pending: bool,
     at: Time,
 ) {
+    // As OCM's registration agent says it: the dates of the client certificate in force.
+    match registration.and_then(|r| r.certificate.as_ref()) {
+        Some(c) => {
+            set_condition(
+                &mut status.conditions,
+                Condition::new(
+                    CONDITION_CERTIFICATE_ROTATED,
+                    ConditionStatus::True,
+                    "ClientCertificateUpdated",
+                    format!(
+                        "client certificate rotated starting from {} to {}",
+                        c.not_before.to_rfc3339(),
+                        c.not_after.to_rfc3339()
+                    ),
+                ),
+                at,
+            );
+        }
+        None => status
+            .conditions
+            .retain(|c| c.type_ != CONDITION_CERTIFICATE_ROTATED),
+    }
     let Some(r) = registration else {
         // As OCM: an agent that registers nothing is configured.
         status.registrations.clear();

@@ -898,6 +898,12 @@ fn an_addon_identity_gets_a_certificate_for_its_key_renewed_and_revoked_once_dis
         core.revoked_certificates(t(3)).is_empty(),
         "held: not revoked"
     );
+    let (rotated, reason) = condition(&core, "edge-1", CONDITION_CERTIFICATE_ROTATED);
+    assert_eq!(
+        (rotated, reason.as_str()),
+        (ConditionStatus::True, "ClientCertificateUpdated"),
+        "as OCM's registration agent says it"
+    );
     // Asked again with the same key: nothing new. With another key: a new one.
     assert!(
         {

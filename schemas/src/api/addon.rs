@@ -51,6 +51,8 @@ pub const CONDITION_CONFIGURED: &str = "Configured";
 pub const CONDITION_PROGRESSING: &str = "Progressing";
 /// ManagedClusterAddOn condition: its registration (an MQTT identity here) is applied.
 pub const CONDITION_REGISTRATION_APPLIED: &str = "RegistrationApplied";
+/// ManagedClusterAddOn condition: its identity's client certificate was (re)issued.
+pub const CONDITION_CERTIFICATE_ROTATED: &str = "ClusterCertificateRotated";
 
 /// An add-on, as the hub manages it (cluster-scoped).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
