@@ -460,18 +460,7 @@ impl HubCore {
                         .into_iter()
                         .filter(|p| p.not_after > now)
                         .collect();
-                    if let Some(old) = mca
-                        .metadata
-                        .annotations
-                        .get(CERTIFICATE_ANNOTATION)
-                        .and_then(|j| {
-                            serde_json::from_str::<
-                                crate::registration::certificates::ClusterCertificate,
-                            >(j)
-                            .ok()
-                        })
-                        .filter(|o| o.not_after > now)
-                    {
+                    if let Some(old) = issued_certificate(mca).filter(|o| o.not_after > now) {
                         previous.push(crate::registration::certificates::RevokedCertificate {
                             serial: old.serial,
                             revoked_at: now,
@@ -614,12 +603,18 @@ pub const CERTIFICATE_ANNOTATION: &str = "edge.open-cluster-management.io/mqtt-c
 pub const PREVIOUS_CERTIFICATES_ANNOTATION: &str =
     "edge.open-cluster-management.io/mqtt-previous-certificates";
 
-/// The certificate the hub issued to `mca`'s MQTT identity.
+/// The certificate the hub issued to `mca`'s MQTT identity, as it keeps it.
+fn issued_certificate(
+    mca: &ManagedClusterAddOn,
+) -> Option<crate::registration::certificates::ClusterCertificate> {
+    serde_json::from_str(mca.metadata.annotations.get(CERTIFICATE_ANNOTATION)?).ok()
+}
+
+/// The certificate the hub issued to `mca`'s MQTT identity, as its work carries it.
 pub(crate) fn certificate_of(
     mca: &ManagedClusterAddOn,
 ) -> Option<addon_identity::IssuedCertificate> {
-    let cert: crate::registration::certificates::ClusterCertificate =
-        serde_json::from_str(mca.metadata.annotations.get(CERTIFICATE_ANNOTATION)?).ok()?;
+    let cert = issued_certificate(mca)?;
     Some(addon_identity::IssuedCertificate {
         pem: cert.pem,
         key: cert.agent_key,
@@ -631,15 +626,8 @@ pub(crate) fn certificate_of(
 /// The serials of the certificates `mca`'s MQTT identity holds: its current one, and those it
 /// was renewed from until they end (an add-on may still use one until it reads its Secret again).
 pub(crate) fn held_serials(mca: &ManagedClusterAddOn) -> Vec<String> {
-    let current = mca
-        .metadata
-        .annotations
-        .get(CERTIFICATE_ANNOTATION)
-        .and_then(|j| {
-            serde_json::from_str::<crate::registration::certificates::ClusterCertificate>(j).ok()
-        })
-        .map(|c| c.serial);
-    current
+    issued_certificate(mca)
+        .map(|c| c.serial)
         .into_iter()
         .chain(previous_certificates(mca).into_iter().map(|p| p.serial))
         .collect()

@@ -104,7 +104,7 @@ impl Registration {
             ("cluster", &self.cluster),
             ("namespace", &self.namespace),
         ] {
-            if !super::topic::is_valid_name(value) || value.len() > 63 {
+            if !is_valid_label(value) {
                 return Err(format!(
                     "{what} {value:?} is not a DNS label ([a-z0-9-], at most 63)"
                 ));
@@ -126,6 +126,12 @@ impl Registration {
         }
         Ok(())
     }
+}
+
+/// Whether `name` may be an add-on's, a cluster's or a namespace's name in an identity: a
+/// topic level of `[a-z0-9-]`, at most 63 characters.
+pub fn is_valid_label(name: &str) -> bool {
+    super::topic::is_valid_name(name) && name.len() <= 63
 }
 
 /// The identity of `addon`'s agent on `cluster`: `addons/<addon>/clusters/<cluster>`.

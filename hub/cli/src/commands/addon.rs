@@ -143,7 +143,7 @@ pub fn broker_config(args: &BrokerConfigArgs) -> Result<String, CliError> {
 
 /// An add-on name is a DNS label (it is a topic level and part of Secret and work names).
 fn check_name(name: &str) -> Result<(), CliError> {
-    if ocm_edge_schemas::wire::topic::is_valid_name(name) && name.len() <= 63 {
+    if ocm_edge_schemas::wire::addon_identity::is_valid_label(name) {
         Ok(())
     } else {
         Err(CliError::Usage(format!(
