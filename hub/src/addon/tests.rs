@@ -1396,8 +1396,17 @@ fn a_denied_cluster_loses_its_addons_identities_and_a_stale_request_is_refused()
 fn an_identity_goes_when_its_addons_template_stops_registering() {
     let mut core = registered(&["edge-1"], false);
     assert!(bound_password(cluster_addon(&core, "edge-1").unwrap()).is_some());
+    core.take_revocations_changed();
+    // A status of its work changes no certificate: the list is not looked at again.
+    report_done(&mut core, "edge-1", 4);
+    reconcile(&mut core, 4);
+    assert!(!core.take_revocations_changed());
     apply(&mut core, template()).unwrap();
     reconcile(&mut core, 4);
+    assert!(
+        core.take_revocations_changed(),
+        "the shell is told to write the revocation list again"
+    );
     let mca = cluster_addon(&core, "edge-1").unwrap();
     assert_eq!(bound_password(mca), None);
     assert!(certificate_of(mca).is_none());

@@ -417,6 +417,9 @@ pub struct HubCore {
     /// Clusters whose add-ons' conditions may have changed since (their add-on works' statuses,
     /// their availability): only those are looked at when nothing else changed.
     addon_clusters_dirty: std::collections::BTreeSet<String>,
+    /// The revoked certificates may have changed since the shell last looked
+    /// ([`HubCore::take_revocations_changed`]).
+    revocations_changed: bool,
     /// When add-on rollouts must be looked at again (a deadline or a soak time ends).
     addons_requeue_at: Option<DateTime<Utc>>,
 }
@@ -461,6 +464,7 @@ impl HubCore {
             set_conditions_stale: true,
             addons_stale: true,
             addon_clusters_dirty: Default::default(),
+            revocations_changed: false,
             addons_requeue_at: None,
         }
     }
@@ -539,11 +543,36 @@ impl HubCore {
         &self.cfg
     }
 
+    /// Whether the revoked certificates may have changed since the last call (records applied
+    /// since then revoked, issued or dropped one): the shell writes the revocation list again.
+    pub fn take_revocations_changed(&mut self) -> bool {
+        std::mem::take(&mut self.revocations_changed)
+    }
+
+    /// Whether storing `new` (`None`: forgetting) as the object `key` changes the certificates
+    /// a cluster's add-on holds (and so which issued ones count as revoked).
+    fn addon_certificates_change(
+        &self,
+        key: &objects::ObjectKey,
+        new: Option<&ocm_edge_schemas::api::addon::ManagedClusterAddOn>,
+    ) -> bool {
+        if key.kind != objects::ObjectKind::ManagedClusterAddOn {
+            return false;
+        }
+        let held = |m: Option<&ocm_edge_schemas::api::addon::ManagedClusterAddOn>| {
+            m.map(crate::addon::held_serials).unwrap_or_default()
+        };
+        held(self.objects.get(key).and_then(|o| o.as_cluster_addon())) != held(new)
+    }
+
     /// Applies records (after the shell stored them).
     pub fn apply(&mut self, records: &[Record]) {
         for r in records {
             match r {
                 Record::Cluster(c) => {
+                    // Only a cluster with revoked certificates can change the list (a lease
+                    // renewal of any other costs no pass over the fleet).
+                    self.revocations_changed |= !c.revoked_certificates.is_empty();
                     let old = self.clusters.insert(c.name.clone(), (**c).clone());
                     self.set_conditions_stale |= old
                         .as_ref()
@@ -581,16 +610,22 @@ impl HubCore {
                     self.set_conditions_stale |= self.clusters.remove(name).is_some();
                     self.addons_stale = true;
                 }
-                Record::RemovedRevoked(list) => self.removed_revoked = list.clone(),
+                Record::RemovedRevoked(list) => {
+                    self.revocations_changed = true;
+                    self.removed_revoked = list.clone();
+                }
                 Record::Counters(c) => self.counters = c.clone(),
                 Record::Object(o) => {
                     self.set_conditions_stale |= is_set_or_binding(o.kind());
                     self.addons_stale |= feeds_addons(o.kind());
+                    self.revocations_changed |=
+                        self.addon_certificates_change(&o.key(), o.as_cluster_addon());
                     self.objects.apply(r);
                 }
                 Record::ForgetObject(key) => {
                     self.set_conditions_stale |= is_set_or_binding(key.kind);
                     self.addons_stale |= feeds_addons(key.kind);
+                    self.revocations_changed |= self.addon_certificates_change(key, None);
                     self.objects.apply(r);
                 }
                 // The clock moved when it stamped; this only stores it.

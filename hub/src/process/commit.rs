@@ -186,7 +186,7 @@ impl HubLoop {
         let mut change = self.stage(tick);
         let due = self.core.fleet_requeue_at().is_some_and(|t| t <= now);
         if due || touches_fleet(&change) {
-            let fleet = self.core.reconcile_fleet(now);
+            let fleet = self.reconcile_fleet(now);
             change.extend(fleet);
         }
         let next = match (deadline, self.core.fleet_requeue_at()) {
@@ -199,18 +199,24 @@ impl HubLoop {
     /// Applies a change to the core and returns it for storing and publishing.
     pub(super) fn stage(&mut self, change: Change) -> Change {
         self.core.apply(&change.records);
-        // Only a cluster with revoked certificates can change the list (a lease renewal of
-        // any other does not cost a pass over the fleet).
-        // Nor can an add-on's other than by its certificate's issue or its removal.
-        if change.records.iter().any(|r| {
-            matches!(r, Record::Cluster(c) if !c.revoked_certificates.is_empty())
-                || matches!(r, Record::RemovedRevoked(_))
-                || matches!(r, Record::ForgetObject(k)
-                    if k.kind == crate::core::objects::ObjectKind::ManagedClusterAddOn)
-        }) {
+        self.write_crl_if_revocations_changed();
+        change
+    }
+
+    /// The fleet's reconcile pass (which applies its own records), then the revocation list
+    /// again if the pass changed it (an add-on's identity unbound or forgotten there).
+    fn reconcile_fleet(&mut self, now: chrono::DateTime<Utc>) -> Change {
+        let fleet = self.core.reconcile_fleet(now);
+        self.write_crl_if_revocations_changed();
+        fleet
+    }
+
+    /// Rewrites the revocation list when the records applied since the last look may have
+    /// changed it (the core tells: revoked, issued or dropped certificates).
+    fn write_crl_if_revocations_changed(&mut self) {
+        if self.core.take_revocations_changed() {
             self.write_crl_if_changed();
         }
-        change
     }
 
     fn plan_batch(&mut self, items: impl Iterator<Item = Inbound>) -> Batch {
@@ -294,7 +300,7 @@ impl HubLoop {
         if touches_fleet(&batch.change) {
             // Placements follow clusters, taints, sets, bindings, scores; rollouts follow
             // decisions and work statuses. reconcile_fleet applies its own records.
-            let fleet = self.core.reconcile_fleet(now);
+            let fleet = self.reconcile_fleet(now);
             reports_only &= fleet.is_empty();
             batch.change.extend(fleet);
         }
