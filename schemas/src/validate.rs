@@ -225,7 +225,7 @@ fn manifest_problem(manifest: &Manifest) -> Option<ManifestProblem> {
 }
 
 /// `apiVersion kind name` for messages, leaving out what is missing.
-fn describe_manifest(manifest: &Manifest) -> String {
+pub fn describe_manifest(manifest: &Manifest) -> String {
     [manifest.api_version(), manifest.kind(), manifest.name()]
         .into_iter()
         .flatten()

@@ -287,6 +287,74 @@ pub fn get_replica_set(core: &HubCore, namespace: Option<String>, name: String) 
     }
 }
 
+/// RenderReplicaSet: the ManifestWork `cluster` would get from the stored set (or `object`),
+/// rendered as the hub renders it before sending; nothing is stored or sent.
+pub fn render_replica_set(
+    core: &HubCore,
+    namespace: Option<String>,
+    name: String,
+    cluster: String,
+    object: Option<Value>,
+) -> Planned {
+    use ocm_edge_schemas::api::replicaset::ManifestWorkReplicaSet;
+    use ocm_edge_schemas::api::work::ManifestWork;
+    let set: ManifestWorkReplicaSet = match object {
+        Some(object) => match OcmObject::from_value(object).map_err(|e| invalid(e.to_string()))? {
+            OcmObject::ManifestWorkReplicaSet(mut s) => {
+                if s.metadata.namespace.is_empty() {
+                    s.metadata.namespace = DEFAULT_NAMESPACE.to_owned();
+                }
+                let key = ObjectKey::new(
+                    ObjectKind::ManifestWorkReplicaSet,
+                    s.metadata.namespace.clone(),
+                    s.metadata.name.clone(),
+                );
+                crate::rollout::per_cluster::check(&s.spec)
+                    .map_err(|e| object_error(ObjectError::Invalid(key, e)))?;
+                *s
+            }
+            other => {
+                return Err(invalid(format!(
+                    "{} is not a ManifestWorkReplicaSet: only those are rendered per cluster",
+                    other.kind()
+                )));
+            }
+        },
+        None => {
+            let key = ObjectKey::new(
+                ObjectKind::ManifestWorkReplicaSet,
+                namespace.unwrap_or_else(|| DEFAULT_NAMESPACE.to_owned()),
+                name,
+            );
+            match core.objects().get(&key) {
+                Some(StoredObject::ReplicaSet(r)) => r.set.clone(),
+                _ => return Err(object_error(ObjectError::NotFound(key))),
+            }
+        }
+    };
+    let facts = core
+        .cluster_facts(&cluster, &core.objects().cluster_sets())
+        .ok_or_else(|| {
+            AdminResponse::error(
+                AdminErrorKind::NotFound,
+                format!("cluster {cluster:?} not found (see `ocm-edge cluster list`)"),
+            )
+        })?;
+    let spec = crate::rollout::per_cluster::render(&set.spec, &facts).map_err(|e| {
+        invalid(format!(
+            "ManifestWorkReplicaSet {}/{} cannot be rendered for cluster {cluster}: {e}",
+            set.metadata.namespace, set.metadata.name
+        ))
+    })?;
+    let mut work = ManifestWork::new(cluster, &set.metadata.name);
+    work.metadata.labels.insert(
+        ocm_edge_schemas::api::replicaset::LABEL_MANIFEST_WORK_REPLICA_SET.to_owned(),
+        format!("{}.{}", set.metadata.namespace, set.metadata.name),
+    );
+    work.spec = spec;
+    Ok((Change::default(), AdminPayload::Rendered(Box::new(work))))
+}
+
 /// One cluster set (its bindings as `access` sees them).
 pub fn get_cluster_set(core: &HubCore, access: &Access, name: String) -> Planned {
     match cluster_sets(core, access)

@@ -122,6 +122,20 @@ impl Access {
             | AdminRequest::GetReplicaSet { namespace, .. } => {
                 reach.namespace(&ns(namespace), "read placements and replica sets in")
             }
+            AdminRequest::RenderReplicaSet {
+                namespace,
+                cluster,
+                object,
+                ..
+            } => {
+                let namespace = object
+                    .as_ref()
+                    .and_then(|o| o.pointer("/metadata/namespace")?.as_str())
+                    .map(str::to_owned)
+                    .or_else(|| namespace.clone());
+                reach.namespace(&ns(&namespace), "read placements and replica sets in")?;
+                reach.cluster(cluster, "see")
+            }
             AdminRequest::ListPlacements {
                 namespace: Some(namespace),
             }

@@ -293,6 +293,12 @@ fn plan(
         AdminRequest::GetReplicaSet { namespace, name } => {
             fleet::get_replica_set(core, namespace, name)?
         }
+        AdminRequest::RenderReplicaSet {
+            namespace,
+            name,
+            cluster,
+            object,
+        } => fleet::render_replica_set(core, namespace, name, cluster, object)?,
         AdminRequest::DeleteObject {
             kind,
             namespace,

@@ -164,6 +164,9 @@ pub struct ReplicaSetRecord {
     /// Deletion requested: the set's works are being deleted; forgotten once they are gone.
     #[serde(default)]
     pub deleting: bool,
+    /// Clusters the template cannot be rendered for (`spec.perCluster`), since when and why.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unrenderable: BTreeMap<String, crate::rollout::Unrenderable>,
 }
 
 /// One stored object.
@@ -209,6 +212,7 @@ impl StoredObject {
                     clusters: vec![],
                     requeue_at: None,
                     deleting: false,
+                    unrenderable: Default::default(),
                 }))
             }
             other => return Err(other),
@@ -480,6 +484,10 @@ impl HubCore {
             return Err(ObjectError::InvalidName(key));
         }
         self.check_addon_object(&object)?;
+        if let StoredObject::ReplicaSet(r) = &object {
+            crate::rollout::per_cluster::check(&r.set.spec)
+                .map_err(|e| ObjectError::Invalid(key.clone(), e))?;
+        }
         let existing = self.objects().get(&key);
         let mut merged = match (object, existing) {
             (StoredObject::Placement(mut new), Some(StoredObject::Placement(old))) => {
@@ -493,6 +501,7 @@ impl HubCore {
                 new.sent = old.sent.clone();
                 new.clusters = old.clusters.clone();
                 new.requeue_at = old.requeue_at;
+                new.unrenderable = old.unrenderable.clone();
                 StoredObject::ReplicaSet(new)
             }
             // A set's and a binding's conditions are the hub's.

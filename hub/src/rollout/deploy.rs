@@ -10,13 +10,18 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use ocm_edge_schemas::admin::RolloutRow;
+use ocm_edge_schemas::api::cluster::ManagedClusterSet;
 use ocm_edge_schemas::api::meta::ConditionStatus;
 use ocm_edge_schemas::api::placement::LABEL_PLACEMENT;
 use ocm_edge_schemas::api::replicaset::{LABEL_MANIFEST_WORK_REPLICA_SET, LABEL_PLACEMENT_NAME};
+use ocm_edge_schemas::api::work::ManifestWorkSpec;
 
 use crate::core::objects::{ObjectKey, ObjectKind, ReplicaSetRecord, StoredObject};
 use crate::core::{Change, HubCore, Record, WorkKey, WorkRecord};
-use crate::rollout::{ClusterDecision, ClusterWork, TemplateState, plan_replica_set};
+use crate::rollout::per_cluster::{self, ClusterFacts};
+use crate::rollout::{
+    ClusterDecision, ClusterWork, TemplateState, Unrenderable, plan_replica_set_with,
+};
 use crate::work::WorkInput;
 
 /// The value of the `manifestworkreplicaset` label on a set's works: `<namespace>.<name>`.
@@ -84,6 +89,30 @@ impl HubCore {
             .collect()
     }
 
+    /// What a set's template may depend on for `cluster` (its labels and claims as the hub
+    /// views them, the sets among `sets` that select it); `None` for an unknown cluster.
+    pub(crate) fn cluster_facts(
+        &self,
+        cluster: &str,
+        sets: &[ManagedClusterSet],
+    ) -> Option<ClusterFacts> {
+        let view = crate::registration::hub_view(self.cluster(cluster)?);
+        Some(ClusterFacts {
+            name: cluster.to_owned(),
+            sets: crate::placement::clusterset::sets_of(&view, sets)
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+            claims: view
+                .status
+                .cluster_claims
+                .iter()
+                .map(|c| (c.name.clone(), c.value.clone()))
+                .collect(),
+            labels: view.metadata.labels,
+        })
+    }
+
     /// False while the hub sees `cluster` unreachable.
     pub(crate) fn reachable(&self, cluster: &str) -> bool {
         self.cluster(cluster)
@@ -122,7 +151,37 @@ impl HubCore {
             }
             return change;
         }
-        let template = &r.set.spec.manifest_work_template;
+        let decisions = self.decided_clusters(r);
+        // What each selected cluster gets: one shared copy of the template, or (perCluster) the
+        // template rendered for it.
+        let shared_template = Arc::new(r.set.spec.manifest_work_template.clone());
+        let mut rendered: BTreeMap<String, Arc<ManifestWorkSpec>> = BTreeMap::new();
+        let mut unrenderable: BTreeMap<String, Unrenderable> = BTreeMap::new();
+        if r.set.spec.per_cluster.is_some() {
+            let sets = self.objects().cluster_sets();
+            for d in decisions.values().flatten() {
+                if rendered.contains_key(&d.cluster) || unrenderable.contains_key(&d.cluster) {
+                    continue;
+                }
+                let Some(facts) = self.cluster_facts(&d.cluster, &sets) else {
+                    continue;
+                };
+                match per_cluster::render(&r.set.spec, &facts) {
+                    Ok(spec) => {
+                        rendered.insert(d.cluster.clone(), Arc::new(spec));
+                    }
+                    Err(message) => {
+                        let since = r
+                            .unrenderable
+                            .get(&d.cluster)
+                            .filter(|u| u.message == message)
+                            .map_or(now, |u| u.since);
+                        unrenderable.insert(d.cluster.clone(), Unrenderable { since, message });
+                    }
+                }
+            }
+        }
+        let template_for = |cluster: &str| rendered.get(cluster).unwrap_or(&shared_template);
         let works: BTreeMap<String, ClusterWork> = owned
             .iter()
             .map(|(cluster, w)| {
@@ -132,7 +191,7 @@ impl HubCore {
                     .copied()
                     .unwrap_or_else(|| w.created.as_datetime());
                 let work = ClusterWork {
-                    template: if *w.spec == *template {
+                    template: if *w.spec == **template_for(cluster) {
                         TemplateState::Current { sent_at }
                     } else {
                         TemplateState::Outdated
@@ -149,12 +208,10 @@ impl HubCore {
                 (cluster.clone(), work)
             })
             .collect();
-        let decisions = self.decided_clusters(r);
-        let plan = plan_replica_set(&r.set, &decisions, &works, now);
+        let plan = plan_replica_set_with(&r.set, &decisions, &works, &unrenderable, now);
 
         let mut updated = r.clone();
-        // One copy of the template, shared by the works of every cluster it goes to.
-        let shared_template = Arc::new(template.clone());
+        updated.unrenderable = unrenderable;
         for (cluster, placement) in &plan.to_apply {
             let accepted = self.cluster(cluster).is_some_and(|c| c.is_schedulable());
             let wk = WorkKey::new(cluster.clone(), r.set.metadata.name.clone());
@@ -172,7 +229,7 @@ impl HubCore {
                 name: r.set.metadata.name.clone(),
                 labels,
                 annotations: Default::default(),
-                spec: shared_template.clone(),
+                spec: template_for(cluster).clone(),
             };
             match self.write_works(&input, std::slice::from_ref(cluster), true, now) {
                 Ok((c, _)) => {
@@ -207,6 +264,7 @@ impl HubCore {
                 recheck_at: c.recheck_time,
                 current_template: c.current_template,
                 reachable: c.reachable,
+                message: c.message.clone().unwrap_or_default(),
             })
             .collect();
         if &updated != r {
@@ -441,6 +499,54 @@ mod tests {
         let set = core.objects().replica_sets().next().unwrap();
         assert_eq!(set.set.status.summary.available, 1);
         assert_eq!(set.set.status.summary.desired_total, 3);
+    }
+
+    #[test]
+    fn a_cluster_lacking_a_value_fails_alone_since_it_first_failed_and_catches_up_when_given_it() {
+        let mut core = fleet();
+        apply(&mut core, placement("web", json!({})));
+        let mut set = replica_set("web", json!({"type": "All"}));
+        set["spec"]["manifestWorkTemplate"]["workload"]["manifests"][0]["data"] =
+            json!({"id": "{{ .Values.id }}", "at": "{{ .ClusterName }}"});
+        set["spec"]["perCluster"] =
+            json!({"clusters": {"edge-1": {"id": "1"}, "edge-2": {"id": "2"}}});
+        apply(&mut core, set.clone());
+        core.reconcile_fleet(t(2));
+        assert_eq!(live_works(&core), vec!["edge-1", "edge-2"]);
+        let work = core.work(&WorkKey::new("edge-2", "web")).unwrap();
+        assert_eq!(
+            work.spec.workload.manifests[0].0["data"],
+            json!({"id": "2", "at": "edge-2"})
+        );
+        let row = |core: &HubCore| {
+            let r = core.objects().replica_sets().next().unwrap();
+            r.clusters
+                .iter()
+                .find(|c| c.cluster == "edge-3")
+                .cloned()
+                .unwrap()
+        };
+        assert_eq!(row(&core).status, "Failed");
+        assert_eq!(row(&core).since, Some(t(2)));
+        assert!(
+            row(&core)
+                .message
+                .contains("cluster edge-3 has no .Values.id")
+        );
+        core.reconcile_fleet(t(5));
+        assert_eq!(
+            row(&core).since,
+            Some(t(2)),
+            "failing since it first failed"
+        );
+
+        set["spec"]["perCluster"]["clusters"]["edge-3"] = json!({"id": "3"});
+        apply(&mut core, set);
+        core.reconcile_fleet(t(6));
+        assert_eq!(live_works(&core), vec!["edge-1", "edge-2", "edge-3"]);
+        assert!(row(&core).message.is_empty());
+        let r = core.objects().replica_sets().next().unwrap();
+        assert!(r.unrenderable.is_empty());
     }
 
     #[test]

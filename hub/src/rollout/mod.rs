@@ -28,14 +28,18 @@
 
 pub mod cluster_status;
 pub mod deploy;
+pub mod per_cluster;
 pub mod replicaset;
 pub mod strategy;
+pub mod template;
 
 pub use cluster_status::{
     ClusterDecision, ClusterRolloutStatus, ClusterWork, GroupKey, RolloutStatus, TemplateState,
     work_rollout_status,
 };
-pub use replicaset::{ClusterRolloutView, ReplicaSetPlan, plan_replica_set};
+pub use replicaset::{
+    ClusterRolloutView, ReplicaSetPlan, Unrenderable, plan_replica_set, plan_replica_set_with,
+};
 pub use strategy::{RolloutResult, rollout_clusters};
 
 /// A rollout strategy that cannot be used. Not retryable: the set's spec must be fixed; the set

@@ -42,6 +42,17 @@ pub struct ClusterRolloutView {
     pub current_template: bool,
     /// False while the hub sees the cluster unreachable.
     pub reachable: bool,
+    /// Why the template cannot be rendered for it (it counts as Failed), when it cannot.
+    pub message: Option<String>,
+}
+
+/// A cluster the set's template cannot be rendered for (`spec.perCluster`): since when, and why.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Unrenderable {
+    /// First seen failing (progressDeadline counts from here, as for a degraded cluster).
+    pub since: DateTime<Utc>,
+    /// Why, with where and how to fix it.
+    pub message: String,
 }
 
 /// What to do for a ManifestWorkReplicaSet at `now`.
@@ -115,6 +126,20 @@ pub fn plan_replica_set(
     works: &BTreeMap<String, ClusterWork>,
     now: DateTime<Utc>,
 ) -> ReplicaSetPlan {
+    plan_replica_set_with(set, decisions, works, &BTreeMap::new(), now)
+}
+
+/// [`plan_replica_set`] where the template cannot be rendered for the clusters in `unrenderable`
+/// (ocm-edge's `spec.perCluster`): each counts as Failed since its `since` (toward maxFailures,
+/// timing out at progressDeadline), is never sent the template, keeps the work it has, and shows
+/// why in its view.
+pub fn plan_replica_set_with(
+    set: &ManifestWorkReplicaSet,
+    decisions: &BTreeMap<String, Vec<ClusterDecision>>,
+    works: &BTreeMap<String, ClusterWork>,
+    unrenderable: &BTreeMap<String, Unrenderable>,
+    now: DateTime<Utc>,
+) -> ReplicaSetPlan {
     let at = Time::new(now);
     let mut plan = ReplicaSetPlan {
         status: set.status.clone(),
@@ -154,7 +179,15 @@ pub fn plan_replica_set(
         let decided = &decisions[&placement.name];
         let mut existing: Vec<ClusterRolloutStatus> = Vec::new();
         for d in decided {
-            if let Some((status, since)) = live(&d.cluster).and_then(work_rollout_status) {
+            if let Some(u) = unrenderable.get(&d.cluster) {
+                existing.push(ClusterRolloutStatus {
+                    cluster: d.cluster.clone(),
+                    group: d.group.clone(),
+                    status: RolloutStatus::Failed,
+                    last_transition_time: Some(u.since),
+                    recheck_time: None,
+                });
+            } else if let Some((status, since)) = live(&d.cluster).and_then(work_rollout_status) {
                 existing.push(ClusterRolloutStatus {
                     cluster: d.cluster.clone(),
                     group: d.group.clone(),
@@ -177,7 +210,11 @@ pub fn plan_replica_set(
         if let Some(t) = result.recheck_at {
             plan.requeue_at = Some(plan.requeue_at.map_or(t, |r| r.min(t)));
         }
-        let mut current: BTreeSet<String> = existing.iter().map(|s| s.cluster.clone()).collect();
+        let mut current: BTreeSet<String> = existing
+            .iter()
+            .filter(|s| !unrenderable.contains_key(&s.cluster))
+            .map(|s| s.cluster.clone())
+            .collect();
         for c in &result.clusters_to_rollout {
             if c.status == RolloutStatus::ToApply {
                 current.insert(c.cluster.clone());
@@ -215,6 +252,7 @@ pub fn plan_replica_set(
                     recheck_time: s.recheck_time,
                     current_template: current.contains(&s.cluster),
                     reachable: work.is_none_or(|w| w.reachable),
+                    message: unrenderable.get(&s.cluster).map(|u| u.message.clone()),
                 });
         }
         let groups: BTreeSet<&GroupKey> = decided.iter().map(|d| &d.group).collect();

@@ -69,7 +69,9 @@ fn replica_set(namespace: &str, placement: &str) -> Value {
     json!({"apiVersion": "work.open-cluster-management.io/v1alpha1",
            "kind": "ManifestWorkReplicaSet", "metadata": {"namespace": namespace, "name": "r"},
            "spec": {"placementRefs": [{"name": placement}],
-                    "manifestWorkTemplate": {"workload": {"manifests": []}}}})
+                    "manifestWorkTemplate": {"workload": {"manifests": [
+                        {"apiVersion": "v1", "kind": "ConfigMap",
+                         "metadata": {"namespace": namespace, "name": "r"}}]}}}})
 }
 
 fn bind(set: &str, namespace: &str) -> AdminRequest {

@@ -102,6 +102,9 @@ pub struct RolloutRow {
     pub recheck_at: Option<DateTime<Utc>>,
     pub current_template: bool,
     pub reachable: bool,
+    /// Why the set's template cannot be rendered for this cluster (`spec.perCluster`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
 }
 
 /// An add-on (ClusterManagementAddOn) with where it is installed.

@@ -212,6 +212,21 @@ pub enum AdminRequest {
         namespace: Option<String>,
         name: String,
     },
+    /// A ManifestWorkReplicaSet's work as one cluster would get it (`spec.perCluster` rendered
+    /// for the cluster), without sending anything: the stored set, or `object` when given (a set
+    /// not applied yet). Answer: [`AdminPayload::Rendered`]; NotFound; Invalid with why the
+    /// cluster cannot get the template.
+    RenderReplicaSet {
+        /// `default` when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        namespace: Option<String>,
+        name: String,
+        /// The cluster to render for.
+        cluster: String,
+        /// A ManifestWorkReplicaSet to render instead of the stored one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        object: Option<Value>,
+    },
     /// Puts accepted clusters in an ExclusiveClusterSetLabel set (their
     /// `cluster.open-cluster-management.io/clusterset` label; a cluster is in one such set at a
     /// time). All or nothing: the set must exist and select by that label (NotFound, Invalid),
@@ -361,7 +376,7 @@ impl AdminRequest {
 
     /// Every command this build knows, as it appears in JSON; a request naming another one decodes
     /// as [`AdminRequest::Unknown`].
-    pub const COMMANDS: [&'static str; 30] = [
+    pub const COMMANDS: [&'static str; 31] = [
         "listClusters",
         "getCluster",
         "acceptCluster",
@@ -383,6 +398,7 @@ impl AdminRequest {
         "getPlacement",
         "listReplicaSets",
         "getReplicaSet",
+        "renderReplicaSet",
         "setClusterSet",
         "bindClusterSet",
         "unbindClusterSet",
@@ -420,6 +436,7 @@ impl AdminRequest {
             AdminRequest::GetPlacement { .. } => "getPlacement",
             AdminRequest::ListReplicaSets { .. } => "listReplicaSets",
             AdminRequest::GetReplicaSet { .. } => "getReplicaSet",
+            AdminRequest::RenderReplicaSet { .. } => "renderReplicaSet",
             AdminRequest::SetClusterSet { .. } => "setClusterSet",
             AdminRequest::BindClusterSet { .. } => "bindClusterSet",
             AdminRequest::UnbindClusterSet { .. } => "unbindClusterSet",
@@ -508,6 +525,7 @@ impl AdminRequest {
             | AdminRequest::GetPlacement { .. }
             | AdminRequest::ListReplicaSets { .. }
             | AdminRequest::GetReplicaSet { .. }
+            | AdminRequest::RenderReplicaSet { .. }
             | AdminRequest::ListAddOns
             | AdminRequest::GetAddOn { .. }
             | AdminRequest::Unknown { .. } => false,
@@ -658,6 +676,7 @@ mod tests {
             json!({"command": "getPlacement", "name": "p"}),
             json!({"command": "listReplicaSets"}),
             json!({"command": "getReplicaSet", "name": "r"}),
+            json!({"command": "renderReplicaSet", "name": "r", "cluster": "c"}),
             json!({"command": "setClusterSet", "set": "s", "clusters": ["c"]}),
             json!({"command": "bindClusterSet", "set": "s", "namespace": "n"}),
             json!({"command": "unbindClusterSet", "set": "s"}),

@@ -120,6 +120,9 @@ pub enum AdminPayload {
     /// Answer to GetReplicaSet.
     #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     ReplicaSet(Box<ReplicaSetView>),
+    /// Answer to RenderReplicaSet: the ManifestWork the cluster would get.
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
+    Rendered(Box<crate::api::work::ManifestWork>),
     /// Answer to DeleteObject.
     #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     Deleted(ObjectDeleted),

@@ -7,7 +7,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::meta::{Condition, IntOrString, ObjectMeta, resource};
+use super::meta::{Condition, IntOrString, LabelSelector, ObjectMeta, resource};
 use super::work::ManifestWorkSpec;
 
 /// Label on generated ManifestWorks: `<namespace>.<name>` of their ManifestWorkReplicaSet.
@@ -79,6 +79,103 @@ pub struct ManifestWorkReplicaSetSpec {
     /// Background (default) or Foreground.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cascade_deletion_policy: Option<CascadeDeletionPolicy>,
+    /// ocm-edge: per-cluster values and overrides. When present, the hub renders the template
+    /// for each cluster (its `{{ ... }}` placeholders, then the overrides) before signing it, so
+    /// the agent verifies what it applies. Absent: every cluster gets the template as written
+    /// (OCM's behaviour).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_cluster: Option<PerCluster>,
+}
+
+/// ocm-edge: what differs between the clusters of a [`ManifestWorkReplicaSet`].
+///
+/// A cluster's `.Values` are `values`, merged (RFC 7386) with `clusterSets` of each set the
+/// cluster belongs to (by set name), then with `clusters` of its own name: the most specific
+/// wins. Overrides are applied to the template in ascending `priority` (then in list order), so
+/// the highest priority has the last word; placeholders are rendered after the overrides.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PerCluster {
+    /// Values every cluster has (a JSON object).
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub values: serde_json::Value,
+    /// Values by ManagedClusterSet name, for the clusters of that set.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub cluster_sets: std::collections::BTreeMap<String, serde_json::Value>,
+    /// Values by cluster name.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub clusters: std::collections::BTreeMap<String, serde_json::Value>,
+    /// Patches for the clusters they select.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overrides: Vec<ClusterOverride>,
+}
+
+/// ocm-edge: a patch of the template for some clusters. A cluster is selected when it matches
+/// every selector given (`clusterSelector`, `clusterSets`, `clusters`); with none, every cluster.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClusterOverride {
+    /// Named in errors and in `rollout status`.
+    pub name: String,
+    /// Applied in ascending priority (0 when absent): the highest has the last word.
+    #[serde(default, skip_serializing_if = "super::meta::is_zero_i32")]
+    pub priority: i32,
+    /// Clusters whose labels match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_selector: Option<LabelSelector>,
+    /// Clusters in any of these ManagedClusterSets.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cluster_sets: Vec<String>,
+    /// Clusters by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clusters: Vec<String>,
+    /// The manifests patched (every one when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<ManifestTarget>,
+    /// An RFC 7386 JSON merge patch of each target manifest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merge_patch: Option<serde_json::Value>,
+    /// An RFC 6902 JSON patch of each target manifest (after `mergePatch`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub json_patch: Vec<serde_json::Value>,
+}
+
+/// ocm-edge: which manifests of a template an override patches; every field given must match.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ManifestTarget {
+    /// The manifest's `apiVersion`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub api_version: String,
+    /// The manifest's `kind`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    /// The manifest's `metadata.namespace`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    /// The manifest's `metadata.name`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+}
+
+impl ManifestTarget {
+    /// Whether `manifest` is one of the targets.
+    pub fn matches(&self, manifest: &serde_json::Value) -> bool {
+        let field = |path: &[&str]| {
+            let mut v = manifest;
+            for p in path {
+                v = match v.get(p) {
+                    Some(v) => v,
+                    None => return "",
+                };
+            }
+            v.as_str().unwrap_or("")
+        };
+        (self.api_version.is_empty() || field(&["apiVersion"]) == self.api_version)
+            && (self.kind.is_empty() || field(&["kind"]) == self.kind)
+            && (self.namespace.is_empty() || field(&["metadata", "namespace"]) == self.namespace)
+            && (self.name.is_empty() || field(&["metadata", "name"]) == self.name)
+    }
 }
 
 /// Whether deleting the set waits for its ManifestWorks to be gone.

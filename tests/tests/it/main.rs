@@ -28,6 +28,7 @@ mod mosquitto_credentials;
 mod mosquitto_fleet;
 mod mosquitto_tls;
 mod ocm_work_agent;
+mod per_cluster_values;
 mod process_kill;
 mod recovery;
 mod registration;

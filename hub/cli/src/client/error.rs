@@ -147,6 +147,7 @@ pub(super) fn unexpected(command: &'static str, payload: &AdminPayload) -> Admin
         AdminPayload::Placement(_) => "placement",
         AdminPayload::ReplicaSets(_) => "replicaSets",
         AdminPayload::ReplicaSet(_) => "replicaSet",
+        AdminPayload::Rendered(_) => "rendered",
         AdminPayload::Deleted(_) => "deleted",
         AdminPayload::AddOns(_) => "addOns",
         AdminPayload::AddOn(_) => "addOn",

@@ -112,6 +112,29 @@ impl AdminClient {
         }
     }
 
+    /// The work a ManifestWorkReplicaSet (the stored one, or `object`) gives `cluster`.
+    ///
+    /// # Errors
+    /// NotFound, Invalid (why the cluster cannot get it); see [`AdminClient::request`].
+    pub async fn render_replica_set(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        cluster: &str,
+        object: Option<serde_json::Value>,
+    ) -> Result<ocm_edge_schemas::api::work::ManifestWork> {
+        let req = AdminRequest::RenderReplicaSet {
+            namespace: namespace.map(str::to_owned),
+            name: name.to_owned(),
+            cluster: cluster.to_owned(),
+            object,
+        };
+        match self.request(&req).await? {
+            AdminPayload::Rendered(w) => Ok(*w),
+            other => Err(unexpected("renderReplicaSet", &other)),
+        }
+    }
+
     /// Puts accepted clusters in an ExclusiveClusterSetLabel set; returns their new views.
     ///
     /// # Errors

@@ -83,6 +83,17 @@ pub fn rollout_status(r: &ReplicaSetView, now: DateTime<Utc>) -> String {
         ]);
     }
     out.push_str(&format!("{t}\n"));
+    let failing: Vec<_> = r
+        .clusters
+        .iter()
+        .filter(|c| !c.message.is_empty())
+        .collect();
+    if !failing.is_empty() {
+        out.push_str("Not rendered (these clusters keep the work they have):\n");
+        for c in failing {
+            out.push_str(&format!("  {}: {}\n", c.cluster, c.message));
+        }
+    }
     if !r.set.status.conditions.is_empty() {
         out.push_str(&conditions_table(&r.set.status.conditions, now));
         out.push('\n');

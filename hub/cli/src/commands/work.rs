@@ -1,4 +1,4 @@
-//! `ocm-edge work create|list|get|delete`.
+//! `ocm-edge work create|list|get|render|delete`.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -65,6 +65,25 @@ pub enum WorkCommand {
         #[arg(long)]
         cluster: String,
         /// Output format.
+        #[arg(short, long, value_enum, default_value_t)]
+        output: OutputFormat,
+    },
+    /// Print the work a ManifestWorkReplicaSet gives one cluster (its `perCluster` values and
+    /// overrides rendered, as the hub renders them before signing), without sending anything.
+    Render {
+        /// ManifestWorkReplicaSet name.
+        name: String,
+        /// The cluster to render for.
+        #[arg(long)]
+        cluster: String,
+        /// Namespace of the set [default: default].
+        #[arg(short, long)]
+        namespace: Option<String>,
+        /// Render this file's ManifestWorkReplicaSet NAME instead of the one the hub holds (to
+        /// check a change before applying it).
+        #[arg(short = 'f', long = "filename", value_name = "FILE")]
+        file: Option<PathBuf>,
+        /// Output format: table prints the manifests as YAML documents.
         #[arg(short, long, value_enum, default_value_t)]
         output: OutputFormat,
     },
@@ -149,6 +168,41 @@ pub async fn run(global: &GlobalArgs, cmd: WorkCommand) -> Result<(), CliError> 
                 format => to_document(&work, format)?,
             }
         }
+        WorkCommand::Render {
+            name,
+            cluster,
+            namespace,
+            file,
+            output,
+        } => {
+            validate_cluster_name(&cluster)
+                .map_err(|e| CliError::Usage(format!("--cluster: {e}")))?;
+            let object = match &file {
+                Some(file) => Some(replica_set_in(file, &name)?),
+                None => None,
+            };
+            let client = global.connect().await?;
+            let work = client
+                .render_replica_set(namespace.as_deref(), &name, &cluster, object)
+                .await?;
+            client.disconnect().await;
+            match output {
+                OutputFormat::Table => {
+                    let mut text = format!(
+                        "# ManifestWorkReplicaSet {name} rendered for cluster {cluster} (nothing sent)\n"
+                    );
+                    for m in &work.spec.workload.manifests {
+                        text.push_str("---\n");
+                        text.push_str(
+                            &serde_yaml_ng::to_string(&m.0)
+                                .map_err(|e| CliError::Output(e.to_string()))?,
+                        );
+                    }
+                    text
+                }
+                format => to_document(&work, format)?,
+            }
+        }
         WorkCommand::Delete {
             name,
             cluster,
@@ -173,6 +227,34 @@ pub async fn run(global: &GlobalArgs, cmd: WorkCommand) -> Result<(), CliError> 
         }
     };
     print(&text)
+}
+
+/// The ManifestWorkReplicaSet named `name` in `file`.
+fn replica_set_in(file: &std::path::Path, name: &str) -> Result<Value, CliError> {
+    let loaded = read_objects(file)?;
+    let sets: Vec<&Value> = loaded
+        .iter()
+        .map(|l| &l.value)
+        .filter(|v| v.get("kind").and_then(Value::as_str) == Some("ManifestWorkReplicaSet"))
+        .collect();
+    sets.iter()
+        .find(|v| v.pointer("/metadata/name").and_then(Value::as_str) == Some(name))
+        .map(|v| (*v).clone())
+        .ok_or_else(|| {
+            let found: Vec<&str> = sets
+                .iter()
+                .filter_map(|v| v.pointer("/metadata/name")?.as_str())
+                .collect();
+            CliError::Usage(format!(
+                "{} holds no ManifestWorkReplicaSet named {name:?} (it holds: {})",
+                file.display(),
+                if found.is_empty() {
+                    "none".to_owned()
+                } else {
+                    found.join(", ")
+                }
+            ))
+        })
 }
 
 /// Kinds with OCM well-known status feedback, and their plural resource names.

@@ -991,3 +991,118 @@ spec:
     );
     fleet.shutdown().await;
 }
+
+/// `work render` shows what one cluster would get (from the hub's set, or from a file before it
+/// is applied), `apply` refuses a placeholder that cannot work anywhere, a value one cluster lacks
+/// fails that cluster alone in `rollout status`, and `work get` shows the rendered manifests.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn work_render_and_rollout_status_show_each_clusters_values_and_what_is_missing() {
+    let mut fleet = fleet().await;
+    let set = ("cluster.open-cluster-management.io/clusterset", "edge");
+    fleet
+        .start_accepted("edge-1", &[set, ("region", "eu-west"), ("size", "big")])
+        .await;
+    fleet
+        .start_accepted("edge-2", &[set, ("region", "eu-south")])
+        .await;
+    fleet
+        .start_accepted("edge-3", &[set, ("region", "eu-north")])
+        .await;
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cli/fleet");
+    let base = fixtures.join("rollout.yaml");
+    ok(&ocm_edge(&fleet, &["apply", "-f", base.to_str().unwrap()]).await);
+    let file = fixtures.join("per-cluster.yaml");
+    let file = file.to_str().unwrap();
+
+    // Before it is applied: rendered from the file for one cluster, nothing sent.
+    let preview = ok(&ocm_edge(
+        &fleet,
+        &["work", "render", "store", "--cluster", "edge-1", "-f", file],
+    )
+    .await);
+    for needle in [
+        "rendered for cluster edge-1 (nothing sent)",
+        "storeId: '0001'",
+        "registry: mirror.eu.example.com",
+        "region: eu-west",
+        "pool: big",
+    ] {
+        assert!(preview.contains(needle), "{needle}: {preview}");
+    }
+    let missing = ocm_edge(
+        &fleet,
+        &["work", "render", "store", "--cluster", "edge-3", "-f", file],
+    )
+    .await;
+    fails_mentioning(
+        &missing,
+        &["cluster edge-3 has no .Values.storeId", ".clusters.edge-3"],
+    );
+    let admin = fleet.admin().await;
+    assert!(
+        admin
+            .list_works(None)
+            .await
+            .unwrap()
+            .iter()
+            .all(|w| w.name != "store")
+    );
+
+    // A placeholder no cluster can render is refused at apply, with where it is.
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(
+        &bad,
+        std::fs::read_to_string(file)
+            .unwrap()
+            .replace("{{ .ClusterLabels.region }}", "{{ .ClusterLabel.region }}"),
+    )
+    .unwrap();
+    let refused = ocm_edge(&fleet, &["apply", "-f", bad.to_str().unwrap()]).await;
+    fails_mentioning(
+        &refused,
+        &[
+            "manifest 0 (v1 ConfigMap store) /data/region",
+            "unknown variable .ClusterLabel",
+        ],
+    );
+
+    ok(&ocm_edge(&fleet, &["apply", "-f", file]).await);
+    for cluster in ["edge-1", "edge-2"] {
+        fleet
+            .wait_work_condition(cluster, "store", "Applied")
+            .await
+            .unwrap();
+    }
+    let status = wait_for("edge-3 to be reported as not rendered", WAIT, || async {
+        let out = ok(&ocm_edge(&fleet, &["rollout", "status", "store"]).await);
+        out.contains("Not rendered").then_some(out)
+    })
+    .await
+    .unwrap();
+    assert!(
+        status.contains("edge-3: manifest 0 (v1 ConfigMap store) /data/storeId"),
+        "{status}"
+    );
+    assert!(
+        status
+            .lines()
+            .any(|l| l.contains("edge-3") && l.contains("Failed")),
+        "{status}"
+    );
+    let got = ok(&ocm_edge(
+        &fleet,
+        &["work", "get", "store", "--cluster", "edge-2", "-o", "yaml"],
+    )
+    .await);
+    for needle in ["storeId: '0002'", "region: eu-south", "pool: small"] {
+        assert!(got.contains(needle), "{needle}: {got}");
+    }
+    assert!(
+        admin.get_work("edge-3", "store").await.is_err(),
+        "nothing sent to edge-3"
+    );
+
+    fleet.stop_agents().await;
+    fleet.shutdown().await;
+}
