@@ -254,7 +254,44 @@ fn replica_set_view(r: &ReplicaSetRecord) -> ReplicaSetView {
         clusters: r.clusters.clone(),
         deleting: r.deleting,
         requeue_at: r.requeue_at,
+        revisions: r
+            .history
+            .iter()
+            .map(|h| ocm_edge_schemas::admin::RevisionRow {
+                revision: h.revision,
+                hash: h.hash.clone(),
+                created: h.created,
+                manifests: h
+                    .template
+                    .workload
+                    .manifests
+                    .iter()
+                    .map(|m| format!("{} {}", m.kind().unwrap_or("?"), m.name().unwrap_or("?")))
+                    .collect(),
+            })
+            .collect(),
     }
+}
+
+/// UndoRollout: the set back on a kept revision.
+pub fn undo_rollout(
+    core: &HubCore,
+    namespace: Option<String>,
+    name: String,
+    to_revision: Option<i64>,
+) -> Planned {
+    let key = ObjectKey::new(
+        ObjectKind::ManifestWorkReplicaSet,
+        namespace.unwrap_or_else(|| DEFAULT_NAMESPACE.to_owned()),
+        name,
+    );
+    let (change, record) = core
+        .undo_replica_set(&key, to_revision)
+        .map_err(object_error)?;
+    Ok((
+        change,
+        AdminPayload::ReplicaSet(Box::new(replica_set_view(&record))),
+    ))
 }
 
 /// ManifestWorkReplicaSets, of one namespace or all that `access` sees.

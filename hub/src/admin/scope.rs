@@ -122,6 +122,9 @@ impl Access {
             | AdminRequest::GetReplicaSet { namespace, .. } => {
                 reach.namespace(&ns(namespace), "read placements and replica sets in")
             }
+            AdminRequest::UndoRollout { namespace, .. } => {
+                reach.namespace(&ns(namespace), "roll back replica sets in")
+            }
             AdminRequest::RenderReplicaSet {
                 namespace,
                 cluster,

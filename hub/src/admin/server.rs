@@ -293,6 +293,11 @@ fn plan(
         AdminRequest::GetReplicaSet { namespace, name } => {
             fleet::get_replica_set(core, namespace, name)?
         }
+        AdminRequest::UndoRollout {
+            namespace,
+            name,
+            to_revision,
+        } => fleet::undo_rollout(core, namespace, name, to_revision)?,
         AdminRequest::RenderReplicaSet {
             namespace,
             name,

@@ -167,6 +167,12 @@ pub struct ReplicaSetRecord {
     /// Clusters the template cannot be rendered for (`spec.perCluster`), since when and why.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub unrenderable: BTreeMap<String, crate::rollout::Unrenderable>,
+    /// The template's kept revisions, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<crate::rollout::history::Revision>,
+    /// The rollout of the spec's revision was aborted and rolled back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aborted: Option<crate::rollout::history::Aborted>,
 }
 
 /// One stored object.
@@ -213,6 +219,8 @@ impl StoredObject {
                     requeue_at: None,
                     deleting: false,
                     unrenderable: Default::default(),
+                    history: Vec::new(),
+                    aborted: None,
                 }))
             }
             other => return Err(other),
@@ -502,6 +510,8 @@ impl HubCore {
                 new.clusters = old.clusters.clone();
                 new.requeue_at = old.requeue_at;
                 new.unrenderable = old.unrenderable.clone();
+                new.history = old.history.clone();
+                new.aborted = old.aborted.clone();
                 StoredObject::ReplicaSet(new)
             }
             // A set's and a binding's conditions are the hub's.

@@ -12,15 +12,25 @@ use chrono::{DateTime, Utc};
 use ocm_edge_schemas::admin::RolloutRow;
 use ocm_edge_schemas::api::cluster::ManagedClusterSet;
 use ocm_edge_schemas::api::meta::ConditionStatus;
+use ocm_edge_schemas::api::meta::{
+    Condition, Time, find_condition, is_condition_true, set_condition,
+};
 use ocm_edge_schemas::api::placement::LABEL_PLACEMENT;
-use ocm_edge_schemas::api::replicaset::{LABEL_MANIFEST_WORK_REPLICA_SET, LABEL_PLACEMENT_NAME};
+use ocm_edge_schemas::api::replicaset::{
+    CONDITION_PLACEMENT_ROLLED_OUT, CONDITION_PROGRESSING, FailureStrategy, LABEL_CONTROLLER_HASH,
+    LABEL_MANIFEST_WORK_REPLICA_SET, LABEL_PLACEMENT_NAME, ManifestWorkReplicaSetSpec,
+    ManifestWorkReplicaSetStatus, REASON_FOUND_NEW_REVISION, REASON_NEW_REVISION_AVAILABLE,
+    REASON_NEW_REVISION_CREATED, REASON_PROGRESS_DEADLINE_EXCEEDED, REASON_ROLLOUT_ABORTED,
+    REASON_ROLLOUT_DEGRADED,
+};
 use ocm_edge_schemas::api::work::ManifestWorkSpec;
 
-use crate::core::objects::{ObjectKey, ObjectKind, ReplicaSetRecord, StoredObject};
+use crate::core::objects::{ObjectError, ObjectKey, ObjectKind, ReplicaSetRecord, StoredObject};
 use crate::core::{Change, HubCore, Record, WorkKey, WorkRecord};
+use crate::rollout::history::{self, Aborted};
 use crate::rollout::per_cluster::{self, ClusterFacts};
 use crate::rollout::{
-    ClusterDecision, ClusterWork, TemplateState, Unrenderable, plan_replica_set_with,
+    ClusterDecision, ClusterWork, RolloutStatus, TemplateState, Unrenderable, plan_replica_set_with,
 };
 use crate::work::WorkInput;
 
@@ -152,35 +162,25 @@ impl HubCore {
             return change;
         }
         let decisions = self.decided_clusters(r);
-        // What each selected cluster gets: one shared copy of the template, or (perCluster) the
-        // template rendered for it.
+        let mut updated = r.clone();
+        // The revision being rolled out, kept with the earlier ones; a new one ends an abort.
+        let hash = history::revision_hash(&r.set.spec);
+        history::record(
+            &mut updated.history,
+            &r.set.spec,
+            &r.set.status.current_revision,
+            now,
+        );
+        let mut aborted = r.aborted.clone().filter(|a| a.revision == hash);
+        let sets = self.objects().cluster_sets();
+        let selected: Vec<&str> = decisions
+            .values()
+            .flatten()
+            .map(|d| d.cluster.as_str())
+            .collect();
+        let (rendered, unrenderable) =
+            self.render_for(&r.set.spec, &selected, &sets, &r.unrenderable, now);
         let shared_template = Arc::new(r.set.spec.manifest_work_template.clone());
-        let mut rendered: BTreeMap<String, Arc<ManifestWorkSpec>> = BTreeMap::new();
-        let mut unrenderable: BTreeMap<String, Unrenderable> = BTreeMap::new();
-        if r.set.spec.per_cluster.is_some() {
-            let sets = self.objects().cluster_sets();
-            for d in decisions.values().flatten() {
-                if rendered.contains_key(&d.cluster) || unrenderable.contains_key(&d.cluster) {
-                    continue;
-                }
-                let Some(facts) = self.cluster_facts(&d.cluster, &sets) else {
-                    continue;
-                };
-                match per_cluster::render(&r.set.spec, &facts) {
-                    Ok(spec) => {
-                        rendered.insert(d.cluster.clone(), Arc::new(spec));
-                    }
-                    Err(message) => {
-                        let since = r
-                            .unrenderable
-                            .get(&d.cluster)
-                            .filter(|u| u.message == message)
-                            .map_or(now, |u| u.since);
-                        unrenderable.insert(d.cluster.clone(), Unrenderable { since, message });
-                    }
-                }
-            }
-        }
         let template_for = |cluster: &str| rendered.get(cluster).unwrap_or(&shared_template);
         let works: BTreeMap<String, ClusterWork> = owned
             .iter()
@@ -208,14 +208,76 @@ impl HubCore {
                 (cluster.clone(), work)
             })
             .collect();
-        let plan = plan_replica_set_with(&r.set, &decisions, &works, &unrenderable, now);
-
-        let mut updated = r.clone();
+        let mut plan = plan_replica_set_with(&r.set, &decisions, &works, &unrenderable, now);
         updated.unrenderable = unrenderable;
+
+        // failureStrategy AbortAll: on a maxFailures breach, stop and send the clusters that have
+        // not succeeded with the update revision back to the current one (once per revision).
+        let stable = updated
+            .history
+            .iter()
+            .find(|h| h.hash == r.set.status.current_revision && h.hash != hash);
+        let abort_asked = plan.max_failure_breach.iter().any(|p| {
+            r.set.spec.placement_refs.iter().any(|pr| {
+                pr.name == *p
+                    && pr.rollout_strategy.failure_strategy == Some(FailureStrategy::AbortAll)
+            })
+        });
+        if aborted.is_none()
+            && abort_asked
+            && let Some(stable) = stable
+        {
+            tracing::warn!(set = %key, revision = %hash, to = %stable.hash, "rollout aborted: more clusters failed than maxFailures allows; rolling back");
+            aborted = Some(Aborted {
+                revision: hash.clone(),
+                to: stable.hash.clone(),
+                at: now,
+                clusters: Default::default(),
+            });
+        }
+        let mut sends: Vec<(String, String, Arc<ManifestWorkSpec>, String)> = Vec::new();
+        if let Some(a) = &mut aborted {
+            plan.to_apply.clear();
+            if let Some(back) = updated.history.iter().find(|h| h.hash == a.to) {
+                let back_spec = back.apply_to(&r.set.spec);
+                let going_back: Vec<&str> = plan
+                    .clusters
+                    .iter()
+                    .filter(|c| c.current_template && c.status != RolloutStatus::Succeeded)
+                    .map(|c| c.cluster.as_str())
+                    .collect();
+                let (back_rendered, _) =
+                    self.render_for(&back_spec, &going_back, &sets, &BTreeMap::new(), now);
+                let shared_back = Arc::new(back_spec.manifest_work_template.clone());
+                for c in &plan.clusters {
+                    if !going_back.contains(&c.cluster.as_str()) {
+                        continue;
+                    }
+                    let spec = if back_spec.per_cluster.is_some() {
+                        match back_rendered.get(&c.cluster) {
+                            Some(s) => s.clone(),
+                            None => continue,
+                        }
+                    } else {
+                        shared_back.clone()
+                    };
+                    sends.push((c.cluster.clone(), c.placement.clone(), spec, a.to.clone()));
+                    a.clusters.insert(c.cluster.clone());
+                }
+            }
+        }
         for (cluster, placement) in &plan.to_apply {
-            let accepted = self.cluster(cluster).is_some_and(|c| c.is_schedulable());
+            sends.push((
+                cluster.clone(),
+                placement.clone(),
+                template_for(cluster).clone(),
+                hash.clone(),
+            ));
+        }
+        for (cluster, placement, spec, revision) in sends {
+            let accepted = self.cluster(&cluster).is_some_and(|c| c.is_schedulable());
             let wk = WorkKey::new(cluster.clone(), r.set.metadata.name.clone());
-            let foreign = self.work(&wk).is_some() && !owned.contains_key(cluster);
+            let foreign = self.work(&wk).is_some() && !owned.contains_key(&cluster);
             if !accepted || foreign {
                 tracing::warn!(
                     set = %key, %cluster,
@@ -224,17 +286,18 @@ impl HubCore {
                 continue;
             }
             let mut labels = template_labels(r);
-            labels.insert(LABEL_PLACEMENT_NAME.to_owned(), placement.clone());
+            labels.insert(LABEL_PLACEMENT_NAME.to_owned(), placement);
+            labels.insert(LABEL_CONTROLLER_HASH.to_owned(), revision);
             let input = WorkInput {
                 name: r.set.metadata.name.clone(),
                 labels,
                 annotations: Default::default(),
-                spec: template_for(cluster).clone(),
+                spec,
             };
-            match self.write_works(&input, std::slice::from_ref(cluster), true, now) {
+            match self.write_works(&input, std::slice::from_ref(&cluster), true, now) {
                 Ok((c, _)) => {
                     change.extend(c);
-                    updated.sent.insert(cluster.clone(), now);
+                    updated.sent.insert(cluster, now);
                 }
                 Err(e) => {
                     tracing::warn!(set = %key, %cluster, error = %e, "replica set work not written")
@@ -249,22 +312,47 @@ impl HubCore {
                 updated.sent.remove(cluster);
             }
         }
-        updated.set.status = plan.status.clone();
+        let mut status = plan.status.clone();
+        revision_status(&mut status, &updated, &hash, aborted.as_ref(), now);
+        updated.set.status = status;
+        let back_to = aborted.as_ref().and_then(|a| {
+            updated
+                .history
+                .iter()
+                .find(|h| h.hash == a.to)
+                .map(|h| (h.revision, a.at))
+        });
+        updated.aborted = aborted;
         updated.requeue_at = plan.requeue_at;
         updated.clusters = plan
             .clusters
             .iter()
-            .map(|c| RolloutRow {
-                cluster: c.cluster.clone(),
-                placement: c.placement.clone(),
-                group_index: c.group.group_index,
-                group_name: c.group.group_name.clone(),
-                status: c.status.as_str().to_owned(),
-                since: c.last_transition_time,
-                recheck_at: c.recheck_time,
-                current_template: c.current_template,
-                reachable: c.reachable,
-                message: c.message.clone().unwrap_or_default(),
+            .map(|c| {
+                let rolled_back = updated
+                    .aborted
+                    .as_ref()
+                    .is_some_and(|a| a.clusters.contains(&c.cluster));
+                let message = match (c.message.clone(), back_to) {
+                    (Some(m), _) => m,
+                    (None, Some((revision, at))) if rolled_back => format!(
+                        "rolled back to revision {revision} at {}: the rollout was aborted \
+                         (failureStrategy AbortAll)",
+                        at.format("%Y-%m-%dT%H:%M:%SZ")
+                    ),
+                    _ => String::new(),
+                };
+                RolloutRow {
+                    cluster: c.cluster.clone(),
+                    placement: c.placement.clone(),
+                    group_index: c.group.group_index,
+                    group_name: c.group.group_name.clone(),
+                    status: c.status.as_str().to_owned(),
+                    since: c.last_transition_time,
+                    recheck_at: c.recheck_time,
+                    current_template: c.current_template,
+                    reachable: c.reachable,
+                    message,
+                }
             })
             .collect();
         if &updated != r {
@@ -277,6 +365,86 @@ impl HubCore {
         change
     }
 
+    /// Each of `clusters` rendered from `spec` (nothing to render without `perCluster`: every
+    /// cluster gets the template as written), and the clusters it cannot be rendered for, failing
+    /// since their entry in `failing` when the reason is the same.
+    fn render_for(
+        &self,
+        spec: &ManifestWorkReplicaSetSpec,
+        clusters: &[&str],
+        sets: &[ManagedClusterSet],
+        failing: &BTreeMap<String, Unrenderable>,
+        now: DateTime<Utc>,
+    ) -> (
+        BTreeMap<String, Arc<ManifestWorkSpec>>,
+        BTreeMap<String, Unrenderable>,
+    ) {
+        let mut rendered = BTreeMap::new();
+        let mut unrenderable = BTreeMap::new();
+        if spec.per_cluster.is_none() {
+            return (rendered, unrenderable);
+        }
+        for cluster in clusters {
+            let cluster = (*cluster).to_owned();
+            if rendered.contains_key(&cluster) || unrenderable.contains_key(&cluster) {
+                continue;
+            }
+            let Some(facts) = self.cluster_facts(&cluster, sets) else {
+                continue;
+            };
+            match per_cluster::render(spec, &facts) {
+                Ok(spec) => {
+                    rendered.insert(cluster, Arc::new(spec));
+                }
+                Err(message) => {
+                    let since = failing
+                        .get(&cluster)
+                        .filter(|u| u.message == message)
+                        .map_or(now, |u| u.since);
+                    unrenderable.insert(cluster, Unrenderable { since, message });
+                }
+            }
+        }
+        (rendered, unrenderable)
+    }
+
+    /// Rolls the set `key` back to a kept revision (`to`, or the one before the current): its
+    /// template and per-cluster values become that revision's, rolled out with its strategy.
+    ///
+    /// # Errors
+    /// [`ObjectError`]: NotFound, or Invalid without such a revision (or when it is already the
+    /// set's).
+    pub fn undo_replica_set(
+        &self,
+        key: &ObjectKey,
+        to: Option<i64>,
+    ) -> Result<(Change, ReplicaSetRecord), ObjectError> {
+        let Some(StoredObject::ReplicaSet(r)) = self.objects().get(key) else {
+            return Err(ObjectError::NotFound(key.clone()));
+        };
+        let target = history::undo_target(&r.history, to)
+            .map_err(|e| ObjectError::Invalid(key.clone(), e))?;
+        if target.hash == history::revision_hash(&r.set.spec) {
+            return Err(ObjectError::Invalid(
+                key.clone(),
+                format!(
+                    "revision {} is already its template (see ocm-edge rollout history)",
+                    target.revision
+                ),
+            ));
+        }
+        let mut updated = (**r).clone();
+        updated.set.spec = target.apply_to(&r.set.spec);
+        updated.set.metadata.generation += 1;
+        let change = Change {
+            records: vec![Record::Object(Box::new(StoredObject::ReplicaSet(
+                Box::new(updated.clone()),
+            )))],
+            outbound: vec![],
+        };
+        Ok((change, updated))
+    }
+
     /// The earliest time a ManifestWorkReplicaSet must be evaluated again.
     pub fn replica_sets_requeue_at(&self) -> Option<DateTime<Utc>> {
         self.objects()
@@ -284,6 +452,103 @@ impl HubCore {
             .filter_map(|r| r.requeue_at)
             .min()
     }
+}
+
+/// The set's revision fields and Progressing condition (OCM's rollback enhancement): the update
+/// revision is the spec's; it becomes the current one once it succeeded everywhere; an abort
+/// shows in `abortedTime`, Progressing RolloutAborted and PlacementRolledOut RolloutDegraded.
+fn revision_status(
+    status: &mut ManifestWorkReplicaSetStatus,
+    record: &ReplicaSetRecord,
+    hash: &str,
+    aborted: Option<&Aborted>,
+    now: DateTime<Utc>,
+) {
+    let at = Time::new(now);
+    status.update_revision = hash.to_owned();
+    let complete = is_condition_true(&status.conditions, CONDITION_PLACEMENT_ROLLED_OUT);
+    let degraded = find_condition(&status.conditions, CONDITION_PLACEMENT_ROLLED_OUT)
+        .is_some_and(|c| c.reason == REASON_ROLLOUT_DEGRADED);
+    if complete && aborted.is_none() {
+        status.current_revision = hash.to_owned();
+    }
+    status.aborted_time = aborted.map(|a| Time::new(a.at));
+    if aborted.is_some()
+        && let Some(c) = find_condition(&status.conditions, CONDITION_PLACEMENT_ROLLED_OUT)
+        && c.reason != REASON_ROLLOUT_DEGRADED
+    {
+        // The rolled-back clusters no longer count as failed, but the rollout stays stopped.
+        let mut c = c.clone();
+        c.status = ConditionStatus::False;
+        c.reason = REASON_ROLLOUT_DEGRADED.to_owned();
+        c.message = format!("aborted: {}", c.message);
+        set_condition(&mut status.conditions, c, at);
+    }
+    let number = |h: &str| {
+        record
+            .history
+            .iter()
+            .find(|r| r.hash == h)
+            .map_or_else(|| h.to_owned(), |r| format!("{} ({h})", r.revision))
+    };
+    let progressing = if let Some(a) = aborted {
+        Condition::new(
+            CONDITION_PROGRESSING,
+            ConditionStatus::False,
+            REASON_ROLLOUT_ABORTED,
+            format!(
+                "revision {} was aborted: more clusters failed than maxFailures allows; {} \
+                 cluster(s) rolled back to revision {}",
+                number(&a.revision),
+                a.clusters.len(),
+                number(&a.to)
+            ),
+        )
+    } else if complete {
+        Condition::new(
+            CONDITION_PROGRESSING,
+            ConditionStatus::False,
+            REASON_NEW_REVISION_AVAILABLE,
+            format!(
+                "revision {} succeeded on every selected cluster",
+                number(hash)
+            ),
+        )
+    } else if degraded {
+        Condition::new(
+            CONDITION_PROGRESSING,
+            ConditionStatus::False,
+            REASON_PROGRESS_DEADLINE_EXCEEDED,
+            format!(
+                "revision {} stopped: more clusters failed than maxFailures allows{}",
+                number(hash),
+                if status.current_revision.is_empty() || status.current_revision == hash {
+                    String::new()
+                } else {
+                    format!(
+                        " (ocm-edge rollout undo returns to revision {})",
+                        number(&status.current_revision)
+                    )
+                }
+            ),
+        )
+    } else {
+        let restored = record
+            .history
+            .last()
+            .is_some_and(|r| r.hash == hash && r.restored);
+        Condition::new(
+            CONDITION_PROGRESSING,
+            ConditionStatus::True,
+            if restored {
+                REASON_FOUND_NEW_REVISION
+            } else {
+                REASON_NEW_REVISION_CREATED
+            },
+            format!("revision {} is rolling out", number(hash)),
+        )
+    };
+    set_condition(&mut status.conditions, progressing, at);
 }
 
 fn template_labels(r: &ReplicaSetRecord) -> BTreeMap<String, String> {
@@ -547,6 +812,195 @@ mod tests {
         assert!(row(&core).message.is_empty());
         let r = core.objects().replica_sets().next().unwrap();
         assert!(r.unrenderable.is_empty());
+    }
+
+    /// The agent of `cluster` reports conditions for its work `web`'s current generation.
+    fn report(core: &mut HubCore, cluster: &str, conditions: &[(&str, bool)], at: i64) {
+        let work = core.work(&WorkKey::new(cluster, "web")).unwrap().clone();
+        let mut status = ManifestWorkStatus::default();
+        for (c, value) in conditions {
+            let mut cond = ocm_edge_schemas::api::meta::Condition::new(
+                *c,
+                ConditionStatus::from_bool(*value),
+                "Reported",
+                "",
+            );
+            cond.observed_generation = work.resource_version;
+            status.conditions.push(cond);
+        }
+        step(
+            core,
+            status_input(
+                cluster,
+                &work.resource_id,
+                work.resource_version,
+                "",
+                status,
+            ),
+            at,
+        );
+    }
+
+    const SUCCEEDED: [(&str, bool); 3] = [
+        ("Applied", true),
+        ("Available", true),
+        ("Progressing", false),
+    ];
+    const FAILED: [(&str, bool); 3] =
+        [("Applied", true), ("Progressing", true), ("Degraded", true)];
+
+    fn greeting(core: &HubCore, cluster: &str) -> Option<Value> {
+        core.work(&WorkKey::new(cluster, "web"))
+            .filter(|w| w.deleting.is_none())
+            .map(|w| w.spec.workload.manifests[0].0["data"]["greeting"].clone())
+    }
+
+    fn versioned(greeting: &str) -> Value {
+        let mut set = replica_set(
+            "web",
+            json!({"type": "Progressive", "failureStrategy": "AbortAll",
+                   "progressive": {"maxConcurrency": 1, "maxFailures": 0}}),
+        );
+        set["spec"]["manifestWorkTemplate"]["workload"]["manifests"][0]["data"] =
+            json!({"greeting": greeting});
+        set
+    }
+
+    fn set_record(core: &HubCore) -> ReplicaSetRecord {
+        core.objects().replica_sets().next().unwrap().clone()
+    }
+
+    fn condition_reason(core: &HubCore, type_: &str) -> String {
+        ocm_edge_schemas::api::meta::find_condition(&set_record(core).set.status.conditions, type_)
+            .map(|c| c.reason.clone())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn abort_all_rolls_the_clusters_that_did_not_succeed_back_to_the_last_good_revision() {
+        let mut core = fleet();
+        apply(&mut core, placement("web", json!({})));
+        apply(&mut core, versioned("v1"));
+        let mut at = 2;
+        for cluster in ["edge-1", "edge-2", "edge-3"] {
+            core.reconcile_fleet(t(at));
+            report(&mut core, cluster, &SUCCEEDED, at);
+            at += 1;
+        }
+        core.reconcile_fleet(t(at));
+        let v1 = set_record(&core).set.status.current_revision.clone();
+        assert!(
+            !v1.is_empty(),
+            "v1 rolled out everywhere is the current revision"
+        );
+        assert_eq!(
+            condition_reason(&core, "Progressing"),
+            "NewRevisionAvailable"
+        );
+
+        // v2 fails on the first cluster it reaches: the rollout aborts and edge-1 goes back.
+        apply(&mut core, versioned("v2"));
+        core.reconcile_fleet(t(10));
+        assert_eq!(greeting(&core, "edge-1"), Some(json!("v2")));
+        assert_eq!(greeting(&core, "edge-2"), Some(json!("v1")));
+        let v2 = set_record(&core).set.status.update_revision.clone();
+        assert_ne!(v1, v2);
+        assert_eq!(condition_reason(&core, "Progressing"), "NewRevisionCreated");
+        report(&mut core, "edge-1", &FAILED, 11);
+        core.reconcile_fleet(t(11));
+        for cluster in ["edge-1", "edge-2", "edge-3"] {
+            assert_eq!(greeting(&core, cluster), Some(json!("v1")), "{cluster}");
+        }
+        let work = core.work(&WorkKey::new("edge-1", "web")).unwrap();
+        assert_eq!(work.labels[LABEL_CONTROLLER_HASH], v1);
+        let r = set_record(&core);
+        assert_eq!(r.set.status.aborted_time, Some(Time::new(t(11))));
+        assert_eq!(r.set.status.current_revision, v1);
+        assert_eq!(condition_reason(&core, "Progressing"), "RolloutAborted");
+        assert_eq!(
+            condition_reason(&core, "PlacementRolledOut"),
+            "RolloutDegraded"
+        );
+        let row = r.clusters.iter().find(|c| c.cluster == "edge-1").unwrap();
+        assert!(row.message.contains("rolled back to revision 1"), "{row:?}");
+        // Stopped: later passes send v2 nowhere.
+        report(&mut core, "edge-1", &SUCCEEDED, 12);
+        core.reconcile_fleet(t(20));
+        for cluster in ["edge-1", "edge-2", "edge-3"] {
+            assert_eq!(greeting(&core, cluster), Some(json!("v1")), "{cluster}");
+        }
+
+        // A fixed template ends the abort and rolls out again.
+        apply(&mut core, versioned("v3"));
+        core.reconcile_fleet(t(21));
+        assert_eq!(greeting(&core, "edge-1"), Some(json!("v3")));
+        assert_eq!(set_record(&core).set.status.aborted_time, None);
+        let numbers: Vec<i64> = set_record(&core)
+            .history
+            .iter()
+            .map(|h| h.revision)
+            .collect();
+        assert_eq!(numbers, [1, 2, 3]);
+
+        // rollout undo: back to revision 1 by hand, as a new rollout of a found revision.
+        let key = ObjectKey::new(ObjectKind::ManifestWorkReplicaSet, "default", "web");
+        let (c, _) = core.undo_replica_set(&key, Some(1)).unwrap();
+        core.apply(&c.records);
+        core.reconcile_fleet(t(22));
+        assert_eq!(condition_reason(&core, "Progressing"), "FoundNewRevision");
+        assert_eq!(greeting(&core, "edge-1"), Some(json!("v1")));
+        let numbers: Vec<i64> = set_record(&core)
+            .history
+            .iter()
+            .map(|h| h.revision)
+            .collect();
+        assert_eq!(numbers, [2, 3, 4]);
+        let e = core
+            .undo_replica_set(&key, Some(9))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no revision 9"), "{e}");
+    }
+
+    #[test]
+    fn without_abort_all_a_breach_stops_and_says_how_to_go_back() {
+        let mut core = fleet();
+        apply(&mut core, placement("web", json!({})));
+        let strategy = json!({"type": "Progressive",
+                              "progressive": {"maxConcurrency": 1, "maxFailures": 0}});
+        let mut set = replica_set("web", strategy.clone());
+        apply(&mut core, set.clone());
+        for (i, cluster) in ["edge-1", "edge-2", "edge-3"].into_iter().enumerate() {
+            core.reconcile_fleet(t(2 + i as i64));
+            report(&mut core, cluster, &SUCCEEDED, 2 + i as i64);
+        }
+        core.reconcile_fleet(t(5));
+        set["spec"]["manifestWorkTemplate"]["workload"]["manifests"][0]["data"] =
+            json!({"greeting": "bad"});
+        apply(&mut core, set);
+        core.reconcile_fleet(t(6));
+        report(&mut core, "edge-1", &FAILED, 7);
+        core.reconcile_fleet(t(7));
+        assert_eq!(
+            greeting(&core, "edge-1"),
+            Some(json!("bad")),
+            "not rolled back"
+        );
+        assert_eq!(
+            condition_reason(&core, "Progressing"),
+            "ProgressDeadlineExceeded"
+        );
+        let r = set_record(&core);
+        let progressing =
+            ocm_edge_schemas::api::meta::find_condition(&r.set.status.conditions, "Progressing")
+                .unwrap();
+        assert!(
+            progressing
+                .message
+                .contains("ocm-edge rollout undo returns to revision 1"),
+            "{progressing:?}"
+        );
+        assert_eq!(r.set.status.aborted_time, None);
     }
 
     #[test]

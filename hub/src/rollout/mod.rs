@@ -28,6 +28,7 @@
 
 pub mod cluster_status;
 pub mod deploy;
+pub mod history;
 pub mod per_cluster;
 pub mod replicaset;
 pub mod strategy;

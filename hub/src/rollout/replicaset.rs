@@ -12,7 +12,7 @@ use ocm_edge_schemas::api::replicaset::{
     ManifestWorkReplicaSet, ManifestWorkReplicaSetStatus, ManifestWorkReplicaSetSummary,
     PlacementSummary, REASON_AS_EXPECTED, REASON_COMPLETE, REASON_NOT_AS_EXPECTED,
     REASON_PLACEMENT_DECISION_EMPTY, REASON_PLACEMENT_DECISION_NOT_FOUND, REASON_PROCESSING,
-    REASON_PROGRESSING,
+    REASON_PROGRESSING, REASON_ROLLOUT_DEGRADED,
 };
 use ocm_edge_schemas::api::work::{WORK_APPLIED, WORK_AVAILABLE, WORK_DEGRADED, WORK_PROGRESSING};
 
@@ -338,6 +338,14 @@ pub fn plan_replica_set_with(
             CONDITION_PLACEMENT_ROLLED_OUT,
             true,
             REASON_COMPLETE,
+            message,
+        )
+    } else if !plan.max_failure_breach.is_empty() {
+        // OCM's rollback enhancement: a rollout stopped on failures is degraded.
+        condition(
+            CONDITION_PLACEMENT_ROLLED_OUT,
+            false,
+            REASON_ROLLOUT_DEGRADED,
             message,
         )
     } else {

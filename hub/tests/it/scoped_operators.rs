@@ -215,6 +215,15 @@ fn every_write_outside_the_scope_is_refused_naming_the_missing_right_and_changes
             "may not apply replica sets in namespace \"team-b\"",
         ),
         (
+            alice(),
+            AdminRequest::UndoRollout {
+                namespace: Some("team-b".into()),
+                name: "us-web".into(),
+                to_revision: None,
+            },
+            "may not roll back replica sets in namespace \"team-b\"",
+        ),
+        (
             bob(),
             apply(cluster_set("mine")),
             "may not apply cluster set \"mine\": cluster sets are the admin's",

@@ -63,6 +63,21 @@ pub struct PlacementView {
     pub requeue_at: Option<DateTime<Utc>>,
 }
 
+/// One kept revision of a ManifestWorkReplicaSet's template.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RevisionRow {
+    /// Its number (grows with every new or restored revision).
+    pub revision: i64,
+    /// Its hash (the `controller-hash` label of works carrying it).
+    pub hash: String,
+    /// When the hub first rolled it out (or restored it).
+    pub created: DateTime<Utc>,
+    /// Its manifests, `kind name` each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub manifests: Vec<String>,
+}
+
 /// A ManifestWorkReplicaSet with its status and rollout table.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -73,6 +88,9 @@ pub struct ReplicaSetView {
     pub deleting: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requeue_at: Option<DateTime<Utc>>,
+    /// The revisions the hub keeps, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub revisions: Vec<RevisionRow>,
 }
 
 /// The object a DeleteObject removed (or started removing).

@@ -65,7 +65,7 @@ pub mod views;
 pub use auth::{CredentialScope, Role, ScopeError};
 pub use fleet_views::{
     AddOnView, ClusterAddOnRow, ClusterSetView, DecisionView, ObjectApplied, ObjectDeleted,
-    PlacementView, ReplicaSetView, RolloutRow,
+    PlacementView, ReplicaSetView, RevisionRow, RolloutRow,
 };
 pub use request::{AdminRequest, CreateWork, WorkRef};
 pub use response::{AdminErrorKind, AdminPayload, AdminResponse};

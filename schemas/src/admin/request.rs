@@ -227,6 +227,18 @@ pub enum AdminRequest {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         object: Option<Value>,
     },
+    /// Rolls a ManifestWorkReplicaSet back to a kept revision (like `kubectl rollout undo`): its
+    /// template (and `perCluster`) become that revision's, rolled out with its strategy.
+    /// Answer: [`AdminPayload::ReplicaSet`]; NotFound; Invalid when there is no such revision.
+    UndoRollout {
+        /// `default` when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        namespace: Option<String>,
+        name: String,
+        /// The revision (see `rollout history`); the one before the current one when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        to_revision: Option<i64>,
+    },
     /// Puts accepted clusters in an ExclusiveClusterSetLabel set (their
     /// `cluster.open-cluster-management.io/clusterset` label; a cluster is in one such set at a
     /// time). All or nothing: the set must exist and select by that label (NotFound, Invalid),
@@ -376,7 +388,7 @@ impl AdminRequest {
 
     /// Every command this build knows, as it appears in JSON; a request naming another one decodes
     /// as [`AdminRequest::Unknown`].
-    pub const COMMANDS: [&'static str; 31] = [
+    pub const COMMANDS: [&'static str; 32] = [
         "listClusters",
         "getCluster",
         "acceptCluster",
@@ -399,6 +411,7 @@ impl AdminRequest {
         "listReplicaSets",
         "getReplicaSet",
         "renderReplicaSet",
+        "undoRollout",
         "setClusterSet",
         "bindClusterSet",
         "unbindClusterSet",
@@ -437,6 +450,7 @@ impl AdminRequest {
             AdminRequest::ListReplicaSets { .. } => "listReplicaSets",
             AdminRequest::GetReplicaSet { .. } => "getReplicaSet",
             AdminRequest::RenderReplicaSet { .. } => "renderReplicaSet",
+            AdminRequest::UndoRollout { .. } => "undoRollout",
             AdminRequest::SetClusterSet { .. } => "setClusterSet",
             AdminRequest::BindClusterSet { .. } => "bindClusterSet",
             AdminRequest::UnbindClusterSet { .. } => "unbindClusterSet",
@@ -478,6 +492,12 @@ impl AdminRequest {
             | AdminRequest::UnbindClusterSet { set, .. } => {
                 Some(format!("ocm-edge clusterset get {set}"))
             }
+            AdminRequest::UndoRollout {
+                namespace, name, ..
+            } => Some(format!(
+                "ocm-edge rollout history {name} -n {}",
+                namespace.as_deref().unwrap_or("default")
+            )),
             AdminRequest::EnableAddOn { names, .. }
             | AdminRequest::DisableAddOn { names, .. }
             | AdminRequest::ApproveAddOn { names, .. } => Some(match names.as_slice() {
@@ -507,6 +527,7 @@ impl AdminRequest {
             | AdminRequest::ApplyManifestWork { .. }
             | AdminRequest::DeleteWork { .. }
             | AdminRequest::ApplyObject { .. }
+            | AdminRequest::UndoRollout { .. }
             | AdminRequest::SetClusterSet { .. }
             | AdminRequest::BindClusterSet { .. }
             | AdminRequest::UnbindClusterSet { .. }
@@ -677,6 +698,7 @@ mod tests {
             json!({"command": "listReplicaSets"}),
             json!({"command": "getReplicaSet", "name": "r"}),
             json!({"command": "renderReplicaSet", "name": "r", "cluster": "c"}),
+            json!({"command": "undoRollout", "name": "r", "toRevision": 2}),
             json!({"command": "setClusterSet", "set": "s", "clusters": ["c"]}),
             json!({"command": "bindClusterSet", "set": "s", "namespace": "n"}),
             json!({"command": "unbindClusterSet", "set": "s"}),

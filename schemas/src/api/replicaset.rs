@@ -35,6 +35,25 @@ pub const REASON_NOT_AS_EXPECTED: &str = "NotAsExpected";
 pub const REASON_PROGRESSING: &str = "Progressing";
 /// Reason: a rollout is complete.
 pub const REASON_COMPLETE: &str = "Complete";
+/// Condition (OCM enhancement "Support Rollback for ManifestWorkReplicaSet"): where the rollout
+/// of the update revision is.
+pub const CONDITION_PROGRESSING: &str = "Progressing";
+/// Reason (Progressing True): a revision never rolled out before is rolling out.
+pub const REASON_NEW_REVISION_CREATED: &str = "NewRevisionCreated";
+/// Reason (Progressing True): an earlier revision (an undo) is rolling out again.
+pub const REASON_FOUND_NEW_REVISION: &str = "FoundNewRevision";
+/// Reason (Progressing False): the update revision succeeded on every selected cluster.
+pub const REASON_NEW_REVISION_AVAILABLE: &str = "NewRevisionAvailable";
+/// Reason (Progressing False): the rollout was aborted and rolled back to the current revision.
+pub const REASON_ROLLOUT_ABORTED: &str = "RolloutAborted";
+/// Reason (Progressing False): more clusters failed than maxFailures allows; not rolled back.
+pub const REASON_PROGRESS_DEADLINE_EXCEEDED: &str = "ProgressDeadlineExceeded";
+/// Reason (PlacementRolledOut False): the rollout stopped on failures.
+pub const REASON_ROLLOUT_DEGRADED: &str = "RolloutDegraded";
+/// Label on generated ManifestWorks: the revision (hash) of the template they carry.
+pub const LABEL_CONTROLLER_HASH: &str = "work.open-cluster-management.io/controller-hash";
+/// Revisions kept when `revisionHistoryLimit` is not set (OCM's proposed default).
+pub const DEFAULT_REVISION_HISTORY_LIMIT: i32 = 10;
 
 /// Deploys a ManifestWork to every cluster its placements select (namespaced).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -79,6 +98,10 @@ pub struct ManifestWorkReplicaSetSpec {
     /// Background (default) or Foreground.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cascade_deletion_policy: Option<CascadeDeletionPolicy>,
+    /// Earlier revisions of the template kept for `rollout undo` and automatic abort (OCM
+    /// enhancement "Support Rollback for ManifestWorkReplicaSet"); 10 when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision_history_limit: Option<i32>,
     /// ocm-edge: per-cluster values and overrides. When present, the hub renders the template
     /// for each cluster (its `{{ ... }}` placeholders, then the overrides) before signing it, so
     /// the agent verifies what it applies. Absent: every cluster gets the template as written
@@ -228,6 +251,18 @@ pub struct RolloutStrategy {
     /// Options for ProgressivePerGroup.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub progressive_per_group: Option<RolloutProgressivePerGroup>,
+    /// What to do when more clusters fail than maxFailures allows (OCM enhancement "Support
+    /// Rollback for ManifestWorkReplicaSet"): absent, stop; `AbortAll`, stop and roll the
+    /// clusters that have not succeeded back to the current (last fully rolled out) revision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_strategy: Option<FailureStrategy>,
+}
+
+/// What a rollout does on failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+pub enum FailureStrategy {
+    /// Abort the rollout and roll back to the current revision.
+    AbortAll,
 }
 
 impl RolloutStrategy {
@@ -337,6 +372,15 @@ pub struct ManifestWorkReplicaSetStatus {
     /// Per placement (JSON name `placementSummary`, as in Go); always written.
     #[serde(default, rename = "placementSummary")]
     pub placements_summary: Vec<PlacementSummary>,
+    /// The last revision that succeeded on every selected cluster (what an abort returns to).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub current_revision: String,
+    /// The revision of the spec's template (the one rolling out).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub update_revision: String,
+    /// When the rollout of the update revision was aborted (absent while it is not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aborted_time: Option<super::meta::Time>,
 }
 
 impl ManifestWorkReplicaSetStatus {

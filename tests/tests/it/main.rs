@@ -33,6 +33,7 @@ mod process_kill;
 mod recovery;
 mod registration;
 mod removal;
+mod rollout_rollback;
 mod shaped_link;
 mod shared_intake;
 mod signed_specs;

@@ -112,6 +112,28 @@ impl AdminClient {
         }
     }
 
+    /// Rolls a ManifestWorkReplicaSet back to a kept revision (the previous one when `to` is
+    /// absent); returns the set.
+    ///
+    /// # Errors
+    /// NotFound, Invalid (no such revision); see [`AdminClient::request`].
+    pub async fn undo_rollout(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        to: Option<i64>,
+    ) -> Result<ReplicaSetView> {
+        let req = AdminRequest::UndoRollout {
+            namespace: namespace.map(str::to_owned),
+            name: name.to_owned(),
+            to_revision: to,
+        };
+        match self.request(&req).await? {
+            AdminPayload::ReplicaSet(r) => Ok(*r),
+            other => Err(unexpected("undoRollout", &other)),
+        }
+    }
+
     /// The work a ManifestWorkReplicaSet (the stored one, or `object`) gives `cluster`.
     ///
     /// # Errors

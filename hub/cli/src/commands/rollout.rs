@@ -1,5 +1,5 @@
-//! `ocm-edge rollout status NAME [-n NS]`: a ManifestWorkReplicaSet's progress, one row per
-//! selected cluster, with its summary and conditions.
+//! `ocm-edge rollout status|history|undo|list`: a ManifestWorkReplicaSet's progress (one row per
+//! selected cluster, with its summary and conditions), its kept revisions, and going back to one.
 
 use chrono::{DateTime, Utc};
 use clap::Subcommand;
@@ -20,6 +20,29 @@ pub enum RolloutCommand {
         namespace: Option<String>,
         #[arg(short, long, value_enum, default_value_t)]
         output: OutputFormat,
+    },
+    /// Show the revisions of a ManifestWorkReplicaSet's template the hub keeps
+    /// (`revisionHistoryLimit`, 10 by default).
+    History {
+        /// ManifestWorkReplicaSet name.
+        name: String,
+        /// Namespace [default: default].
+        #[arg(short, long)]
+        namespace: Option<String>,
+        #[arg(short, long, value_enum, default_value_t)]
+        output: OutputFormat,
+    },
+    /// Roll a ManifestWorkReplicaSet back to a kept revision: its template becomes that
+    /// revision's, rolled out with its strategy.
+    Undo {
+        /// ManifestWorkReplicaSet name.
+        name: String,
+        /// Namespace [default: default].
+        #[arg(short, long)]
+        namespace: Option<String>,
+        /// The revision (see `rollout history`) [default: the one before the current].
+        #[arg(long)]
+        to_revision: Option<i64>,
     },
     /// List ManifestWorkReplicaSets (all namespaces unless -n is given).
     List {
@@ -52,6 +75,26 @@ pub fn rollout_status(r: &ReplicaSetView, now: DateTime<Utc>) -> String {
     if r.deleting {
         out.push_str("Deleting: its works are being removed\n");
     }
+    let st = &r.set.status;
+    if !st.update_revision.is_empty() {
+        let number = |hash: &str| {
+            r.revisions
+                .iter()
+                .find(|h| h.hash == hash)
+                .map_or_else(|| hash.to_owned(), |h| format!("{} ({hash})", h.revision))
+        };
+        out.push_str(&format!("Revision: {}", number(&st.update_revision)));
+        if !st.current_revision.is_empty() && st.current_revision != st.update_revision {
+            out.push_str(&format!(
+                ", last rolled out everywhere: {}",
+                number(&st.current_revision)
+            ));
+        }
+        if let Some(t) = st.aborted_time {
+            out.push_str(&format!(", ABORTED {}", at(Some(t.as_datetime()), now)));
+        }
+        out.push('\n');
+    }
     out.push_str(&format!(
         "Summary: total {} (desired {}), applied {}, available {}, progressing {}, degraded {}, updated {}\n",
         s.total, s.desired_total, s.applied, s.available, s.progressing, s.degraded, s.updated
@@ -83,14 +126,14 @@ pub fn rollout_status(r: &ReplicaSetView, now: DateTime<Utc>) -> String {
         ]);
     }
     out.push_str(&format!("{t}\n"));
-    let failing: Vec<_> = r
+    let noted: Vec<_> = r
         .clusters
         .iter()
         .filter(|c| !c.message.is_empty())
         .collect();
-    if !failing.is_empty() {
-        out.push_str("Not rendered (these clusters keep the work they have):\n");
-        for c in failing {
+    if !noted.is_empty() {
+        out.push_str("Notes:\n");
+        for c in noted {
             out.push_str(&format!("  {}: {}\n", c.cluster, c.message));
         }
     }
@@ -119,6 +162,57 @@ pub async fn run(global: &GlobalArgs, cmd: RolloutCommand) -> Result<(), CliErro
                 OutputFormat::Table => rollout_status(&r, now),
                 format => to_document(&r, format)?,
             }
+        }
+        RolloutCommand::History {
+            name,
+            namespace,
+            output,
+        } => {
+            let r = client.get_replica_set(namespace.as_deref(), &name).await?;
+            match output {
+                OutputFormat::Table => {
+                    let mut t = new_table(["REVISION", "HASH", "SINCE", "MANIFESTS", "STATE"]);
+                    let st = &r.set.status;
+                    for h in &r.revisions {
+                        let mut state = Vec::new();
+                        if h.hash == st.update_revision {
+                            state.push("template");
+                        }
+                        if h.hash == st.current_revision {
+                            state.push("rolled out everywhere");
+                        }
+                        t.add_row(vec![
+                            h.revision.to_string(),
+                            h.hash.clone(),
+                            at(Some(h.created), now),
+                            h.manifests.join(", "),
+                            state.join(", "),
+                        ]);
+                    }
+                    format!("{t}\n")
+                }
+                format => to_document(&r.revisions, format)?,
+            }
+        }
+        RolloutCommand::Undo {
+            name,
+            namespace,
+            to_revision,
+        } => {
+            let r = client
+                .undo_rollout(namespace.as_deref(), &name, to_revision)
+                .await?;
+            let revision = r
+                .revisions
+                .iter()
+                .find(|h| Some(h.revision) == to_revision)
+                .or_else(|| r.revisions.iter().rev().nth(1))
+                .map_or_else(String::new, |h| format!(" {} ({})", h.revision, h.hash));
+            format!(
+                "manifestworkreplicaset {}/{} rolled back to revision{revision}: its template \
+                 rolls out with its strategy (ocm-edge rollout status {name})\n",
+                r.set.metadata.namespace, r.set.metadata.name
+            )
         }
         RolloutCommand::List { namespace, output } => {
             let sets = client.list_replica_sets(namespace.as_deref()).await?;

@@ -1076,7 +1076,7 @@ async fn work_render_and_rollout_status_show_each_clusters_values_and_what_is_mi
     }
     let status = wait_for("edge-3 to be reported as not rendered", WAIT, || async {
         let out = ok(&ocm_edge(&fleet, &["rollout", "status", "store"]).await);
-        out.contains("Not rendered").then_some(out)
+        out.contains("Notes:").then_some(out)
     })
     .await
     .unwrap();
@@ -1102,6 +1102,87 @@ async fn work_render_and_rollout_status_show_each_clusters_values_and_what_is_mi
         admin.get_work("edge-3", "store").await.is_err(),
         "nothing sent to edge-3"
     );
+
+    fleet.stop_agents().await;
+    fleet.shutdown().await;
+}
+
+/// `rollout history` lists the kept revisions, `rollout undo` goes back to the previous one (or the
+/// one named) and the set rolls it out; an unknown revision is refused with what is kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rollout_history_and_undo_go_back_to_an_earlier_template() {
+    let mut fleet = fleet().await;
+    let set = ("cluster.open-cluster-management.io/clusterset", "edge");
+    fleet
+        .start_accepted("edge-1", &[set, ("env", "edge")])
+        .await;
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cli/fleet/rollout.yaml");
+    ok(&ocm_edge(&fleet, &["apply", "-f", file.to_str().unwrap()]).await);
+    let admin = fleet.admin().await;
+    let greeting = || async {
+        admin
+            .get_work("edge-1", "web")
+            .await
+            .ok()
+            .and_then(|w| w.spec)
+            .map(|s| s.workload.manifests[0].0["data"]["greeting"].clone())
+    };
+    let rolled_out = |want: &'static str| {
+        let admin = &admin;
+        async move {
+            wait_for(&format!("greeting {want} rolled out"), WAIT, || async {
+                let r = admin.get_replica_set(Some("default"), "web").await.unwrap();
+                let done = r.set.status.current_revision == r.set.status.update_revision
+                    && !r.set.status.current_revision.is_empty();
+                let w = admin.get_work("edge-1", "web").await.ok()?;
+                let g = w.spec?.workload.manifests[0].0["data"]["greeting"].clone();
+                (done && g == serde_json::json!(want)).then_some(())
+            })
+            .await
+            .unwrap();
+        }
+    };
+    rolled_out("hello").await;
+    let dir = tempfile::tempdir().unwrap();
+    let v2 = dir.path().join("v2.yaml");
+    std::fs::write(
+        &v2,
+        std::fs::read_to_string(&file)
+            .unwrap()
+            .replace("greeting: hello", "greeting: bonjour"),
+    )
+    .unwrap();
+    ok(&ocm_edge(&fleet, &["apply", "-f", v2.to_str().unwrap()]).await);
+    rolled_out("bonjour").await;
+
+    let history = ok(&ocm_edge(&fleet, &["rollout", "history", "web"]).await);
+    for needle in [
+        "REVISION",
+        "ConfigMap web",
+        "template, rolled out everywhere",
+    ] {
+        assert!(history.contains(needle), "{needle}: {history}");
+    }
+    assert_eq!(history.matches("ConfigMap web").count(), 2, "{history}");
+    let status = ok(&ocm_edge(&fleet, &["rollout", "status", "web"]).await);
+    assert!(status.contains("Revision: 2 ("), "{status}");
+
+    let undone = ok(&ocm_edge(&fleet, &["rollout", "undo", "web"]).await);
+    assert!(undone.contains("rolled back to revision 1"), "{undone}");
+    rolled_out("hello").await;
+    assert_eq!(greeting().await, Some(serde_json::json!("hello")));
+    let history = ok(&ocm_edge(&fleet, &["rollout", "history", "web", "-o", "json"]).await);
+    let revisions: serde_json::Value = serde_json::from_str(&history).unwrap();
+    let numbers: Vec<i64> = revisions
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["revision"].as_i64().unwrap())
+        .collect();
+    assert_eq!(numbers, [2, 3], "revision 1 came back as 3");
+
+    let refused = ocm_edge(&fleet, &["rollout", "undo", "web", "--to-revision", "9"]).await;
+    fails_mentioning(&refused, &["no revision 9", "kept: 2, 3"]);
 
     fleet.stop_agents().await;
     fleet.shutdown().await;
