@@ -847,6 +847,14 @@ impl HubCore {
                     );
                 }
                 for p in &strategy.placements {
+                    if p.rollout_strategy.failure_strategy.is_some() {
+                        return invalid(format!(
+                            "placement {}/{}'s rolloutStrategy: failureStrategy is for \
+                             ManifestWorkReplicaSets (an add-on's rollout stops on failures; \
+                             remove it)",
+                            p.namespace, p.name
+                        ));
+                    }
                     if let Err(e) = rollout_clusters(&p.rollout_strategy, &[], &[], Utc::now()) {
                         return invalid(format!(
                             "placement {}/{}'s rolloutStrategy: {e}",

@@ -654,6 +654,13 @@ fn the_hubs_own_bookkeeping_survives_an_apply_and_bad_changes_are_refused() {
          "rolloutStrategy": {"type": "Progressive", "progressive": {"progressDeadline": "soon"}}}]});
     let err = apply(&mut core, cma.clone()).unwrap_err().to_string();
     assert!(err.contains("rolloutStrategy"), "{err}");
+    cma["spec"]["installStrategy"]["placements"][0]["rolloutStrategy"] =
+        json!({"type": "All", "failureStrategy": "AbortAll"});
+    let err = apply(&mut core, cma.clone()).unwrap_err().to_string();
+    assert!(
+        err.contains("failureStrategy is for ManifestWorkReplicaSets"),
+        "{err}"
+    );
     cma["spec"]["installStrategy"]["placements"][0]["rolloutStrategy"] = json!({"type": "All"});
     apply(&mut core, cma).unwrap();
     reconcile(&mut core, 2);
