@@ -620,8 +620,9 @@ impl HubCore {
         Ok((change, key, outcome))
     }
 
-    /// Deletes an object. A ManifestWorkReplicaSet first deletes its works (it is forgotten once
-    /// they are gone); a Placement takes its PlacementDecisions with it.
+    /// Deletes an object. A ManifestWorkReplicaSet deletes its works (with
+    /// `cascadeDeletionPolicy: Foreground` it is forgotten only once they are gone); a Placement
+    /// takes its PlacementDecisions with it.
     ///
     /// # Errors
     /// [`ObjectError::NotFound`].

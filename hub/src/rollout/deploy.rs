@@ -17,11 +17,11 @@ use ocm_edge_schemas::api::meta::{
 };
 use ocm_edge_schemas::api::placement::LABEL_PLACEMENT;
 use ocm_edge_schemas::api::replicaset::{
-    CONDITION_PLACEMENT_ROLLED_OUT, CONDITION_PROGRESSING, FailureStrategy, LABEL_CONTROLLER_HASH,
-    LABEL_MANIFEST_WORK_REPLICA_SET, LABEL_PLACEMENT_NAME, ManifestWorkReplicaSetSpec,
-    ManifestWorkReplicaSetStatus, REASON_FOUND_NEW_REVISION, REASON_NEW_REVISION_AVAILABLE,
-    REASON_NEW_REVISION_CREATED, REASON_PROGRESS_DEADLINE_EXCEEDED, REASON_ROLLOUT_ABORTED,
-    REASON_ROLLOUT_DEGRADED,
+    CONDITION_PLACEMENT_ROLLED_OUT, CONDITION_PROGRESSING, CascadeDeletionPolicy, FailureStrategy,
+    LABEL_CONTROLLER_HASH, LABEL_MANIFEST_WORK_REPLICA_SET, LABEL_PLACEMENT_NAME,
+    ManifestWorkReplicaSetSpec, ManifestWorkReplicaSetStatus, REASON_FOUND_NEW_REVISION,
+    REASON_NEW_REVISION_AVAILABLE, REASON_NEW_REVISION_CREATED, REASON_PROGRESS_DEADLINE_EXCEEDED,
+    REASON_ROLLOUT_ABORTED, REASON_ROLLOUT_DEGRADED,
 };
 use ocm_edge_schemas::api::work::ManifestWorkSpec;
 
@@ -156,7 +156,11 @@ impl HubCore {
                     change.extend(c);
                 }
             }
-            if owned.is_empty() {
+            // Background (OCM's default): the set goes now, its works are deleted behind it;
+            // Foreground: it stays until they are gone.
+            let foreground =
+                r.set.spec.cascade_deletion_policy == Some(CascadeDeletionPolicy::Foreground);
+            if owned.is_empty() || !foreground {
                 change.records.push(Record::ForgetObject(key));
             }
             return change;
@@ -963,6 +967,47 @@ mod tests {
     }
 
     #[test]
+    fn with_type_all_max_failures_says_when_abort_all_rolls_everyone_back() {
+        let mut core = fleet();
+        apply(&mut core, placement("web", json!({})));
+        let all = |greeting: &str| {
+            let mut set = replica_set(
+                "web",
+                json!({"type": "All", "failureStrategy": "AbortAll", "all": {"maxFailures": 1}}),
+            );
+            set["spec"]["manifestWorkTemplate"]["workload"]["manifests"][0]["data"] =
+                json!({"greeting": greeting});
+            set
+        };
+        apply(&mut core, all("v1"));
+        core.reconcile_fleet(t(2));
+        for cluster in ["edge-1", "edge-2", "edge-3"] {
+            report(&mut core, cluster, &SUCCEEDED, 3);
+        }
+        core.reconcile_fleet(t(3));
+        apply(&mut core, all("v2"));
+        core.reconcile_fleet(t(4));
+        report(&mut core, "edge-1", &FAILED, 5);
+        report(&mut core, "edge-3", &SUCCEEDED, 5);
+        core.reconcile_fleet(t(5));
+        assert_eq!(
+            greeting(&core, "edge-1"),
+            Some(json!("v2")),
+            "one failure is allowed"
+        );
+        report(&mut core, "edge-2", &FAILED, 6);
+        core.reconcile_fleet(t(6));
+        assert_eq!(greeting(&core, "edge-1"), Some(json!("v1")));
+        assert_eq!(greeting(&core, "edge-2"), Some(json!("v1")));
+        assert_eq!(
+            greeting(&core, "edge-3"),
+            Some(json!("v2")),
+            "it succeeded: kept"
+        );
+        assert_eq!(condition_reason(&core, "Progressing"), "RolloutAborted");
+    }
+
+    #[test]
     fn without_abort_all_a_breach_stops_and_says_how_to_go_back() {
         let mut core = fleet();
         apply(&mut core, placement("web", json!({})));
@@ -1004,20 +1049,31 @@ mod tests {
     }
 
     #[test]
-    fn deleting_a_replica_set_deletes_its_works_then_forgets_it() {
-        let mut core = fleet();
-        apply(&mut core, placement("web", json!({"numberOfClusters": 1})));
-        apply(&mut core, replica_set("web", json!({})));
-        core.reconcile_fleet(t(2));
-        let key = ObjectKey::new(ObjectKind::ManifestWorkReplicaSet, "default", "web");
-        let c = core.delete_object(&key, t(3)).unwrap();
-        core.apply(&c.records);
-        core.reconcile_fleet(t(3));
-        assert!(live_works(&core).is_empty());
-        assert!(
-            core.objects().get(&key).is_some(),
-            "kept until its works are gone"
-        );
+    fn deleting_a_replica_set_deletes_its_works_and_foreground_keeps_it_until_they_are_gone() {
+        for (policy, kept) in [
+            (None, false),
+            (Some("Background"), false),
+            (Some("Foreground"), true),
+        ] {
+            let mut core = fleet();
+            apply(&mut core, placement("web", json!({"numberOfClusters": 1})));
+            let mut set = replica_set("web", json!({}));
+            if let Some(p) = policy {
+                set["spec"]["cascadeDeletionPolicy"] = json!(p);
+            }
+            apply(&mut core, set);
+            core.reconcile_fleet(t(2));
+            let key = ObjectKey::new(ObjectKind::ManifestWorkReplicaSet, "default", "web");
+            let c = core.delete_object(&key, t(3)).unwrap();
+            core.apply(&c.records);
+            core.reconcile_fleet(t(3));
+            assert!(live_works(&core).is_empty(), "{policy:?}");
+            assert!(
+                core.works().all(|w| w.deleting.is_some()),
+                "{policy:?}: being deleted"
+            );
+            assert_eq!(core.objects().get(&key).is_some(), kept, "{policy:?}");
+        }
     }
 
     #[test]

@@ -136,6 +136,23 @@ pub fn rollout_clusters(
     }
     result.clusters_removed = removed;
     result.statuses = all_statuses(decisions, &current, &timing, now);
+    // All starts every cluster at once, so OCM ignores its maxFailures; with a failureStrategy
+    // it says when to abort (OCM's rollback enhancement).
+    if strategy.effective_type() == RolloutType::All && strategy.failure_strategy.is_some() {
+        let config = strategy.all.as_ref().map(|a| &a.config);
+        let allowed = rollout_size(
+            config.and_then(|c| c.max_failures.as_ref()),
+            decisions.len(),
+            0,
+        )
+        .map_err(RolloutError::MaxFailures)?;
+        let failed = result
+            .statuses
+            .iter()
+            .filter(|s| matches!(s.status, RolloutStatus::Failed | RolloutStatus::TimeOut))
+            .count();
+        result.max_failure_breach = failed > allowed;
+    }
     Ok(result)
 }
 
