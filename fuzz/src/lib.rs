@@ -180,6 +180,7 @@ pub fn hub_core() -> HubCore {
             delete_option: None,
             manifest_configs: vec![],
             overwrite: false,
+            per_cluster: None,
         }),
     ] {
         let (change, _) = handle_request(&core, &Access::Everything, request, now());

@@ -673,6 +673,7 @@ fn sample_work(clusters: Vec<String>, replicas: i64, overwrite: bool) -> CreateW
         manifests,
         delete_option: None,
         overwrite,
+        per_cluster: None,
     }
 }
 

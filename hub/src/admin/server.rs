@@ -188,6 +188,7 @@ fn plan(
             delete_option,
             manifest_configs,
             overwrite,
+            per_cluster,
         }) => {
             let input = WorkInput {
                 name,
@@ -202,7 +203,12 @@ fn plan(
                     executor: None,
                 }),
             };
-            write(core, &input, &clusters, overwrite, now)?
+            match per_cluster {
+                None => write(core, &input, &clusters, overwrite, now)?,
+                Some(per_cluster) => {
+                    write_rendered(core, input, per_cluster, &clusters, overwrite, now)?
+                }
+            }
         }
         AdminRequest::ApplyManifestWork { work } => {
             let cluster = work.metadata.namespace.clone();
@@ -384,6 +390,79 @@ fn write(
             })
         })
         .collect();
+    Ok((change, AdminPayload::Written(written)))
+}
+
+/// A work written to each of `clusters` rendered for it with `per_cluster` (as a
+/// ManifestWorkReplicaSet's template is). All or nothing: a cluster it cannot be rendered for,
+/// or that cannot take it, fails the whole request and nothing is written.
+fn write_rendered(
+    core: &HubCore,
+    input: WorkInput,
+    per_cluster: ocm_edge_schemas::api::replicaset::PerCluster,
+    clusters: &[String],
+    overwrite: bool,
+    now: DateTime<Utc>,
+) -> Result<(Change, AdminPayload), AdminResponse> {
+    use crate::rollout::per_cluster;
+    let invalid = |m: String| AdminResponse::error(AdminErrorKind::Invalid, m);
+    let spec = ocm_edge_schemas::api::replicaset::ManifestWorkReplicaSetSpec {
+        manifest_work_template: (*input.spec).clone(),
+        per_cluster: Some(per_cluster),
+        ..Default::default()
+    };
+    per_cluster::check(&spec).map_err(|e| {
+        invalid(format!(
+            "work {:?}: {}; nothing was written",
+            input.name,
+            e.replace("spec.perCluster", "perCluster")
+                .replace("spec.manifestWorkTemplate", "manifests")
+        ))
+    })?;
+    if clusters.is_empty() {
+        return Err(invalid("no cluster given: name at least one".into()));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some(twice) = clusters.iter().find(|c| !seen.insert(*c)) {
+        return Err(invalid(format!("cluster {twice:?} is listed twice")));
+    }
+    let sets = core.objects().cluster_sets();
+    let mut failures = Vec::new();
+    let mut inputs = Vec::new();
+    for cluster in clusters {
+        let Some(facts) = core.cluster_facts(cluster, &sets) else {
+            return Err(work_error(crate::work::WorkError::UnknownCluster(
+                cluster.clone(),
+            )));
+        };
+        match per_cluster::render(&spec, &facts) {
+            Ok(rendered) => inputs.push((
+                cluster.clone(),
+                WorkInput {
+                    spec: Arc::new(rendered),
+                    ..input.clone()
+                },
+            )),
+            Err(e) => failures.push(format!("  {cluster}: {e}")),
+        }
+    }
+    if !failures.is_empty() {
+        return Err(invalid(format!(
+            "work {:?} cannot be rendered for {} cluster(s); nothing was written:\n{}",
+            input.name,
+            failures.len(),
+            failures.join("\n")
+        )));
+    }
+    let mut change = Change::default();
+    let mut written = Vec::new();
+    for (cluster, input) in inputs {
+        let (c, payload) = write(core, &input, std::slice::from_ref(&cluster), overwrite, now)?;
+        change.extend(c);
+        if let AdminPayload::Written(w) = payload {
+            written.extend(w);
+        }
+    }
     Ok((change, AdminPayload::Written(written)))
 }
 
@@ -575,6 +654,7 @@ mod tests {
             delete_option: None,
             manifest_configs: vec![],
             overwrite,
+            per_cluster: None,
         })
     }
 

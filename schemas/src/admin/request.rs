@@ -364,6 +364,11 @@ pub struct CreateWork {
     /// Replace an existing work of that name instead of failing with AlreadyExists.
     #[serde(default)]
     pub overwrite: bool,
+    /// Per-cluster values and overrides, as a ManifestWorkReplicaSet's `spec.perCluster`: each
+    /// cluster's work is rendered from the manifests with them. All or nothing: a cluster the
+    /// work cannot be rendered for fails the request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_cluster: Option<crate::api::replicaset::PerCluster>,
 }
 
 /// A work by cluster and name (a paging position).
@@ -601,6 +606,7 @@ mod tests {
             delete_option: None,
             manifest_configs: vec![],
             overwrite: true,
+            per_cluster: None,
         });
         let v = serde_json::to_value(&req).unwrap();
         assert_eq!(v["command"], "createWork");

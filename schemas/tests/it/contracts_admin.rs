@@ -82,6 +82,10 @@ fn every_request_the_cli_sends_validates_against_the_request_schema() {
             delete_option: None,
             manifest_configs: vec![],
             overwrite: true,
+            per_cluster: Some(ocm_edge_schemas::api::replicaset::PerCluster {
+                values: json!({"storeId": "0001"}),
+                ..Default::default()
+            }),
         }),
         AdminRequest::ListWorks {
             cluster: None,

@@ -47,6 +47,12 @@ pub enum WorkCommand {
         /// Leave the resources on the clusters when the work is deleted (deleteOption Orphan).
         #[arg(long)]
         orphan: bool,
+        /// Per-cluster values and overrides (YAML with `values`, `clusterSets`, `clusters`,
+        /// `overrides`, as a ManifestWorkReplicaSet's `spec.perCluster`): the hub renders each
+        /// cluster's work from the manifests' `{{ ... }}` placeholders before signing it; a
+        /// cluster it cannot be rendered for fails the whole command.
+        #[arg(long, value_name = "FILE")]
+        values: Option<PathBuf>,
     },
     /// List works with their status.
     List {
@@ -114,9 +120,13 @@ pub async fn run(global: &GlobalArgs, cmd: WorkCommand) -> Result<(), CliError> 
             overwrite,
             feedback,
             orphan,
+            values,
         } => {
             // Everything is checked before connecting: bad input never reaches the hub.
             let mut work = new_work(name, &file, clusters, overwrite)?;
+            if let Some(values) = &values {
+                work.per_cluster = Some(read_values(values)?);
+            }
             if feedback {
                 work.manifest_configs = well_known_feedback(&work.manifests);
             }
@@ -227,6 +237,23 @@ pub async fn run(global: &GlobalArgs, cmd: WorkCommand) -> Result<(), CliError> 
         }
     };
     print(&text)
+}
+
+/// A `--values` file: a ManifestWorkReplicaSet's `spec.perCluster`.
+fn read_values(
+    path: &std::path::Path,
+) -> Result<ocm_edge_schemas::api::replicaset::PerCluster, CliError> {
+    let text = std::fs::read_to_string(path).map_err(|e| InputError::Read {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    serde_yaml_ng::from_str(&text).map_err(|e| {
+        CliError::Usage(format!(
+            "--values {}: {e} (expected values, clusterSets, clusters and overrides, as a \
+             ManifestWorkReplicaSet's spec.perCluster)",
+            path.display()
+        ))
+    })
 }
 
 /// The ManifestWorkReplicaSet named `name` in `file`.

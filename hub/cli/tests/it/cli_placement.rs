@@ -1187,3 +1187,118 @@ async fn rollout_history_and_undo_go_back_to_an_earlier_template() {
     fleet.stop_agents().await;
     fleet.shutdown().await;
 }
+
+/// `work create --values`: a work sent to several clusters, rendered for each by the hub; a
+/// cluster it cannot be rendered for fails the command and nothing is written anywhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn work_create_with_values_renders_each_clusters_work_all_or_nothing() {
+    let mut fleet = fleet().await;
+    fleet
+        .start_accepted("edge-1", &[("region", "eu-west")])
+        .await;
+    fleet
+        .start_accepted("edge-2", &[("region", "eu-south")])
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let manifests = dir.path().join("store.yaml");
+    std::fs::write(
+        &manifests,
+        r#"apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: store
+  namespace: default
+data:
+  storeId: "{{ .Values.storeId }}"
+  region: "{{ .ClusterLabels.region }}"
+"#,
+    )
+    .unwrap();
+    let values = dir.path().join("values.yaml");
+    std::fs::write(&values, "clusters:\n  edge-1: {storeId: \"0001\"}\n").unwrap();
+    let (m, v) = (manifests.to_str().unwrap(), values.to_str().unwrap());
+
+    let refused = ocm_edge(
+        &fleet,
+        &[
+            "work",
+            "create",
+            "store",
+            "-f",
+            m,
+            "--clusters",
+            "edge-1,edge-2",
+            "--values",
+            v,
+        ],
+    )
+    .await;
+    fails_mentioning(
+        &refused,
+        &[
+            "cannot be rendered for 1 cluster(s); nothing was written",
+            "edge-2:",
+            "no .Values.storeId",
+        ],
+    );
+    let admin = fleet.admin().await;
+    assert!(
+        admin.list_works(None).await.unwrap().is_empty(),
+        "nothing written"
+    );
+
+    let typo = dir.path().join("typo.yaml");
+    std::fs::write(&typo, "cluster:\n  edge-1: {storeId: \"0001\"}\n").unwrap();
+    let refused = ocm_edge(
+        &fleet,
+        &[
+            "work",
+            "create",
+            "store",
+            "-f",
+            m,
+            "--clusters",
+            "edge-1",
+            "--values",
+            typo.to_str().unwrap(),
+        ],
+    )
+    .await;
+    fails_mentioning(&refused, &["--values", "unknown field `cluster`"]);
+
+    std::fs::write(
+        &values,
+        "clusters:\n  edge-1: {storeId: \"0001\"}\n  edge-2: {storeId: \"0002\"}\n",
+    )
+    .unwrap();
+    ok(&ocm_edge(
+        &fleet,
+        &[
+            "work",
+            "create",
+            "store",
+            "-f",
+            m,
+            "--clusters",
+            "edge-1,edge-2",
+            "--values",
+            v,
+        ],
+    )
+    .await);
+    for (cluster, id, region) in [
+        ("edge-1", "0001", "eu-west"),
+        ("edge-2", "0002", "eu-south"),
+    ] {
+        let cm = fleet
+            .wait_sim(cluster, "the rendered ConfigMap", |sim| {
+                sim.get("ConfigMap", "default", "store")
+            })
+            .await
+            .unwrap();
+        assert_eq!(cm["data"]["storeId"], serde_json::json!(id));
+        assert_eq!(cm["data"]["region"], serde_json::json!(region));
+    }
+    fleet.stop_agents().await;
+    fleet.shutdown().await;
+}
