@@ -270,10 +270,130 @@ pub fn manifest_work(loaded: Loaded) -> Result<(ManifestWork, Origin), InputErro
     }
 }
 
+/// The fields of an OCM object as written that ocm-edge does not know: what is in `written` and
+/// not in `parsed` (the object as ocm-edge read it, serialised again), as dotted paths. The hub
+/// owns `status` and keeps only some of `metadata`, so neither is compared; fields written empty
+/// (`null`, `""`, `0`, `false`, `[]`, `{}`) are defaults, not lost.
+pub fn ignored_fields(written: &Value, parsed: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    if let (Value::Object(w), Value::Object(p)) = (written, parsed) {
+        for (k, v) in w {
+            if k == "status" || k == "metadata" {
+                continue;
+            }
+            ignored_below(v, p.get(k), k, &mut out);
+        }
+    }
+    out
+}
+
+fn is_empty_value(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Bool(b) => !b,
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::String(s) => s.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+    }
+}
+
+fn ignored_below(written: &Value, parsed: Option<&Value>, path: &str, out: &mut Vec<String>) {
+    match (written, parsed) {
+        (w, None) if !is_empty_value(w) => out.push(path.to_owned()),
+        (w, Some(Value::Null)) if !is_empty_value(w) => out.push(path.to_owned()),
+        (Value::Object(w), Some(Value::Object(p))) => {
+            for (k, v) in w {
+                ignored_below(v, p.get(k), &format!("{path}.{k}"), out);
+            }
+        }
+        (Value::Array(w), Some(Value::Array(p))) => {
+            for (i, v) in w.iter().enumerate() {
+                ignored_below(v, p.get(i), &format!("{path}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ocm_edge_schemas::api::object::OcmObject;
     use std::fs;
+
+    /// What `apply` would warn about for one document of the kinds it compares.
+    fn ignored_in(value: &Value) -> Option<Vec<String>> {
+        let parsed = match OcmObject::from_value(value.clone()).ok()? {
+            OcmObject::Placement(o) => serde_json::to_value(o),
+            OcmObject::ManifestWorkReplicaSet(o) => serde_json::to_value(o),
+            OcmObject::ManifestWork(o) => serde_json::to_value(o),
+            OcmObject::ManagedClusterSet(o) => serde_json::to_value(o),
+            OcmObject::ManagedClusterSetBinding(o) => serde_json::to_value(o),
+            _ => return None,
+        }
+        .unwrap();
+        Some(ignored_fields(value, &parsed))
+    }
+
+    #[test]
+    fn fields_ocm_edge_does_not_know_are_named_and_defaults_are_not() {
+        let placement = serde_json::json!({
+            "apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+            "metadata": {"name": "p", "namespace": "default", "resourceVersion": "7"},
+            "spec": {"numberOfClusters": 2, "tolerations": [], "sortBy": {"field": "x"},
+                     "predicates": [{"requiredClusterSelector": {"labelSelector": {},
+                                     "fancy": true}}]},
+            "status": {"numberOfSelectedClusters": 3}});
+        assert_eq!(
+            ignored_in(&placement).unwrap(),
+            [
+                "spec.predicates[0].requiredClusterSelector.fancy",
+                "spec.sortBy"
+            ]
+        );
+    }
+
+    /// Every OCM object the docs and the CLI's fixtures show is one ocm-edge reads whole: no
+    /// example of ours loses a field at `apply`.
+    #[test]
+    fn no_example_in_the_docs_or_fixtures_has_a_field_ocm_edge_ignores() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut texts = Vec::new();
+        for dir in ["docs/concepts", "docs/guides", "docs/getting-started"] {
+            for entry in fs::read_dir(root.join(dir)).unwrap() {
+                let path = entry.unwrap().path();
+                let text = fs::read_to_string(&path).unwrap();
+                for block in text.split("```yaml\n").skip(1) {
+                    let block = block.split("```").next().unwrap();
+                    if block.contains("apiVersion:") && block.contains("kind:") {
+                        texts.push((path.display().to_string(), block.to_owned()));
+                    }
+                }
+            }
+        }
+        for entry in fs::read_dir(root.join("hub/cli/tests/fixtures/cli/fleet")).unwrap() {
+            let path = entry.unwrap().path();
+            texts.push((
+                path.display().to_string(),
+                fs::read_to_string(&path).unwrap(),
+            ));
+        }
+        let mut checked = 0;
+        for (origin, text) in texts {
+            // Some doc blocks are fragments with comments: those that do not parse are skipped.
+            let Ok(docs) = ocm_edge_schemas::api::yaml::from_yaml_documents(&text, &origin) else {
+                continue;
+            };
+            for value in docs {
+                if let Some(ignored) = ignored_in(&value) {
+                    checked += 1;
+                    assert!(ignored.is_empty(), "{origin}: {ignored:?}");
+                }
+            }
+        }
+        assert!(checked >= 5, "only {checked} examples found");
+    }
 
     fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
         let p = dir.join(name);

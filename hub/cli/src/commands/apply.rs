@@ -9,7 +9,7 @@ use ocm_edge_schemas::api::object::OcmObject;
 use ocm_edge_schemas::api::work::ManifestWork;
 use serde_json::Value;
 
-use crate::manifests::{InputError, Origin, manifest_work, read_objects};
+use crate::manifests::{InputError, Origin, ignored_fields, manifest_work, read_objects};
 use crate::output::print;
 use crate::{CliError, GlobalArgs};
 use ocm_edge_schemas::admin::ClusterState;
@@ -56,11 +56,27 @@ fn read_docs(file: &std::path::Path) -> Result<Vec<(Doc, Origin)>, CliError> {
             .unwrap_or_default()
             .to_owned();
         if kind == ManifestWork::KIND {
+            let written = loaded.value.clone();
             let (work, origin) = manifest_work(loaded)?;
+            warn_ignored(&origin, &written, &work);
             docs.push((Doc::Work(Box::new(work)), origin));
             continue;
         }
-        match OcmObject::from_value(loaded.value.clone()) {
+        let parsed = OcmObject::from_value(loaded.value.clone());
+        // Add-on objects of v1alpha1 are read converted to v1beta1: only the kinds read as
+        // written are compared.
+        match &parsed {
+            Ok(OcmObject::Placement(o)) => warn_ignored(&loaded.origin, &loaded.value, o),
+            Ok(OcmObject::ManifestWorkReplicaSet(o)) => {
+                warn_ignored(&loaded.origin, &loaded.value, o)
+            }
+            Ok(OcmObject::ManagedClusterSet(o)) => warn_ignored(&loaded.origin, &loaded.value, o),
+            Ok(OcmObject::ManagedClusterSetBinding(o)) => {
+                warn_ignored(&loaded.origin, &loaded.value, o)
+            }
+            _ => {}
+        }
+        match parsed {
             Ok(
                 OcmObject::ManagedClusterSet(_)
                 | OcmObject::ManagedClusterSetBinding(_)
@@ -108,6 +124,23 @@ fn read_docs(file: &std::path::Path) -> Result<Vec<(Doc, Origin)>, CliError> {
         Doc::Object { kind, .. } => apply_order(kind),
     });
     Ok(docs)
+}
+
+/// Says on standard error which fields of the object as written ocm-edge does not know (they
+/// are dropped, as a Kubernetes API server prunes unknown fields): a field of OCM's API that
+/// ocm-edge does not implement is then not silently lost.
+fn warn_ignored(origin: &Origin, written: &Value, parsed: &impl serde::Serialize) {
+    let Ok(parsed) = serde_json::to_value(parsed) else {
+        return;
+    };
+    let ignored = ignored_fields(written, &parsed);
+    if !ignored.is_empty() {
+        eprintln!(
+            "warning: {origin}: ocm-edge does not know {} and ignores it (see the OCM API \
+             coverage page of the docs)",
+            ignored.join(", ")
+        );
+    }
 }
 
 /// Runs `apply`.

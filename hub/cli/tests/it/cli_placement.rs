@@ -1067,7 +1067,28 @@ async fn work_render_and_rollout_status_show_each_clusters_values_and_what_is_mi
         ],
     );
 
-    ok(&ocm_edge(&fleet, &["apply", "-f", file]).await);
+    let applied = ocm_edge(&fleet, &["apply", "-f", file]).await;
+    ok(&applied);
+    assert!(
+        String::from_utf8_lossy(&applied.stderr).is_empty(),
+        "every field is known: {}",
+        String::from_utf8_lossy(&applied.stderr)
+    );
+    // A field of OCM's API ocm-edge does not implement is named, not silently dropped.
+    let sorted = dir.path().join("sorted.yaml");
+    std::fs::write(
+        &sorted,
+        "apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: Placement\n\
+         metadata: {name: sorted, namespace: default}\nspec: {sortBy: {field: score}}\n",
+    )
+    .unwrap();
+    let warned = ocm_edge(&fleet, &["apply", "-f", sorted.to_str().unwrap()]).await;
+    ok(&warned);
+    let stderr = String::from_utf8_lossy(&warned.stderr);
+    assert!(
+        stderr.contains("(document 1): ocm-edge does not know spec.sortBy and ignores it"),
+        "{stderr}"
+    );
     for cluster in ["edge-1", "edge-2"] {
         fleet
             .wait_work_condition(cluster, "store", "Applied")
