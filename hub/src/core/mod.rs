@@ -422,6 +422,9 @@ pub struct HubCore {
     revocations_changed: bool,
     /// When add-on rollouts must be looked at again (a deadline or a soak time ends).
     addons_requeue_at: Option<DateTime<Utc>>,
+    /// What ManifestWorkReplicaSets with `perCluster` rendered for each cluster, kept between
+    /// fleet passes (not stored: it is derived).
+    render_cache: crate::rollout::deploy::RenderCache,
 }
 
 /// Whether objects of `kind` are what add-ons are rendered from.
@@ -466,6 +469,7 @@ impl HubCore {
             addon_clusters_dirty: Default::default(),
             revocations_changed: false,
             addons_requeue_at: None,
+            render_cache: Default::default(),
         }
     }
 
@@ -704,6 +708,11 @@ impl HubCore {
     }
 
     /// Cluster sets, bindings, placements, decisions, scores and replica sets.
+    /// The ManifestWorkReplicaSets' per-cluster renders kept between fleet passes.
+    pub(crate) fn render_cache(&self) -> &crate::rollout::deploy::RenderCache {
+        &self.render_cache
+    }
+
     pub fn objects(&self) -> &Objects {
         &self.objects
     }

@@ -5,8 +5,8 @@
 //! works deleted on clusters no placement selects any more, and the set's status and rollout
 //! table. Re-run after every batch (statuses move rollouts on) and at the plan's requeue time.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 use ocm_edge_schemas::admin::RolloutRow;
@@ -33,6 +33,28 @@ use crate::rollout::{
     ClusterDecision, ClusterWork, RolloutStatus, TemplateState, Unrenderable, plan_replica_set_with,
 };
 use crate::work::WorkInput;
+
+/// Renders kept between fleet passes: by set (`namespace/name`), the revision they are of and,
+/// by cluster, a fingerprint of what the cluster's render read (its labels, claims and sets)
+/// with the outcome. A fleet pass follows every batch; rendering 10,000 clusters' templates on
+/// each would cost more than the batch. Derived state: never stored, rebuilt after a restart.
+#[derive(Debug, Default)]
+pub struct RenderCache(Mutex<HashMap<String, SetRenders>>);
+
+type Rendered = Result<Arc<ManifestWorkSpec>, String>;
+
+#[derive(Debug, Default)]
+struct SetRenders {
+    revision: String,
+    clusters: HashMap<String, (u64, Rendered)>,
+}
+
+fn fingerprint(facts: &ClusterFacts) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (&facts.name, &facts.labels, &facts.claims, &facts.sets).hash(&mut h);
+    h.finish()
+}
 
 /// The value of the `manifestworkreplicaset` label on a set's works: `<namespace>.<name>`.
 pub fn replica_set_label(r: &ReplicaSetRecord) -> String {
@@ -133,6 +155,26 @@ impl HubCore {
     /// Plans every ManifestWorkReplicaSet at `now`; returns the records and spec messages.
     pub fn reconcile_replica_sets(&self, now: DateTime<Utc>) -> Change {
         let mut change = Change::default();
+        {
+            let live: std::collections::HashSet<String> = self
+                .objects()
+                .replica_sets()
+                .map(|r| {
+                    ObjectKey::new(
+                        ObjectKind::ManifestWorkReplicaSet,
+                        r.set.metadata.namespace.clone(),
+                        r.set.metadata.name.clone(),
+                    )
+                    .to_string()
+                })
+                .collect();
+            let mut cache = self
+                .render_cache()
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            cache.retain(|k, _| live.contains(k.trim_end_matches(" (rollback)")));
+        }
         for r in self.objects().replica_sets() {
             change.extend(self.reconcile_replica_set(r, now));
         }
@@ -182,8 +224,14 @@ impl HubCore {
             .flatten()
             .map(|d| d.cluster.as_str())
             .collect();
-        let (rendered, unrenderable) =
-            self.render_for(&r.set.spec, &selected, &sets, &r.unrenderable, now);
+        let (rendered, unrenderable) = self.render_for(
+            (&key.to_string(), &hash),
+            &r.set.spec,
+            &selected,
+            &sets,
+            &r.unrenderable,
+            now,
+        );
         let shared_template = Arc::new(r.set.spec.manifest_work_template.clone());
         let template_for = |cluster: &str| rendered.get(cluster).unwrap_or(&shared_template);
         let works: BTreeMap<String, ClusterWork> = owned
@@ -250,8 +298,14 @@ impl HubCore {
                     .filter(|c| c.current_template && c.status != RolloutStatus::Succeeded)
                     .map(|c| c.cluster.as_str())
                     .collect();
-                let (back_rendered, _) =
-                    self.render_for(&back_spec, &going_back, &sets, &BTreeMap::new(), now);
+                let (back_rendered, _) = self.render_for(
+                    (&format!("{key} (rollback)"), &a.to),
+                    &back_spec,
+                    &going_back,
+                    &sets,
+                    &BTreeMap::new(),
+                    now,
+                );
                 let shared_back = Arc::new(back_spec.manifest_work_template.clone());
                 for c in &plan.clusters {
                     if !going_back.contains(&c.cluster.as_str()) {
@@ -374,6 +428,7 @@ impl HubCore {
     /// since their entry in `failing` when the reason is the same.
     fn render_for(
         &self,
+        (set, revision): (&str, &str),
         spec: &ManifestWorkReplicaSetSpec,
         clusters: &[&str],
         sets: &[ManagedClusterSet],
@@ -388,6 +443,18 @@ impl HubCore {
         if spec.per_cluster.is_none() {
             return (rendered, unrenderable);
         }
+        let mut cache = self
+            .render_cache()
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let renders = cache.entry(set.to_owned()).or_default();
+        if renders.revision != revision {
+            *renders = SetRenders {
+                revision: revision.to_owned(),
+                clusters: HashMap::new(),
+            };
+        }
         for cluster in clusters {
             let cluster = (*cluster).to_owned();
             if rendered.contains_key(&cluster) || unrenderable.contains_key(&cluster) {
@@ -396,9 +463,20 @@ impl HubCore {
             let Some(facts) = self.cluster_facts(&cluster, sets) else {
                 continue;
             };
-            match per_cluster::render(spec, &facts) {
+            let print = fingerprint(&facts);
+            let outcome = match renders.clusters.get(&cluster) {
+                Some((p, outcome)) if *p == print => outcome.clone(),
+                _ => {
+                    let outcome = per_cluster::render(spec, &facts).map(Arc::new);
+                    renders
+                        .clusters
+                        .insert(cluster.clone(), (print, outcome.clone()));
+                    outcome
+                }
+            };
+            match outcome {
                 Ok(spec) => {
-                    rendered.insert(cluster, Arc::new(spec));
+                    rendered.insert(cluster, spec);
                 }
                 Err(message) => {
                     let since = failing
@@ -579,8 +657,12 @@ mod tests {
 
     /// Three accepted, available clusters in set `edge`, a binding in `default`.
     fn fleet() -> HubCore {
+        fleet_of(&["edge-1", "edge-2", "edge-3"])
+    }
+
+    fn fleet_of(names: &[&str]) -> HubCore {
         let mut core = core();
-        for name in ["edge-1", "edge-2", "edge-3"] {
+        for name in names.iter().copied() {
             let mut request = ManagedCluster::new(name);
             request
                 .metadata
@@ -1046,6 +1128,54 @@ mod tests {
             "{progressing:?}"
         );
         assert_eq!(r.set.status.aborted_time, None);
+    }
+
+    /// What the render cache saves on a fleet pass of a set with `perCluster`:
+    /// `OCM_EDGE_BENCH_CLUSTERS=5000 cargo test --release -p ocm-edge-hub --lib
+    /// per_cluster_render_bench -- --ignored --nocapture`. Prints figures, asserts nothing about
+    /// time.
+    #[test]
+    #[ignore = "a benchmark: run it in release with --ignored --nocapture"]
+    fn per_cluster_render_bench() {
+        let n: usize = std::env::var("OCM_EDGE_BENCH_CLUSTERS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(2000);
+        let names: Vec<String> = (0..n).map(|i| format!("store-{i:05}")).collect();
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let mut core = fleet_of(&refs);
+        apply(&mut core, placement("web", json!({})));
+        let mut set = replica_set("web", json!({"type": "All"}));
+        set["spec"]["manifestWorkTemplate"]["workload"]["manifests"][0]["data"] = json!({
+            "store": "{{ .ClusterName }}", "set": "{{ .ClusterSet }}",
+            "id": "{{ .Values.id }}", "registry": "{{ .Values.registry }}"});
+        let clusters: serde_json::Map<String, Value> = names
+            .iter()
+            .map(|c| (c.clone(), json!({"id": c})))
+            .collect();
+        set["spec"]["perCluster"] = json!({"values": {"registry": "docker.io"},
+            "clusterSets": {"edge": {"registry": "mirror.example.com"}}, "clusters": clusters});
+        apply(&mut core, set);
+        let pass = |core: &mut HubCore, at: i64| {
+            let started = std::time::Instant::now();
+            let change = core.reconcile_fleet(t(at));
+            core.apply(&change.records);
+            started.elapsed()
+        };
+        let first = pass(&mut core, 2);
+        assert_eq!(live_works(&core).len(), n);
+        let cached = pass(&mut core, 3);
+        core.render_cache().0.lock().unwrap().clear();
+        let uncached = pass(&mut core, 4);
+        let cached_again = pass(&mut core, 5);
+        println!(
+            "per-cluster render, {n} clusters: first pass (render + send) {:.1} ms; a later \
+             pass with the cache {:.2} ms, without it {:.1} ms ({:.0}x)",
+            first.as_secs_f64() * 1e3,
+            cached.min(cached_again).as_secs_f64() * 1e3,
+            uncached.as_secs_f64() * 1e3,
+            uncached.as_secs_f64() / cached.min(cached_again).as_secs_f64().max(1e-9)
+        );
     }
 
     #[test]
