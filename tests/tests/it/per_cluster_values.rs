@@ -104,9 +104,21 @@ async fn twenty_clusters_in_three_sets_get_their_own_values_and_a_missing_one_fa
         .await
         .unwrap();
 
+    let mut shown = Vec::new();
     for i in 1..=20 {
         let cluster = name(i);
         let cm = applied(&fleet, &cluster, "store-config applied", |_| true).await;
+        shown.push(format!(
+            "{cluster} {}: registry={} workers={:?}{}",
+            set_of(i),
+            cm["data"]["registry"].as_str().unwrap_or("-"),
+            cm["data"]["workers"].as_str().unwrap_or("-"),
+            if cm["data"].get("debug").is_some() {
+                " debug=on (override)"
+            } else {
+                ""
+            }
+        ));
         let expected_registry = match set_of(i) {
             "north" => "north.mirror",
             "south" => "south.mirror",
@@ -127,6 +139,8 @@ async fn twenty_clusters_in_three_sets_get_their_own_values_and_a_missing_one_fa
             "{cluster}: only store-12 has the override"
         );
     }
+
+    eprintln!("what each agent applied:\n  {}", shown.join("\n  "));
 
     // A new value that set `east` lacks: its six clusters fail, alone, and keep what they run.
     let mut with_timezone = data.clone();
