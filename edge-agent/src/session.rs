@@ -71,6 +71,12 @@ pub struct AgentCounters {
     pub connections: u64,
     /// Connection sequence number of the current (or last) connection.
     pub connection_seq: u64,
+    /// Updates are held (a hold on site, or outside every maintenance window) at the last
+    /// reconcile.
+    pub updates_held: bool,
+    /// Works whose latest version (or removal) waits for updates to be allowed, at the last
+    /// reconcile of every bundle.
+    pub versions_waiting: u64,
     /// Spec events applied (new or re-applied bundles).
     pub specs_applied: u64,
     /// Spec events older than the held version, dropped.
