@@ -11,7 +11,7 @@ use ocm_edge_schemas::api::cluster::Taint;
 use ocm_edge_schemas::api::meta::{Condition, ConditionStatus, Time, find_condition};
 use ocm_edge_schemas::api::work::{
     FieldValue, ManifestCondition, ValueType, WORK_APPLIED, WORK_AVAILABLE, WORK_DEGRADED,
-    WORK_PROGRESSING,
+    WORK_HELD, WORK_PROGRESSING,
 };
 use serde::Serialize;
 
@@ -268,13 +268,17 @@ pub fn conditions_table(conditions: &[Condition], now: DateTime<Utc>) -> String 
 }
 
 /// One word for a work's state: `Deleting`, `Updating` (the status is for an older version),
-/// `Degraded`, `Available`, `Applied`, `Progressing`, `Pending` (no status yet).
+/// `Held` (the cluster waits for a maintenance window or the end of a hold), `Degraded`,
+/// `Available`, `Applied`, `Progressing`, `Pending` (no status yet).
 pub fn work_phase(w: &WorkView) -> &'static str {
     let is = |t: &str| find_condition(&w.conditions, t).map(|c| c.status);
     if w.deleting {
         "Deleting"
     } else if w.status_version.is_some_and(|v| v < w.version) {
         "Updating"
+    } else if is(WORK_HELD) == Some(ConditionStatus::True) {
+        // The cluster stores the new version and waits for its maintenance window.
+        "Held"
     } else if is(WORK_DEGRADED) == Some(ConditionStatus::True) {
         "Degraded"
     } else if is(WORK_AVAILABLE) == Some(ConditionStatus::True) {
