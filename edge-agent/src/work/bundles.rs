@@ -77,15 +77,6 @@ impl Agent {
         tracing::debug!(resource_id = %spec.resource_id, version = spec.resource_version, ?decision, "spec event");
         match decision {
             SpecDecision::Apply | SpecDecision::Reapply => {
-                if decision == SpecDecision::Apply {
-                    tracing::info!(
-                        work = spec.metadata.as_ref().map_or("", |m| m.name.as_str()),
-                        resource_id = %spec.resource_id,
-                        version = spec.resource_version,
-                        manifests = spec.bundle.as_ref().map_or(0, |b| b.manifests.len()),
-                        "applying a new work version"
-                    );
-                }
                 let generation = spec.generation();
                 let Some(bundle) = spec.bundle else {
                     return;
@@ -121,11 +112,18 @@ impl Agent {
                     }),
                     _ => None,
                 };
-                if desired.waiting.is_some() && decision == SpecDecision::Apply {
+                if decision == SpecDecision::Apply {
                     tracing::info!(
+                        work = desired.metadata.as_ref().map_or("", |m| m.name.as_str()),
                         resource_id = %desired.resource_id,
                         version = desired.resource_version,
-                        "new work version stored; it waits for a maintenance window or the end of the hold"
+                        manifests = desired.bundle.manifests.len(),
+                        "{}",
+                        if desired.waiting.is_some() {
+                            "new work version stored; it waits for a maintenance window or the end of the hold"
+                        } else {
+                            "applying a new work version"
+                        }
                     );
                 }
                 if let Err(e) = self.store.put_desired(&desired) {

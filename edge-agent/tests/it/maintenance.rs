@@ -11,8 +11,8 @@ use ocm_edge_agent::maintenance::{self, Hold};
 use ocm_edge_agent::{AgentConfig, AgentHandle, SimControl, start_agent};
 use ocm_edge_schemas::api::meta::{Condition, ConditionStatus, find_condition};
 use ocm_edge_schemas::api::work::{
-    ManifestBundleStatus, REASON_HELD_ON_SITE, REASON_UPDATES_ALLOWED, WORK_APPLIED, WORK_DELETED,
-    WORK_HELD,
+    ManifestBundleStatus, REASON_HELD_ON_SITE, REASON_OUTSIDE_MAINTENANCE_WINDOW,
+    REASON_UPDATES_ALLOWED, WORK_APPLIED, WORK_DELETED, WORK_HELD,
 };
 use ocm_edge_schemas::wire::data_as;
 use ocm_edge_schemas::wire::extensions as ext;
@@ -63,32 +63,21 @@ struct Site {
 }
 
 impl Site {
-    async fn applied_then_held(first: &Event) -> Site {
+    /// Broker, fake hub and an agent configured by `change`, subscribed.
+    async fn start(change: impl FnOnce(&mut AgentConfig)) -> Site {
         let broker = start_broker();
         let url = broker.url();
         let dir = tempfile::tempdir().unwrap();
-        let mut hub = HubPeer::connect(
+        let hub = HubPeer::connect(
             &url,
             &format!("sources/maestro/consumers/{CLUSTER}/agentevents"),
         )
         .await;
-        let agent = start_agent(config(&url, dir.path())).await.unwrap();
+        let mut cfg = config(&url, dir.path());
+        change(&mut cfg);
+        let agent = start_agent(cfg).await.unwrap();
         let mut counters = agent.counters();
         wait_counters(&mut counters, "subscribed", |c| c.spec_resyncs_sent >= 1).await;
-        hub.publish_event(first, &spec_topic()).await;
-        hub.next_event(".status.update_request", |e| {
-            condition(e, WORK_APPLIED).is_some_and(|c| c.status == ConditionStatus::True)
-        })
-        .await;
-        maintenance::hold::put(
-            dir.path(),
-            &Hold {
-                since: chrono::Utc::now(),
-                note: "line 3 running".into(),
-            },
-        )
-        .unwrap();
-        wait_counters(&mut counters, "hold noticed", |c| c.updates_held).await;
         Site {
             _broker: broker,
             url,
@@ -97,6 +86,27 @@ impl Site {
             agent,
             counters,
         }
+    }
+
+    /// [`Site::start`], `first` applied, then updates held on site.
+    async fn applied_then_held(first: &Event) -> Site {
+        let mut site = Site::start(|_| {}).await;
+        site.hub.publish_event(first, &spec_topic()).await;
+        site.hub
+            .next_event(".status.update_request", |e| {
+                condition(e, WORK_APPLIED).is_some_and(|c| c.status == ConditionStatus::True)
+            })
+            .await;
+        maintenance::hold::put(
+            site.dir.path(),
+            &Hold {
+                since: chrono::Utc::now(),
+                note: "line 3 running".into(),
+            },
+        )
+        .unwrap();
+        wait_counters(&mut site.counters, "hold noticed", |c| c.updates_held).await;
+        site
     }
 
     fn sim(&self) -> SimControl {
@@ -223,5 +233,38 @@ async fn a_work_annotated_delete_while_held_is_removed_during_a_hold() {
         })
         .await;
     assert!(site.replicas().is_none());
+    site.agent.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn outside_its_maintenance_window_a_new_work_is_stored_not_applied_and_the_next_window_is_reported()
+ {
+    // One minute every 29 February: closed for this test, whatever day it runs (but that one).
+    let mut site = Site::start(|cfg| {
+        cfg.maintenance_windows = vec!["0 0 29 2 *;1m;UTC".parse().unwrap()];
+    })
+    .await;
+    wait_counters(&mut site.counters, "held", |c| c.updates_held).await;
+    site.hub.publish_event(&spec(1, 1), &spec_topic()).await;
+    let held = site
+        .hub
+        .next_event(".status.update_request", |e| {
+            condition(e, WORK_HELD).is_some()
+        })
+        .await;
+    let h = condition(&held, WORK_HELD).unwrap();
+    assert_eq!(h.status, ConditionStatus::True);
+    assert_eq!(h.reason, REASON_OUTSIDE_MAINTENANCE_WINDOW);
+    assert!(
+        h.message.contains("-02-29T00:00:00Z") && h.message.contains("nothing of it is applied"),
+        "{}",
+        h.message
+    );
+    assert_eq!(condition(&held, WORK_APPLIED), None);
+    assert!(site.replicas().is_none());
+    wait_counters(&mut site.counters, "one version waits", |c| {
+        c.versions_waiting == 1
+    })
+    .await;
     site.agent.shutdown().await.unwrap();
 }
