@@ -6,12 +6,13 @@
 //! version and removes no work until the gate opens; the work's status says `Held` with the
 //! reason and the next window, so the hub's rollouts wait for the cluster instead of failing it.
 //!
-//! - [`window`]: maintenance windows (cron schedule, duration, time zone). Pure.
+//! - [`window`]: maintenance windows (cron schedule, duration, time zone), pure, from the
+//!   contracts crate (`ocm_edge_schemas::maintenance`): the hub checks the same syntax.
 //! - [`hold`]: the hold file in the data dir, which `hold` / `release` write while the agent runs.
 //! - this file: [`gate`], whether updates may be applied now, and the `Held` condition. Pure.
 
 pub mod hold;
-pub mod window;
+pub use ocm_edge_schemas::maintenance as window;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use ocm_edge_schemas::api::meta::{Condition, ConditionStatus};
@@ -53,9 +54,15 @@ impl Gate {
     }
 }
 
-/// The gate at `now`: closed by a hold whatever the windows say, else by the windows (no window
-/// declared: open).
-pub fn gate(windows: &[MaintenanceWindow], hold: Option<&Hold>, now: DateTime<Utc>) -> Gate {
+/// The gate at `now`: closed by a hold whatever the windows say, else by the windows: the
+/// edge's own (`--maintenance-window`) and the hub's (its view of the cluster) must both be open
+/// (a side that declares none is always open).
+pub fn gate(
+    edge: &[MaintenanceWindow],
+    hub: &[MaintenanceWindow],
+    hold: Option<&Hold>,
+    now: DateTime<Utc>,
+) -> Gate {
     if let Some(hold) = hold {
         let note = if hold.note.is_empty() {
             String::new()
@@ -71,15 +78,21 @@ pub fn gate(windows: &[MaintenanceWindow], hold: Option<&Hold>, now: DateTime<Ut
             ),
         });
     }
-    if window::any_open(windows, now) {
+    if window::both_open(edge, hub, now) {
         return Gate::Open;
     }
-    let next_window = window::next_open(windows, now);
-    let list = windows
-        .iter()
-        .map(MaintenanceWindow::as_str)
+    let next_window = window::next_both_open(edge, hub, now);
+    let list = |side: &str, ws: &[MaintenanceWindow]| {
+        (!ws.is_empty()).then(|| {
+            let ws: Vec<&str> = ws.iter().map(MaintenanceWindow::as_str).collect();
+            format!("{side}: {}", ws.join(" | "))
+        })
+    };
+    let list = [list("edge", edge), list("hub", hub)]
+        .into_iter()
+        .flatten()
         .collect::<Vec<_>>()
-        .join(" | ");
+        .join("; ");
     let why = match next_window {
         Some(t) => format!(
             "outside the maintenance windows ({list}); the next opens at {}",
@@ -147,18 +160,38 @@ mod tests {
 
     #[test]
     fn without_windows_or_hold_updates_go_ahead() {
-        assert_eq!(gate(&[], None, utc("2026-03-10T12:00:00Z")), Gate::Open);
+        assert_eq!(
+            gate(&[], &[], None, utc("2026-03-10T12:00:00Z")),
+            Gate::Open
+        );
     }
 
     #[test]
     fn outside_every_window_the_gate_is_closed_until_the_next_one() {
-        let Gate::Closed(c) = gate(&nightly(), None, utc("2026-03-10T12:00:00Z")) else {
+        let Gate::Closed(c) = gate(&nightly(), &[], None, utc("2026-03-10T12:00:00Z")) else {
             panic!("open at noon");
         };
         assert_eq!(c.reason, REASON_OUTSIDE_MAINTENANCE_WINDOW);
         assert_eq!(c.next_window, Some(utc("2026-03-10T22:00:00Z")));
         assert!(c.why.contains("2026-03-10T22:00:00Z"), "{}", c.why);
-        assert!(gate(&nightly(), None, utc("2026-03-10T23:00:00Z")).is_open());
+        assert!(gate(&nightly(), &[], None, utc("2026-03-10T23:00:00Z")).is_open());
+    }
+
+    #[test]
+    fn the_hubs_windows_close_the_gate_too_and_both_sides_are_named() {
+        let weekends: Vec<MaintenanceWindow> = vec!["0 0 * * SAT,SUN;24h".parse().unwrap()];
+        // Tuesday 23:00: the edge's night window is open, the hub's weekend is not.
+        let Gate::Closed(c) = gate(&nightly(), &weekends, None, utc("2026-03-10T23:00:00Z")) else {
+            panic!("open outside the hub's windows");
+        };
+        // Friday's night window closes at midnight, when the weekend starts: Saturday night.
+        assert_eq!(c.next_window, Some(utc("2026-03-14T22:00:00Z")));
+        assert!(
+            c.why.contains("edge: 0 22 * * *;2h;UTC") && c.why.contains("hub: 0 0 * * SAT,SUN;24h"),
+            "{}",
+            c.why
+        );
+        assert!(gate(&[], &weekends, None, utc("2026-03-14T12:00:00Z")).is_open());
     }
 
     #[test]
@@ -167,7 +200,8 @@ mod tests {
             since: utc("2026-03-10T21:00:00Z"),
             note: "line 3 running".to_owned(),
         };
-        let Gate::Closed(c) = gate(&nightly(), Some(&hold), utc("2026-03-10T23:00:00Z")) else {
+        let Gate::Closed(c) = gate(&nightly(), &[], Some(&hold), utc("2026-03-10T23:00:00Z"))
+        else {
             panic!("a hold lets updates in");
         };
         assert_eq!(c.reason, REASON_HELD_ON_SITE);
@@ -181,7 +215,7 @@ mod tests {
 
     #[test]
     fn the_held_condition_names_the_waiting_version_and_the_one_on_the_cluster() {
-        let Gate::Closed(c) = gate(&nightly(), None, utc("2026-03-10T12:00:00Z")) else {
+        let Gate::Closed(c) = gate(&nightly(), &[], None, utc("2026-03-10T12:00:00Z")) else {
             panic!()
         };
         let held = held_condition(&c, 3, 3, Some(2));

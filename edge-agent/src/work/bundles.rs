@@ -2,6 +2,7 @@
 //! out to the hub.
 
 use chrono::{DateTime, Utc};
+use ocm_edge_schemas::api::cluster::ManagedCluster;
 use ocm_edge_schemas::api::meta::{Condition, Time, is_condition_true, set_condition};
 use ocm_edge_schemas::api::work::WORK_HELD;
 use ocm_edge_schemas::wire::resync::ResourceVersion;
@@ -261,7 +262,12 @@ impl Agent {
     /// the maintenance windows.
     pub(crate) fn maintenance_gate(&self, t: DateTime<Utc>) -> Gate {
         let hold = maintenance::hold::read(&self.cfg.data_dir);
-        let gate = maintenance::gate(&self.cfg.maintenance_windows, hold.as_ref(), t);
+        let gate = maintenance::gate(
+            &self.cfg.maintenance_windows,
+            &self.hub_windows,
+            hold.as_ref(),
+            t,
+        );
         let held = !gate.is_open();
         if self.counters.borrow().updates_held != held {
             match &gate {
@@ -271,6 +277,30 @@ impl Agent {
             self.bump(|c| c.updates_held = held);
         }
         gate
+    }
+
+    /// Takes the maintenance windows the hub set for this cluster from its view. The hub checks
+    /// them when they are set; ones that cannot be read here (a newer hub's syntax) are logged,
+    /// counted and left out, so they hold nothing.
+    pub(crate) fn take_hub_windows(&mut self, view: &ManagedCluster) {
+        let value = view
+            .metadata
+            .annotations
+            .get(maintenance::window::HUB_WINDOWS_ANNOTATION)
+            .map_or("", String::as_str);
+        let windows = match maintenance::window::from_annotation(value) {
+            Ok(windows) => windows,
+            Err(e) => {
+                tracing::warn!(error = %e, "maintenance windows from the hub not understood; left out");
+                self.bump(|c| c.dropped_malformed += 1);
+                Vec::new()
+            }
+        };
+        if windows != self.hub_windows {
+            let list: Vec<&str> = windows.iter().map(|w| w.as_str()).collect();
+            tracing::info!(windows = ?list, "maintenance windows set on the hub");
+            self.hub_windows = windows;
+        }
     }
 
     /// A bundle whose latest version waits: the version on the cluster (if any) is reconciled

@@ -244,6 +244,12 @@ pub fn cluster_detail(c: &ClusterView, now: DateTime<Utc>) -> String {
             out.push_str(&format!("  {}:{:?}{added}\n", t.key, t.effect));
         }
     }
+    if !c.maintenance_windows.is_empty() {
+        out.push_str("Maintenance windows (set on the hub):\n");
+        for w in &c.maintenance_windows {
+            out.push_str(&format!("  {w}\n"));
+        }
+    }
     if !c.conditions.is_empty() {
         out.push_str(&conditions_table(&c.conditions, now));
         out.push('\n');

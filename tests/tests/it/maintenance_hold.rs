@@ -2,14 +2,18 @@
 //! agents: a cluster that holds updates on site stores the ManifestWorkReplicaSet's work, reports
 //! it Held, and keeps the progressive rollout waiting past its progressDeadline without failing
 //! it (maxFailures 0); released, it applies the work and the rollout carries on to the others.
+//! Windows set on the hub reach the agent and hold its new works the same way.
 
 use std::time::Duration;
 
 use chrono::Utc;
 use ocm_edge_agent::maintenance::{self, Hold};
 use ocm_edge_schemas::admin::ReplicaSetView;
-use ocm_edge_schemas::api::work::WORK_HELD;
+use ocm_edge_schemas::api::work::{
+    REASON_OUTSIDE_MAINTENANCE_WINDOW, REASON_UPDATES_ALLOWED, WORK_HELD,
+};
 use ocm_edge_tests::fleet::{Fleet, FleetOptions, WAIT, has_true_condition};
+use ocm_edge_tests::wait::wait_for;
 use serde_json::json;
 
 const SET_LABEL: (&str, &str) = ("cluster.open-cluster-management.io/clusterset", "edge");
@@ -156,6 +160,91 @@ async fn a_held_cluster_holds_a_rollout_without_failing_it_and_catches_up_when_r
         WORK_HELD
     ));
     assert_eq!(view.clusters.len(), 3);
+    fleet.stop_agents().await;
+    fleet.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn windows_set_on_the_hub_hold_a_new_work_until_cleared_and_a_bad_one_is_refused() {
+    let mut fleet = Fleet::start_with(FleetOptions {
+        admin_timeout: WAIT,
+        ..FleetOptions::default()
+    })
+    .await;
+    fleet.start_accepted("edge-1", &[]).await;
+    let admin = fleet.admin().await;
+
+    // A window that cannot be read is refused, naming it and the field; nothing changes.
+    let err = admin
+        .set_maintenance_windows("edge-1", vec!["0 22 * * *;2h;Mars/Olympus".into()])
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("Mars/Olympus") && err.contains("time zone"),
+        "{err}"
+    );
+    let view = admin.get_cluster("edge-1").await.unwrap();
+    assert!(view.maintenance_windows.is_empty());
+
+    // One minute each 29 February: closed for this test, whatever day it runs (but that one).
+    let view = admin
+        .set_maintenance_windows("edge-1", vec!["0 0 29 2 *;1m".into()])
+        .await
+        .unwrap();
+    assert_eq!(view.maintenance_windows, ["0 0 29 2 *;1m"]);
+    wait_for("edge-1's agent to hold updates", WAIT, || async {
+        fleet.counters("edge-1").updates_held.then_some(())
+    })
+    .await
+    .expect("the agent takes the hub's windows");
+
+    let configmap = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": "web", "namespace": "default"}});
+    fleet.create_work("web", &["edge-1"], vec![configmap]).await;
+    let work = fleet
+        .wait_work_condition("edge-1", "web", WORK_HELD)
+        .await
+        .expect("the work is Held");
+    let held = work
+        .conditions
+        .iter()
+        .find(|c| c.type_ == WORK_HELD)
+        .unwrap();
+    assert_eq!(held.reason, REASON_OUTSIDE_MAINTENANCE_WINDOW);
+    assert!(
+        held.message.contains("hub: 0 0 29 2 *;1m"),
+        "{}",
+        held.message
+    );
+    assert!(
+        fleet
+            .sim("edge-1")
+            .get("ConfigMap", "default", "web")
+            .is_none()
+    );
+
+    // Cleared on the hub: the agent applies what waited.
+    admin
+        .set_maintenance_windows("edge-1", vec![])
+        .await
+        .unwrap();
+    fleet
+        .wait_sim(
+            "edge-1",
+            "the work applied once the hub's window is cleared",
+            |sim| sim.get("ConfigMap", "default", "web"),
+        )
+        .await
+        .expect("applied");
+    fleet
+        .wait_work("edge-1", "web", "Held False", |w| {
+            w.conditions
+                .iter()
+                .any(|c| c.type_ == WORK_HELD && c.reason == REASON_UPDATES_ALLOWED)
+        })
+        .await
+        .expect("Held turns False");
     fleet.stop_agents().await;
     fleet.shutdown().await;
 }

@@ -1,5 +1,7 @@
 //! Maintenance windows: when a cluster lets new versions of its works in. Pure: `now` is an
-//! argument, no clock is read.
+//! argument, no clock is read. Here, beside the other contracts, because both sides read the
+//! same syntax: the agent's `--maintenance-window` and the hub's cluster setting (checked by the
+//! hub when an operator sets it, applied by the agent).
 //!
 //! A window is `SCHEDULE;DURATION;TIME_ZONE`, as Rancher Fleet's `Schedule`: a standard
 //! five-field cron schedule (minute hour day-of-month month day-of-week) read in an IANA time
@@ -18,6 +20,10 @@ use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use chrono_tz::Tz;
 use croner::Cron;
 use croner::parser::{CronParser, Seconds, Year};
+
+/// Annotation on the hub's view of a cluster (the `ManagedCluster` the hub signs and sends its
+/// agent) that carries the maintenance windows set on the hub, one per line.
+pub const HUB_WINDOWS_ANNOTATION: &str = "ocm-edge.io/maintenance-windows";
 
 /// The longest window: a week. A longer one is a schedule written wrongly, not a window.
 pub const MAX_DURATION: TimeDelta = TimeDelta::days(7);
@@ -182,6 +188,66 @@ pub fn any_open(windows: &[MaintenanceWindow], now: DateTime<Utc>) -> bool {
 /// The earliest time one of `windows` opens, from `now` on.
 pub fn next_open(windows: &[MaintenanceWindow], now: DateTime<Utc>) -> Option<DateTime<Utc>> {
     windows.iter().filter_map(|w| w.next_open(now)).min()
+}
+
+/// Every window of `texts`, checked; the first that cannot be read is the error.
+///
+/// # Errors
+/// [`WindowError`] for the first bad window.
+pub fn parse_all<S: AsRef<str>>(texts: &[S]) -> Result<Vec<MaintenanceWindow>, WindowError> {
+    texts.iter().map(|t| t.as_ref().parse()).collect()
+}
+
+/// The windows in a [`HUB_WINDOWS_ANNOTATION`] value (one per line, blank lines skipped).
+///
+/// # Errors
+/// [`WindowError`] for the first bad window.
+pub fn from_annotation(value: &str) -> Result<Vec<MaintenanceWindow>, WindowError> {
+    let lines: Vec<&str> = value.lines().filter(|l| !l.trim().is_empty()).collect();
+    parse_all(&lines)
+}
+
+/// The [`HUB_WINDOWS_ANNOTATION`] value for `windows`.
+pub fn to_annotation(windows: &[MaintenanceWindow]) -> String {
+    windows
+        .iter()
+        .map(MaintenanceWindow::as_str)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Whether updates may be applied at `now` under two sets of windows that must both allow it
+/// (the edge's and the hub's; an empty set allows any time).
+pub fn both_open(a: &[MaintenanceWindow], b: &[MaintenanceWindow], now: DateTime<Utc>) -> bool {
+    any_open(a, now) && any_open(b, now)
+}
+
+/// The earliest time from `now` on when both sets of windows are open ([`both_open`]); `None`
+/// when none is found within the next 64 openings.
+pub fn next_both_open(
+    a: &[MaintenanceWindow],
+    b: &[MaintenanceWindow],
+    now: DateTime<Utc>,
+) -> Option<DateTime<Utc>> {
+    let next = |ws: &[MaintenanceWindow], t| {
+        if ws.is_empty() {
+            Some(t)
+        } else {
+            next_open(ws, t)
+        }
+    };
+    let mut t = now;
+    for _ in 0..64 {
+        // Each step moves to the next opening of one side at or after the other's: `t` only
+        // grows, and stops where both are open.
+        let ta = next(a, t)?;
+        let tb = next(b, ta)?;
+        if any_open(a, tb) {
+            return Some(tb);
+        }
+        t = tb;
+    }
+    None
 }
 
 fn parse_schedule(text: &str) -> Result<Cron, String> {
@@ -388,6 +454,56 @@ mod tests {
         );
         let text = err("0 22 * *;1h").to_string();
         assert!(text.contains("'0 22 * * 1-5;6h;Europe/Berlin'"), "{text}");
+    }
+
+    #[test]
+    fn with_the_edges_and_the_hubs_windows_updates_wait_until_both_are_open() {
+        // Edge: nights 22:00-02:00; hub: weekends. 2026-03-13 is a Friday.
+        let edge = [window("0 22 * * *;4h")];
+        let hub = [window("0 0 * * SAT,SUN;24h")];
+        assert!(
+            !both_open(&edge, &hub, utc("2026-03-13T23:00:00Z")),
+            "Friday night"
+        );
+        assert!(
+            both_open(&edge, &hub, utc("2026-03-14T01:00:00Z")),
+            "Saturday 01:00"
+        );
+        assert!(
+            !both_open(&edge, &hub, utc("2026-03-14T12:00:00Z")),
+            "Saturday noon"
+        );
+        assert_eq!(
+            next_both_open(&edge, &hub, utc("2026-03-12T12:00:00Z")),
+            Some(utc("2026-03-14T00:00:00Z")),
+            "Friday's night window is open when the weekend starts"
+        );
+        assert_eq!(
+            next_both_open(&edge, &hub, utc("2026-03-14T12:00:00Z")),
+            Some(utc("2026-03-14T22:00:00Z"))
+        );
+        assert_eq!(
+            next_both_open(&[], &hub, utc("2026-03-13T12:00:00Z")),
+            Some(utc("2026-03-14T00:00:00Z"))
+        );
+        // Never both open: none found.
+        let never = [window("0 12 * * *;1h")];
+        assert_eq!(
+            next_both_open(&edge, &never, utc("2026-03-13T12:30:00Z")),
+            None
+        );
+    }
+
+    #[test]
+    fn the_hubs_windows_go_to_the_agent_one_per_line() {
+        let ws = [
+            window("0 22 * * *;4h"),
+            window("0 6 * * SAT;2h;Europe/Berlin"),
+        ];
+        let value = to_annotation(&ws);
+        assert_eq!(value, "0 22 * * *;4h\n0 6 * * SAT;2h;Europe/Berlin");
+        assert_eq!(from_annotation(&value).unwrap(), ws);
+        assert!(from_annotation("0 22 * *;4h").is_err());
     }
 
     #[test]
