@@ -218,35 +218,30 @@ impl Agent {
         };
         let mut desired = desired;
         if let Some(waiting) = desired.waiting.take() {
-            let gate = self.maintenance_gate(t);
-            let may_go = match &gate {
-                Gate::Open => true,
-                // Nothing of the work on the cluster: its removal has nothing to wait for.
-                Gate::Closed(_) if desired.deleting => {
-                    delete_while_held(&desired) || waiting.on_cluster.is_none()
-                }
-                Gate::Closed(_) => false,
-            };
-            if may_go {
-                tracing::info!(
-                    resource_id = %desired.resource_id,
-                    version = desired.resource_version,
-                    deleting = desired.deleting,
-                    waited_since = %waiting.since,
-                    "updates allowed: applying the version that waited"
-                );
-                if let Err(e) = self.store.put_desired(&desired) {
-                    tracing::error!(error = %e, "cannot store a bundle");
+            // A removal of a work with nothing on the cluster, or one the work lets go while
+            // held, has nothing to wait for.
+            let removal_goes =
+                desired.deleting && (delete_while_held(&desired) || waiting.on_cluster.is_none());
+            match self.maintenance_gate(t) {
+                Gate::Closed(closed) if !removal_goes => {
+                    self.reconcile_held(desired, waiting, inventory, &closed, t)
+                        .await;
+                    self.flush_outbox(t);
                     return true;
                 }
-            } else {
-                let Gate::Closed(closed) = gate else {
-                    unreachable!("an open gate lets the version go")
-                };
-                self.reconcile_held(desired, waiting, inventory, &closed, t)
-                    .await;
-                self.flush_outbox(t);
-                return true;
+                _ => {
+                    tracing::info!(
+                        resource_id = %desired.resource_id,
+                        version = desired.resource_version,
+                        deleting = desired.deleting,
+                        waited_since = %waiting.since,
+                        "updates allowed: applying the version that waited"
+                    );
+                    if let Err(e) = self.store.put_desired(&desired) {
+                        tracing::error!(error = %e, "cannot store a bundle");
+                        return true;
+                    }
+                }
             }
         }
         if desired.deleting {
