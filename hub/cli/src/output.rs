@@ -492,6 +492,12 @@ mod tests {
         assert_eq!(work_phase(&degraded), "Degraded");
         let failing = work(&[(WORK_APPLIED, ConditionStatus::False)]);
         assert_eq!(work_phase(&failing), "Progressing");
+        // The version before is available, the new one waits for a maintenance window.
+        let held = work(&[
+            (WORK_AVAILABLE, ConditionStatus::True),
+            (WORK_HELD, ConditionStatus::True),
+        ]);
+        assert_eq!(work_phase(&held), "Held");
         let mut updating = available.clone();
         updating.version = 2;
         assert_eq!(work_phase(&updating), "Updating");
