@@ -140,6 +140,9 @@ pub struct AgentConfig {
     /// How long an unfinished chunked transfer may go without a new piece, while connected,
     /// before the agent asks the hub for the rest (a spec resync listing the chunks it holds).
     pub transfer_stall: Duration,
+    /// When new versions of works may be applied (`--maintenance-window`, checked when parsed);
+    /// empty: at any time. A hold on site (`crate::maintenance::hold`) closes them all.
+    pub maintenance_windows: Vec<crate::maintenance::MaintenanceWindow>,
 }
 
 impl AgentConfig {
@@ -181,6 +184,7 @@ impl AgentConfig {
             chunk_bytes: Some(DEFAULT_CHUNK_BYTES),
             receive_maximum: DEFAULT_RECEIVE_MAXIMUM,
             transfer_stall: DEFAULT_TRANSFER_STALL,
+            maintenance_windows: Vec::new(),
         }
     }
 

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use ocm_edge_mqtt::BrokerArgs;
 use ocm_edge_schemas::api::meta::Quantity;
 
@@ -149,6 +149,20 @@ pub struct Cli {
     /// Small on a slow link, so a ping reply is not stuck behind a queue of chunks.
     #[arg(long, env = "OCM_EDGE_RECEIVE_MAXIMUM", default_value_t = crate::config::DEFAULT_RECEIVE_MAXIMUM)]
     pub receive_maximum: u16,
+    /// A maintenance window, SCHEDULE;DURATION;TIME_ZONE (repeatable), e.g.
+    /// '0 22 * * 1-5;6h;Europe/Berlin': a five-field cron schedule read in an IANA time zone
+    /// (UTC when left out), each time opening the window for the duration (h, m, s). Outside
+    /// every window new versions of works are stored but not applied, and removals wait; the
+    /// version on the cluster is still reconciled. None: updates at any time. In the
+    /// environment, windows are separated by '|'.
+    #[arg(
+        long = "maintenance-window",
+        env = "OCM_EDGE_MAINTENANCE_WINDOWS",
+        value_name = "SCHEDULE;DURATION;TZ",
+        value_delimiter = '|',
+        value_parser = parse_window
+    )]
+    pub maintenance_windows: Vec<crate::maintenance::MaintenanceWindow>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -157,15 +171,27 @@ pub enum Command {
     /// way `kubectl` would change a real one behind the agent's back: the agent's next reconcile
     /// finds the drift and corrects it.
     Sim {
-        /// The running agent's data dir (its control socket is `sim-control.sock` in it).
-        #[arg(
-            long,
-            env = "OCM_EDGE_DATA_DIR",
-            default_value = "./ocm-edge-agent-data"
-        )]
-        data_dir: PathBuf,
+        #[command(flatten)]
+        local: LocalAgent,
         #[command(subcommand)]
         action: SimAction,
+    },
+    /// Hold updates on this machine, whatever the maintenance windows say, until `release`:
+    /// new versions of works are still received and stored, the versions on the cluster are
+    /// still reconciled, and the hub is told the cluster is Held. Works while the agent runs (it
+    /// notices within one --reconcile-seconds) or is stopped.
+    Hold {
+        #[command(flatten)]
+        local: LocalAgent,
+        /// Why, shown to the hub's operators in the works' Held condition.
+        #[arg(long)]
+        note: Option<String>,
+    },
+    /// End a hold put with `hold`: versions that waited are applied at the next reconcile (if a
+    /// maintenance window is open).
+    Release {
+        #[command(flatten)]
+        local: LocalAgent,
     },
     /// Leave the hub, with the agent stopped and its flags given before `unjoin` (or its
     /// OCM_EDGE_* environment): removes what every work applied (per each work's deleteOption),
@@ -180,6 +206,19 @@ pub enum Command {
         #[arg(long, default_value = "60", value_name = "SECONDS")]
         timeout_seconds: u64,
     },
+}
+
+/// The agent on this machine that a subcommand reaches through its data dir.
+#[derive(Debug, Args)]
+pub struct LocalAgent {
+    /// The agent's data dir: the sim's control socket (`sim-control.sock`) and the hold (`hold`)
+    /// are in it.
+    #[arg(
+        long,
+        env = "OCM_EDGE_DATA_DIR",
+        default_value = "./ocm-edge-agent-data"
+    )]
+    pub data_dir: PathBuf,
 }
 
 #[derive(Debug, Subcommand)]
@@ -260,6 +299,7 @@ impl Cli {
         cfg.reconcile_interval = seconds("--reconcile-seconds", cli.reconcile_seconds)?;
         cfg.chunk_bytes = (cli.chunk_bytes > 0).then_some(cli.chunk_bytes);
         cfg.receive_maximum = cli.receive_maximum;
+        cfg.maintenance_windows = cli.maintenance_windows.clone();
         Ok(cfg)
     }
 }
@@ -296,6 +336,12 @@ fn quantities(what: &str, items: &[String]) -> Result<BTreeMap<String, Quantity>
 fn seconds(what: &str, s: f64) -> Result<Duration, FlagError> {
     Duration::try_from_secs_f64(s)
         .map_err(|e| FlagError(format!("{what} {s} is not a number of seconds: {e}")))
+}
+
+/// Refuses a bad window when the agent starts, with what to change.
+fn parse_window(s: &str) -> Result<crate::maintenance::MaintenanceWindow, String> {
+    s.parse()
+        .map_err(|e: crate::maintenance::WindowError| e.to_string())
 }
 
 fn parse_pin(s: &str) -> Result<ocm_edge_mqtt::CaPin, String> {

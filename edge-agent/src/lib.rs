@@ -11,6 +11,8 @@
 //!   (signatures), the cluster's certificate.
 //! - [`work`]: bundles in, the apply plan, statuses, the outbox (pure parts and their shell).
 //! - [`lease`]: lease renewals, the cluster status and API-server health, the periodic tick.
+//! - [`maintenance`]: maintenance windows and the hold on site: when new versions may be
+//!   applied (pure gate, the hold file).
 //! - [`transfer`]: chunked transfers of large works, resumed after a cut.
 //! - [`applier`]: the [`applier::Applier`] trait, the simulated cluster ([`SimControl`], with its
 //!   control socket) and kube-rs.
@@ -42,6 +44,7 @@ pub mod config;
 pub mod events;
 pub mod flags;
 pub mod lease;
+pub mod maintenance;
 pub mod registration;
 pub mod session;
 pub mod store;

@@ -70,7 +70,31 @@ async fn main() -> anyhow::Result<()> {
         .init();
     let cli = Cli::parse();
     match cli.command {
-        Some(Command::Sim { data_dir, action }) => return run_sim(&data_dir, action).await,
+        Some(Command::Sim { local, action }) => return run_sim(&local.data_dir, action).await,
+        Some(Command::Hold { local, note }) => {
+            let data_dir = local.data_dir;
+            let hold = ocm_edge_agent::maintenance::Hold {
+                since: chrono::Utc::now(),
+                note: note.unwrap_or_default(),
+            };
+            ocm_edge_agent::maintenance::hold::put(&data_dir, &hold)?;
+            println!(
+                "updates held on this machine ({}); the running agent stops applying new versions within one reconcile; `ocm-edge-agent release` ends the hold",
+                ocm_edge_agent::maintenance::hold::file(&data_dir).display()
+            );
+            return Ok(());
+        }
+        Some(Command::Release { local }) => {
+            let data_dir = local.data_dir;
+            if ocm_edge_agent::maintenance::hold::release(&data_dir)? {
+                println!(
+                    "hold released; versions that waited are applied at the next reconcile, in a maintenance window"
+                );
+            } else {
+                println!("no hold in {}", data_dir.display());
+            }
+            return Ok(());
+        }
         Some(Command::Unjoin {
             keep_resources,
             timeout_seconds,

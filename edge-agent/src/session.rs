@@ -71,6 +71,12 @@ pub struct AgentCounters {
     pub connections: u64,
     /// Connection sequence number of the current (or last) connection.
     pub connection_seq: u64,
+    /// Updates are held (a hold on site, or outside every maintenance window) at the last
+    /// reconcile.
+    pub updates_held: bool,
+    /// Works whose latest version (or removal) waits for updates to be allowed, at the last
+    /// reconcile of every bundle.
+    pub versions_waiting: u64,
     /// Spec events applied (new or re-applied bundles).
     pub specs_applied: u64,
     /// Spec events older than the held version, dropped.
@@ -261,10 +267,13 @@ pub async fn start_agent(cfg: AgentConfig) -> Result<AgentHandle, AgentError> {
         publisher: None,
         api_healthy: None,
         last_chunk_at: None,
+        hub_windows: Vec::new(),
     };
-    // The certificate the hub issued, from its last view (kept in the store).
+    // The certificate the hub issued and its maintenance windows, from its last view (kept in
+    // the store): a restart while offline keeps both.
     if let Some(view) = agent.registration.clone() {
         agent.take_certificate(&view);
+        agent.take_hub_windows(&view);
     }
     // Started here, not in the task: certificates are read now, so a wrong path fails the start
     // instead of every reconnect.
@@ -384,6 +393,8 @@ pub(crate) struct Agent {
     /// The add-on identities the agent asked the hub to bind: add-on, (password hash, public
     /// key), when.
     pub(crate) addon_asks: std::collections::HashMap<String, ((String, String), DateTime<Utc>)>,
+    /// The maintenance windows set on the hub, from its last view of this cluster.
+    pub(crate) hub_windows: Vec<crate::maintenance::MaintenanceWindow>,
 }
 
 /// The only place the agent reads the clock: the shell passes `now` down to the pure core.

@@ -2,7 +2,8 @@
 //! so it can reconcile while the broker or hub is away.
 //!
 //! Tables (keys are resource ids unless noted, values are JSON):
-//! - `desired`: the bundles held, with version, metadata, source and deleting flag;
+//! - `desired`: the bundles held, with version, metadata, source and deleting flag, and, while a
+//!   version waits for a maintenance window, the version still on the cluster;
 //! - `inventory`: objects applied for each bundle (OCM's AppliedManifestWork);
 //! - `outbox`: latest status per bundle and whether the hub has it;
 //! - `agent_meta`: connection sequence number, the hub's registration view (keyed by name).
@@ -111,6 +112,21 @@ pub struct DesiredBundle {
     /// older is a replay ([`crate::work::acceptance::is_replay`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decided_at: Option<DateTime<Utc>>,
+    /// Set while this version (or this delete) waits for a maintenance window or the end of a
+    /// hold (`crate::maintenance`): the version stays stored, is reported to the hub, and is
+    /// applied when updates may be again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<Waiting>,
+}
+
+/// A version that waits, and what is on the cluster meanwhile.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Waiting {
+    /// When the first version that waits arrived (a newer one keeps this time).
+    pub since: DateTime<Utc>,
+    /// The version applied before, reconciled (drift corrected) while the new one waits;
+    /// `None` for a work not applied yet.
+    pub on_cluster: Option<Box<DesiredBundle>>,
 }
 
 /// What the agent keeps of a deleted bundle, so that a replay of its old spec or delete is

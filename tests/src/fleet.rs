@@ -24,7 +24,7 @@ use ocm_edge_cli::client::{AdminClient, ConnectOptions};
 use ocm_edge_hub::admin::users::ADMIN_CREDENTIALS;
 use ocm_edge_hub::{BrokerConfig, HubConfig, HubHandle, start_hub};
 use ocm_edge_schemas::admin::{
-    ClusterState, ClusterView, CreateWork, HubStats, WorkView, WorkWritten,
+    ClusterState, ClusterView, CreateWork, HubStats, ReplicaSetView, WorkView, WorkWritten,
 };
 use serde_json::Value;
 
@@ -639,6 +639,34 @@ impl Fleet {
             &format!("work {cluster}/{name}: {what}"),
             WAIT,
             || async move { admin.get_work(cluster, name).await.ok().filter(|w| pred(w)) },
+        )
+        .await
+    }
+
+    /// Waits until the hub's view of ManifestWorkReplicaSet `namespace/name` (its rollout)
+    /// satisfies `pred`; returns that view.
+    ///
+    /// # Errors
+    /// [`WaitTimeout`] after [`WAIT`].
+    pub async fn wait_replica_set(
+        &self,
+        namespace: &str,
+        name: &str,
+        what: &str,
+        pred: impl Fn(&ReplicaSetView) -> bool,
+    ) -> Result<ReplicaSetView, WaitTimeout> {
+        let admin = self.admin().await;
+        let pred = &pred;
+        wait_for(
+            &format!("ManifestWorkReplicaSet {namespace}/{name}: {what}"),
+            WAIT,
+            || async move {
+                admin
+                    .get_replica_set(Some(namespace), name)
+                    .await
+                    .ok()
+                    .filter(|v| pred(v))
+            },
         )
         .await
     }

@@ -95,6 +95,7 @@ impl Agent {
         if self.take_certificate(&view) && self.cfg.broker_mtls_url.is_some() {
             self.switch_session = true;
         }
+        self.take_hub_windows(&view);
         self.registration = Some(view);
         let state = self.registration_state();
         tracing::info!(?state, "hub view of this cluster");

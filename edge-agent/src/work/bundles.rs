@@ -2,14 +2,17 @@
 //! out to the hub.
 
 use chrono::{DateTime, Utc};
-use ocm_edge_schemas::api::meta::Time;
+use ocm_edge_schemas::api::cluster::ManagedCluster;
+use ocm_edge_schemas::api::meta::{Condition, Time, is_condition_true, set_condition};
+use ocm_edge_schemas::api::work::WORK_HELD;
 use ocm_edge_schemas::wire::resync::ResourceVersion;
 use ocm_edge_schemas::wire::works::SpecEvent;
 
 use crate::applier::{AnyApplier, Applier, ApplyError};
 use crate::events::admissible;
+use crate::maintenance::{self, Closed, Gate};
 use crate::session::Agent;
-use crate::store::{DesiredBundle, Tombstone};
+use crate::store::{DesiredBundle, Tombstone, Waiting};
 use crate::work::acceptance::{SpecDecision, decide_spec, is_replay};
 use crate::work::addon_identity;
 use crate::work::outbox::Envelope;
@@ -75,20 +78,11 @@ impl Agent {
         tracing::debug!(resource_id = %spec.resource_id, version = spec.resource_version, ?decision, "spec event");
         match decision {
             SpecDecision::Apply | SpecDecision::Reapply => {
-                if decision == SpecDecision::Apply {
-                    tracing::info!(
-                        work = spec.metadata.as_ref().map_or("", |m| m.name.as_str()),
-                        resource_id = %spec.resource_id,
-                        version = spec.resource_version,
-                        manifests = spec.bundle.as_ref().map_or(0, |b| b.manifests.len()),
-                        "applying a new work version"
-                    );
-                }
                 let generation = spec.generation();
                 let Some(bundle) = spec.bundle else {
                     return;
                 };
-                let desired = DesiredBundle {
+                let mut desired = DesiredBundle {
                     resource_id: spec.resource_id,
                     resource_version: spec.resource_version,
                     source: spec.header.source,
@@ -97,7 +91,42 @@ impl Agent {
                     bundle,
                     deleting: false,
                     decided_at: spec.header.time,
+                    waiting: None,
                 };
+                desired.waiting = match (decision, held) {
+                    // The same version again: it waits, or not, as it did.
+                    (SpecDecision::Reapply, Some(h)) => h.waiting,
+                    // A new version while updates are held: it waits, and what is on the
+                    // cluster stays (a version that already waited keeps its place).
+                    (_, held) if !self.maintenance_gate(t).is_open() => Some(match held {
+                        Some(mut h) => match h.waiting.take() {
+                            Some(w) => w,
+                            None => Waiting {
+                                since: t,
+                                on_cluster: (!h.deleting).then(|| Box::new(h)),
+                            },
+                        },
+                        None => Waiting {
+                            since: t,
+                            on_cluster: None,
+                        },
+                    }),
+                    _ => None,
+                };
+                if decision == SpecDecision::Apply {
+                    tracing::info!(
+                        work = desired.metadata.as_ref().map_or("", |m| m.name.as_str()),
+                        resource_id = %desired.resource_id,
+                        version = desired.resource_version,
+                        manifests = desired.bundle.manifests.len(),
+                        "{}",
+                        if desired.waiting.is_some() {
+                            "new work version stored; it waits for a maintenance window or the end of the hold"
+                        } else {
+                            "applying a new work version"
+                        }
+                    );
+                }
                 if let Err(e) = self.store.put_desired(&desired) {
                     tracing::error!(error = %e, "cannot store a bundle");
                     return;
@@ -111,8 +140,21 @@ impl Agent {
             }
             SpecDecision::Delete => {
                 let Some(mut desired) = held else { return };
+                let before = desired.clone();
                 desired.deleting = true;
                 desired.decided_at = spec.header.time.or(desired.decided_at);
+                // A removal waits like a new version, unless the work says it need not; a work
+                // with nothing applied yet has nothing to wait for.
+                if desired.waiting.is_none()
+                    && !before.deleting
+                    && !delete_while_held(&desired)
+                    && !self.maintenance_gate(t).is_open()
+                {
+                    desired.waiting = Some(Waiting {
+                        since: t,
+                        on_cluster: Some(Box::new(before)),
+                    });
+                }
                 if let Err(e) = self.store.put_desired(&desired) {
                     tracing::error!(error = %e, "cannot store a bundle");
                     return;
@@ -142,13 +184,20 @@ impl Agent {
 
     /// Reconciles every held bundle (drift correction), whether connected or not.
     pub(crate) async fn reconcile_all(&mut self, t: DateTime<Utc>) {
+        // Noticed (and logged) on each pass, even with nothing waiting, so a hold or a closed
+        // window shows before the next version arrives.
+        self.maintenance_gate(t);
         match self.store.all_desired() {
             Ok(all) => {
                 let total = all.len() as u64;
                 let deleted_before = self.counters.borrow().bundles_deleted;
+                let mut waiting = 0u64;
                 for desired in all {
-                    self.reconcile_one(desired, t).await;
+                    if self.reconcile_one(desired, t).await {
+                        waiting += 1;
+                    }
                 }
+                self.bump(|c| c.versions_waiting = waiting);
                 // Bundles whose removal finished in this pass are forgotten.
                 let forgotten = self.counters.borrow().bundles_deleted - deleted_before;
                 self.bump(|c| c.bundles_held = total.saturating_sub(forgotten));
@@ -158,27 +207,143 @@ impl Agent {
         self.bump(|c| c.reconciles += 1);
     }
 
-    async fn reconcile_one(&mut self, desired: DesiredBundle, t: DateTime<Utc>) {
+    /// Reconciles one bundle; true when its latest version waits (updates are held).
+    async fn reconcile_one(&mut self, desired: DesiredBundle, t: DateTime<Utc>) -> bool {
         let inventory = match self.store.inventory(&desired.resource_id) {
             Ok(i) => i,
             Err(e) => {
                 tracing::error!(error = %e, "cannot read the inventory");
-                return;
+                return desired.waiting.is_some();
             }
         };
+        let mut desired = desired;
+        if let Some(waiting) = desired.waiting.take() {
+            // A removal of a work with nothing on the cluster, or one the work lets go while
+            // held, has nothing to wait for.
+            let removal_goes =
+                desired.deleting && (delete_while_held(&desired) || waiting.on_cluster.is_none());
+            match self.maintenance_gate(t) {
+                Gate::Closed(closed) if !removal_goes => {
+                    self.reconcile_held(desired, waiting, inventory, &closed, t)
+                        .await;
+                    self.flush_outbox(t);
+                    return true;
+                }
+                _ => {
+                    tracing::info!(
+                        resource_id = %desired.resource_id,
+                        version = desired.resource_version,
+                        deleting = desired.deleting,
+                        waited_since = %waiting.since,
+                        "updates allowed: applying the version that waited"
+                    );
+                    if let Err(e) = self.store.put_desired(&desired) {
+                        tracing::error!(error = %e, "cannot store a bundle");
+                        return true;
+                    }
+                }
+            }
+        }
         if desired.deleting {
             self.remove_bundle(desired, inventory, t).await;
         } else {
-            self.apply_bundle(desired, inventory, t).await;
+            self.apply_bundle(desired, inventory, t, None).await;
         }
         self.flush_outbox(t);
+        false
     }
 
+    /// Whether updates may be applied at `t`: the hold file (read here, at each reconcile) and
+    /// the maintenance windows.
+    pub(crate) fn maintenance_gate(&self, t: DateTime<Utc>) -> Gate {
+        let hold = maintenance::hold::read(&self.cfg.data_dir);
+        let gate = maintenance::gate(
+            &self.cfg.maintenance_windows,
+            &self.hub_windows,
+            hold.as_ref(),
+            t,
+        );
+        let held = !gate.is_open();
+        if self.counters.borrow().updates_held != held {
+            match &gate {
+                Gate::Open => tracing::info!("updates allowed"),
+                Gate::Closed(c) => tracing::info!(reason = c.reason, why = %c.why, "updates held"),
+            }
+            self.bump(|c| c.updates_held = held);
+        }
+        gate
+    }
+
+    /// Takes the maintenance windows the hub set for this cluster from its view. The hub checks
+    /// them when they are set; ones that cannot be read here (a newer hub's syntax) are logged,
+    /// counted and left out, so they hold nothing.
+    pub(crate) fn take_hub_windows(&mut self, view: &ManagedCluster) {
+        let value = view
+            .metadata
+            .annotations
+            .get(maintenance::window::HUB_WINDOWS_ANNOTATION)
+            .map_or("", String::as_str);
+        let windows = match maintenance::window::from_annotation(value) {
+            Ok(windows) => windows,
+            Err(e) => {
+                tracing::warn!(error = %e, "maintenance windows from the hub not understood; left out");
+                self.bump(|c| c.dropped_malformed += 1);
+                Vec::new()
+            }
+        };
+        if windows != self.hub_windows {
+            let list: Vec<&str> = windows.iter().map(|w| w.as_str()).collect();
+            tracing::info!(windows = ?list, "maintenance windows set on the hub");
+            self.hub_windows = windows;
+        }
+    }
+
+    /// A bundle whose latest version waits: the version on the cluster (if any) is reconciled
+    /// as usual, and the status, reported for the latest version, says Held.
+    async fn reconcile_held(
+        &mut self,
+        latest: DesiredBundle,
+        waiting: Waiting,
+        inventory: Vec<ResourceRef>,
+        closed: &Closed,
+        t: DateTime<Utc>,
+    ) {
+        let held = maintenance::held_condition(
+            closed,
+            latest.generation,
+            latest.resource_version,
+            waiting.on_cluster.as_ref().map(|c| c.resource_version),
+        );
+        match waiting.on_cluster {
+            Some(on_cluster) => {
+                let report = HeldReport {
+                    latest: &latest,
+                    condition: held,
+                };
+                self.apply_bundle(*on_cluster, inventory, t, Some(report))
+                    .await;
+            }
+            None => {
+                let mut status = self
+                    .outbox
+                    .get(&latest.resource_id)
+                    .map(|r| r.status.clone())
+                    .unwrap_or_default();
+                set_condition(&mut status.conditions, held, Time::new(t));
+                self.outbox
+                    .record(&latest.resource_id, envelope(&latest), status, false);
+            }
+        }
+    }
+
+    /// Applies `desired` and records its status; with `held`, `desired` is the version kept on
+    /// the cluster while `held.latest` waits, and the status is reported for the latest.
     async fn apply_bundle(
         &mut self,
         desired: DesiredBundle,
         inventory: Vec<ResourceRef>,
         t: DateTime<Utc>,
+        held: Option<HeldReport<'_>>,
     ) {
         // An add-on's MQTT identity, once bound, goes with its work as its last manifest.
         let with_secret = self
@@ -258,7 +423,7 @@ impl Agent {
             .outbox
             .get(&desired.resource_id)
             .map(|r| r.status.clone());
-        let status = work_status(
+        let mut status = work_status(
             &desired.bundle,
             &outcomes,
             StatusContext {
@@ -268,6 +433,21 @@ impl Agent {
                 now: Time::new(t),
             },
         );
+        match &held {
+            Some(h) => {
+                set_condition(&mut status.conditions, h.condition.clone(), Time::new(t));
+            }
+            None => {
+                // The version that waited is applied: Held=False from now, for this generation.
+                if is_condition_true(&status.conditions, WORK_HELD) {
+                    set_condition(
+                        &mut status.conditions,
+                        maintenance::released_condition(desired.generation),
+                        Time::new(t),
+                    );
+                }
+            }
+        }
         let was = previous.as_ref().map(|p| conditions_text(&p.conditions));
         let now = conditions_text(&status.conditions);
         if was.as_deref() != Some(now.as_str()) {
@@ -280,13 +460,9 @@ impl Agent {
                 "work status changed"
             );
         }
-        let envelope = Envelope {
-            resource_version: desired.resource_version,
-            source: desired.source.clone(),
-            metadata: desired.metadata.clone(),
-        };
+        let reported = held.as_ref().map_or(&desired, |h| h.latest);
         self.outbox
-            .record(&desired.resource_id, envelope, status, false);
+            .record(&reported.resource_id, envelope(reported), status, false);
     }
 
     /// The Secret of the add-on identity `desired` registers, once the hub bound its password;
@@ -464,6 +640,33 @@ impl Agent {
             self.bump(|c| c.spec_resyncs_sent += 1);
         }
     }
+}
+
+/// How a reconcile of the version on the cluster is reported while a newer one waits.
+struct HeldReport<'a> {
+    /// The version that waits (stored with its `waiting`): the status is reported for it.
+    latest: &'a DesiredBundle,
+    /// `Held=True` for it.
+    condition: Condition,
+}
+
+/// The envelope of `desired`'s status events.
+fn envelope(desired: &DesiredBundle) -> Envelope {
+    Envelope {
+        resource_version: desired.resource_version,
+        source: desired.source.clone(),
+        metadata: desired.metadata.clone(),
+    }
+}
+
+/// Whether the work's removal may go ahead while updates are held
+/// ([`maintenance::ANNOTATION_DELETE_WHILE_HELD`]).
+fn delete_while_held(desired: &DesiredBundle) -> bool {
+    desired.metadata.as_ref().is_some_and(|m| {
+        m.annotations
+            .get(maintenance::ANNOTATION_DELETE_WHILE_HELD)
+            .is_some_and(|v| v == "true")
+    })
 }
 
 /// `Applied=True Available=False ...`: a work's conditions in one short line for the log.

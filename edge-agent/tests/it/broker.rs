@@ -14,7 +14,7 @@ use ocm_edge_schemas::wire::{MqttMessage, data_as};
 const MAESTRO_CLUSTER: &str = "7ff1a8f4-8811-49b4-8c19-9271bc51975e";
 const MAESTRO_RESOURCE_ID: &str = "55c61e54-a3f6-563d-9fec-b1fe297bdfdb";
 
-fn maestro_config(url: &str, dir: &std::path::Path) -> AgentConfig {
+pub(crate) fn maestro_config(url: &str, dir: &std::path::Path) -> AgentConfig {
     let mut cfg = AgentConfig::new(MAESTRO_CLUSTER, url, dir);
     cfg.source_id = "maestro".into();
     cfg.accept_unsigned_from = Some("maestro".into());
@@ -25,7 +25,7 @@ fn maestro_config(url: &str, dir: &std::path::Path) -> AgentConfig {
     cfg
 }
 
-fn spec_topic() -> String {
+pub(crate) fn spec_topic() -> String {
     format!("sources/maestro/consumers/{MAESTRO_CLUSTER}/sourceevents")
 }
 

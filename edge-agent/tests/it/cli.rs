@@ -149,3 +149,51 @@ fn a_simulated_capacity_that_is_not_a_quantity_names_the_flag_and_how_to_write_i
         "{err}"
     );
 }
+
+#[test]
+fn a_bad_maintenance_window_is_refused_at_start_naming_the_window_and_the_field() {
+    for (window, field) in [
+        ("0 22 * *;2h;Europe/Berlin", "schedule"),
+        ("0 22 * * *;2x;Europe/Berlin", "duration"),
+        ("0 22 * * *;2h;Europe/Atlantis", "time zone"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = agent()
+            .args(["--cluster-name", "edge-1", "--applier", "sim", "--data-dir"])
+            .arg(dir.path())
+            .args(["--maintenance-window", window])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "the agent started with {window:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(window) && err.contains(field),
+            "{window}: {err}"
+        );
+    }
+}
+
+#[test]
+fn hold_and_release_write_and_remove_the_hold_file_in_the_data_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = agent()
+        .args(["hold", "--note", "line 3 running", "--data-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let hold = ocm_edge_agent::maintenance::hold::read(dir.path()).expect("held");
+    assert_eq!(hold.note, "line 3 running");
+    let out = agent()
+        .args(["release", "--data-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("hold released"));
+    assert_eq!(ocm_edge_agent::maintenance::hold::read(dir.path()), None);
+}

@@ -8,6 +8,7 @@ mod broker;
 mod cli;
 mod core;
 mod kube_applier;
+mod maintenance;
 mod offline;
 mod reconnect;
 mod reference;

@@ -42,6 +42,7 @@ fn web_bundle() -> DesiredBundle {
         },
         deleting: false,
         decided_at: None,
+        waiting: None,
     }
 }
 

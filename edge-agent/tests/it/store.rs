@@ -23,6 +23,7 @@ fn desired(id: &str, version: i64) -> DesiredBundle {
         },
         deleting: false,
         decided_at: None,
+        waiting: None,
     }
 }
 

@@ -11,7 +11,7 @@ use ocm_edge_schemas::api::cluster::Taint;
 use ocm_edge_schemas::api::meta::{Condition, ConditionStatus, Time, find_condition};
 use ocm_edge_schemas::api::work::{
     FieldValue, ManifestCondition, ValueType, WORK_APPLIED, WORK_AVAILABLE, WORK_DEGRADED,
-    WORK_PROGRESSING,
+    WORK_HELD, WORK_PROGRESSING,
 };
 use serde::Serialize;
 
@@ -244,6 +244,12 @@ pub fn cluster_detail(c: &ClusterView, now: DateTime<Utc>) -> String {
             out.push_str(&format!("  {}:{:?}{added}\n", t.key, t.effect));
         }
     }
+    if !c.maintenance_windows.is_empty() {
+        out.push_str("Maintenance windows (set on the hub):\n");
+        for w in &c.maintenance_windows {
+            out.push_str(&format!("  {w}\n"));
+        }
+    }
     if !c.conditions.is_empty() {
         out.push_str(&conditions_table(&c.conditions, now));
         out.push('\n');
@@ -268,13 +274,17 @@ pub fn conditions_table(conditions: &[Condition], now: DateTime<Utc>) -> String 
 }
 
 /// One word for a work's state: `Deleting`, `Updating` (the status is for an older version),
-/// `Degraded`, `Available`, `Applied`, `Progressing`, `Pending` (no status yet).
+/// `Held` (the cluster waits for a maintenance window or the end of a hold), `Degraded`,
+/// `Available`, `Applied`, `Progressing`, `Pending` (no status yet).
 pub fn work_phase(w: &WorkView) -> &'static str {
     let is = |t: &str| find_condition(&w.conditions, t).map(|c| c.status);
     if w.deleting {
         "Deleting"
     } else if w.status_version.is_some_and(|v| v < w.version) {
         "Updating"
+    } else if is(WORK_HELD) == Some(ConditionStatus::True) {
+        // The cluster stores the new version and waits for its maintenance window.
+        "Held"
     } else if is(WORK_DEGRADED) == Some(ConditionStatus::True) {
         "Degraded"
     } else if is(WORK_AVAILABLE) == Some(ConditionStatus::True) {
@@ -482,6 +492,12 @@ mod tests {
         assert_eq!(work_phase(&degraded), "Degraded");
         let failing = work(&[(WORK_APPLIED, ConditionStatus::False)]);
         assert_eq!(work_phase(&failing), "Progressing");
+        // The version before is available, the new one waits for a maintenance window.
+        let held = work(&[
+            (WORK_AVAILABLE, ConditionStatus::True),
+            (WORK_HELD, ConditionStatus::True),
+        ]);
+        assert_eq!(work_phase(&held), "Held");
         let mut updating = available.clone();
         updating.version = 2;
         assert_eq!(work_phase(&updating), "Updating");

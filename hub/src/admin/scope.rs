@@ -192,6 +192,7 @@ impl Access {
             | AdminRequest::RemoveCluster { .. }
             | AdminRequest::LabelCluster { .. }
             | AdminRequest::TaintCluster { .. }
+            | AdminRequest::SetMaintenanceWindows { .. }
             | AdminRequest::SetClusterSet { .. }
             | AdminRequest::AddCluster { .. } => Err(reach.refuse(
                 request.command(),

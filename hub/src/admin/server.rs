@@ -171,6 +171,12 @@ fn plan(
                 .map_err(registration_error)?;
             cluster_answer(core, change, &name, now)
         }
+        AdminRequest::SetMaintenanceWindows { name, windows } => {
+            let change = core
+                .set_maintenance_windows(&name, &windows)
+                .map_err(registration_error)?;
+            cluster_answer(core, change, &name, now)
+        }
         AdminRequest::TaintCluster { name, add, remove } => {
             let change = core
                 .taint_cluster(&name, &add, &remove, now)
@@ -578,6 +584,7 @@ pub fn cluster_view(core: &HubCore, c: &ClusterRecord, now: DateTime<Utc>) -> Cl
         kubernetes_version: Some(c.reported.version.kubernetes.clone()).filter(|v| !v.is_empty()),
         conditions: c.conditions.clone(),
         taints: c.taints.clone(),
+        maintenance_windows: c.maintenance_windows.clone(),
         works: u32::try_from(core.works_of(&c.name).count()).unwrap_or(u32::MAX),
         capacity: c.reported.capacity.clone(),
         allocatable: c.reported.allocatable.clone(),

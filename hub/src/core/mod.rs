@@ -87,6 +87,10 @@ pub struct ClusterRecord {
     /// ([`crate::registration::removal`]). Stored, so a restarted hub finishes the removal.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub removing: Option<Time>,
+    /// The maintenance windows set on the hub (`ocm-edge cluster maintenance`), checked when
+    /// set; sent to the agent in the hub's view ([`crate::registration::maintenance`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub maintenance_windows: Vec<String>,
 }
 
 impl ClusterRecord {

@@ -201,6 +201,7 @@ impl HubCore {
             certificate: None,
             revoked_certificates: vec![],
             removing: None,
+            maintenance_windows: vec![],
         }
     }
 
@@ -326,7 +327,7 @@ impl HubCore {
 pub fn hub_view(record: &ClusterRecord) -> ManagedCluster {
     // The cluster's certificate, for its agent to log in to a broker that takes certificates
     // as identities; an accepted cluster's only (the view is signed: the agent trusts it).
-    let annotations = record
+    let mut annotations: std::collections::BTreeMap<String, String> = record
         .current_certificate()
         .map(|c| {
             [(
@@ -337,6 +338,13 @@ pub fn hub_view(record: &ClusterRecord) -> ManagedCluster {
             .collect()
         })
         .unwrap_or_default();
+    // The windows set on the hub: the agent applies new versions only when one is open.
+    if !record.maintenance_windows.is_empty() {
+        annotations.insert(
+            ocm_edge_schemas::maintenance::HUB_WINDOWS_ANNOTATION.to_owned(),
+            record.maintenance_windows.join("\n"),
+        );
+    }
     ManagedCluster {
         metadata: ObjectMeta {
             name: record.name.clone(),

@@ -26,6 +26,7 @@ pub mod join;
 pub mod join_token;
 pub mod labels;
 pub mod logins;
+pub mod maintenance;
 pub mod removal;
 
 pub use join::{RegistrationError, hub_view};

@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use ocm_edge_schemas::api::meta::{Condition, ConditionStatus, find_condition};
-use ocm_edge_schemas::api::work::{WORK_APPLIED, WORK_AVAILABLE, WORK_DEGRADED, WORK_PROGRESSING};
+use ocm_edge_schemas::api::work::{
+    WORK_APPLIED, WORK_AVAILABLE, WORK_DEGRADED, WORK_HELD, WORK_PROGRESSING,
+};
 use serde::{Deserialize, Serialize};
 
 /// Where a cluster is in a rollout (sdk-go's `RolloutStatus`).
@@ -23,6 +25,10 @@ pub enum RolloutStatus {
     TimeOut,
     /// Left out of the rollout (never produced for ManifestWorkReplicaSets, as in OCM).
     Skip,
+    /// The cluster stores the current template but holds it (outside its maintenance windows,
+    /// or held on site: the work's `Held` condition): waited for like Progressing, but never
+    /// timed out. An ocm-edge addition; OCM has no holds.
+    Held,
 }
 
 impl RolloutStatus {
@@ -35,6 +41,7 @@ impl RolloutStatus {
             RolloutStatus::Failed => "Failed",
             RolloutStatus::TimeOut => "TimeOut",
             RolloutStatus::Skip => "Skip",
+            RolloutStatus::Held => "Held",
         }
     }
 }
@@ -145,6 +152,10 @@ pub struct ClusterRolloutStatus {
 /// from the send lets progressDeadline turn it into TimeOut. For the same reason no time is
 /// earlier than the send: a condition left over from the previous template must neither use up
 /// the new deadline nor the new soak time.
+///
+/// A cluster that holds the template (its `Held` condition True for this generation) is Held
+/// since it said so; once it lets the template in (`Held` False for this generation) the
+/// deadline counts from then, not from the send: the hold does not use up progressDeadline.
 pub fn work_rollout_status(work: &ClusterWork) -> Option<(RolloutStatus, Option<DateTime<Utc>>)> {
     if work.deleting {
         return None;
@@ -152,6 +163,16 @@ pub fn work_rollout_status(work: &ClusterWork) -> Option<(RolloutStatus, Option<
     let TemplateState::Current { sent_at } = work.template else {
         return None;
     };
+    let held = find_condition(&work.conditions, WORK_HELD)
+        .filter(|h| h.observed_generation == work.generation);
+    let held_since = held
+        .and_then(|h| h.last_transition_time)
+        .map(|t| t.as_datetime().max(sent_at));
+    if held.is_some_and(|h| h.status == ConditionStatus::True) {
+        return Some((RolloutStatus::Held, held_since.or(Some(sent_at))));
+    }
+    // Released: the template reached the cluster when the hold ended.
+    let sent_at = held_since.unwrap_or(sent_at);
     let since = |c: &Condition| {
         Some(
             c.last_transition_time
@@ -249,6 +270,11 @@ pub(crate) fn determine(
             }
         }
         RolloutStatus::TimeOut | RolloutStatus::Skip => Determined::Settled,
+        // Waited for without a deadline: the cluster said why it waits and until when.
+        RolloutStatus::Held => {
+            status.recheck_time = None;
+            Determined::Rollout
+        }
         RolloutStatus::Progressing | RolloutStatus::Failed => {
             let deadline = recheck_time(status.last_transition_time, timeout, now);
             status.recheck_time = deadline;

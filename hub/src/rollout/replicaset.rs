@@ -315,14 +315,18 @@ pub fn plan_replica_set_with(
     set_condition(conditions, verified, at);
 
     let with_status = |status| plan.clusters.iter().filter(|c| c.status == status).count();
-    let (failed, timed_out) = (
+    let (failed, timed_out, held) = (
         with_status(RolloutStatus::Failed),
         with_status(RolloutStatus::TimeOut),
+        with_status(RolloutStatus::Held),
     );
     let (succeeded, total_selected) = (succeeded.len(), selected.len());
     let mut message = format!("{succeeded}/{total_selected} clusters succeeded");
     if failed > 0 {
         message.push_str(&format!(", {failed} failed"));
+    }
+    if held > 0 {
+        message.push_str(&format!(", {held} held by the cluster"));
     }
     if timed_out > 0 {
         message.push_str(&format!(", {timed_out} timed out"));

@@ -5,7 +5,7 @@ use crate::rollout_kit::*;
 use ocm_edge_hub::rollout::{RolloutStatus, work_rollout_status};
 use ocm_edge_schemas::api::meta::ConditionStatus::{False, True, Unknown};
 
-use RolloutStatus::{Failed, Progressing, Succeeded};
+use RolloutStatus::{Failed, Held, Progressing, Succeeded};
 
 #[test]
 fn the_status_of_a_work_follows_its_conditions() {
@@ -94,6 +94,35 @@ fn the_status_of_a_work_follows_its_conditions() {
             "Available left over from the previous template",
             sent(100).applied(110).available(True, 40),
             Some((Succeeded, 100)),
+        ),
+        (
+            "held by the cluster (maintenance window, hold on site)",
+            sent(100).held(True, 105),
+            Some((Held, 105)),
+        ),
+        (
+            "held, the version before still applied and available",
+            sent(100)
+                .generation(2)
+                .applied_gen(1, 50)
+                .available(True, 50)
+                .held(True, 101),
+            Some((Held, 101)),
+        ),
+        (
+            "released: progressing counts from the release, not the send",
+            sent(100).held(False, 400).applied(400),
+            Some((Progressing, 400)),
+        ),
+        (
+            "released and available",
+            sent(100).held(False, 400).succeeded(410),
+            Some((Succeeded, 410)),
+        ),
+        (
+            "a hold of the previous generation is not this one's",
+            sent(100).generation(2).held_gen(1, True, 50),
+            Some((Progressing, 100)),
         ),
     ];
     for (case, work, expected) in rows {

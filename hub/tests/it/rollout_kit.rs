@@ -13,7 +13,9 @@ use ocm_edge_schemas::api::replicaset::{
     ManifestWorkReplicaSetSpec, RolloutAll, RolloutConfig, RolloutProgressive,
     RolloutProgressivePerGroup, RolloutStrategy, RolloutType,
 };
-use ocm_edge_schemas::api::work::{WORK_APPLIED, WORK_AVAILABLE, WORK_DEGRADED, WORK_PROGRESSING};
+use ocm_edge_schemas::api::work::{
+    WORK_APPLIED, WORK_AVAILABLE, WORK_DEGRADED, WORK_HELD, WORK_PROGRESSING,
+};
 
 /// `secs` after a fixed start (whole seconds, as Kubernetes times are).
 pub fn t(secs: i64) -> DateTime<Utc> {
@@ -78,6 +80,15 @@ impl W {
     /// Applied and Available since `at`: Succeeded since `at`.
     pub fn succeeded(self, at: i64) -> Self {
         self.applied(at).available(ConditionStatus::True, at)
+    }
+    /// The agent holds the current generation (True) since `at`, or let it in (False) at `at`.
+    pub fn held(self, status: ConditionStatus, at: i64) -> Self {
+        let g = self.0.generation;
+        self.held_gen(g, status, at)
+    }
+    /// Held as the agent reported it for generation `generation`.
+    pub fn held_gen(self, generation: i64, status: ConditionStatus, at: i64) -> Self {
+        self.with(cond(WORK_HELD, status, generation, at))
     }
     pub fn unreachable(mut self) -> Self {
         self.0.reachable = false;
@@ -254,6 +265,23 @@ impl Fleet {
                 .available(ConditionStatus::False, at)
                 .degraded(at)
                 .0,
+        );
+    }
+
+    /// The agent of `cluster` stores the template but holds it (outside its maintenance
+    /// windows, or held on site) from `at`.
+    pub fn hold(&mut self, cluster: &str, at: i64) {
+        let w = self.works.get(cluster).cloned().expect("work sent");
+        self.works
+            .insert(cluster.into(), W(w).held(ConditionStatus::True, at).0);
+    }
+
+    /// The agent of `cluster` lets the template in at `at` (applied, not yet available).
+    pub fn release(&mut self, cluster: &str, at: i64) {
+        let w = self.works.get(cluster).cloned().expect("work sent");
+        self.works.insert(
+            cluster.into(),
+            W(w).held(ConditionStatus::False, at).applied(at).0,
         );
     }
 

@@ -7,7 +7,7 @@ use ocm_edge_hub::rollout::{
     ClusterRolloutStatus, GroupKey, RolloutError, RolloutStatus, rollout_clusters,
 };
 
-use RolloutStatus::{Failed, Progressing, Succeeded, TimeOut, ToApply};
+use RolloutStatus::{Failed, Held, Progressing, Succeeded, TimeOut, ToApply};
 
 #[test]
 fn all_sends_the_template_to_every_cluster_at_once() {
@@ -128,6 +128,55 @@ fn an_unreachable_cluster_times_out_at_the_deadline_and_the_rollout_moves_on() {
     assert_eq!(plan.max_failure_breach, ["pl"]);
     assert_eq!(status_of(&plan, "c3"), ToApply);
     assert!(fleet.step(10_000).to_apply.is_empty(), "stopped for good");
+}
+
+#[test]
+fn a_held_cluster_holds_the_rollout_past_its_deadline_without_failing_and_catches_up_when_released()
+{
+    // maxFailures 0: a single TimeOut would stop the rollout.
+    let cfg = Cfg::deadline("1m").failures(int(0));
+    let mut fleet = Fleet::new(progressive(cfg, Some(int(1)), vec![]), flat(3));
+    assert_eq!(applied_now(&fleet.step(0)), ["c1"]);
+    // c1 stores the template but is outside its maintenance window.
+    fleet.hold("c1", 5);
+    let plan = fleet.step(5);
+    assert_eq!(status_of(&plan, "c1"), Held);
+    assert_eq!(plan.requeue_at, None, "no deadline to wake up for");
+    // Hours later: still waited for, not timed out, and its slot is still taken.
+    let plan = fleet.step(36_000);
+    assert_eq!(status_of(&plan, "c1"), Held);
+    assert!(plan.to_apply.is_empty());
+    assert!(plan.max_failure_breach.is_empty());
+    let row = plan.clusters.iter().find(|c| c.cluster == "c1").unwrap();
+    assert_eq!(row.last_transition_time, Some(t(5)), "held since");
+    assert!(
+        plan.status
+            .conditions
+            .iter()
+            .any(|c| c.message.contains("1 held by the cluster")),
+        "{:?}",
+        plan.status.conditions
+    );
+    // The window opens at 40,000: the deadline counts from there, not from the send.
+    fleet.release("c1", 40_000);
+    let plan = fleet.step(40_030);
+    assert_eq!(status_of(&plan, "c1"), Progressing);
+    assert_eq!(plan.requeue_at, Some(t(40_060)));
+    fleet.succeed("c1", 40_040);
+    assert_eq!(applied_now(&fleet.step(40_041)), ["c2"]);
+}
+
+#[test]
+fn a_released_cluster_that_never_becomes_available_times_out_a_deadline_after_the_release() {
+    let cfg = Cfg::deadline("1m").failures(int(0));
+    let mut fleet = Fleet::new(progressive(cfg, Some(int(1)), vec![]), flat(2));
+    fleet.step(0);
+    fleet.hold("c1", 1);
+    fleet.release("c1", 1_000);
+    assert_eq!(status_of(&fleet.step(1_059), "c1"), Progressing);
+    let plan = fleet.step(1_060);
+    assert_eq!(status_of(&plan, "c1"), TimeOut);
+    assert_eq!(plan.max_failure_breach, ["pl"]);
 }
 
 #[test]

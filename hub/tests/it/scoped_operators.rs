@@ -162,6 +162,14 @@ fn every_write_outside_the_scope_is_refused_naming_the_missing_right_and_changes
         ),
         (
             alice(),
+            AdminRequest::SetMaintenanceWindows {
+                name: "eu-1".into(),
+                windows: vec!["0 22 * * *;2h;Europe/Berlin".into()],
+            },
+            admin_only,
+        ),
+        (
+            alice(),
             AdminRequest::AddCluster {
                 name: "eu-9".into(),
             },

@@ -303,6 +303,7 @@ impl AdminRequest {
             | AdminRequest::RemoveCluster { .. }
             | AdminRequest::LabelCluster { .. }
             | AdminRequest::TaintCluster { .. }
+            | AdminRequest::SetMaintenanceWindows { .. }
             | AdminRequest::SetClusterSet { .. }
             | AdminRequest::AddCluster { .. } => Role::Admin,
             request if request.changes_something() => Role::Operator,

@@ -112,7 +112,8 @@ pub struct RolloutRow {
     pub group_index: i32,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub group_name: String,
-    /// ToApply, Progressing, Succeeded, Failed, TimeOut.
+    /// ToApply, Progressing, Succeeded, Failed, TimeOut, or Held (the cluster stores the
+    /// template and waits for its maintenance window or the end of a hold on site).
     pub status: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since: Option<DateTime<Utc>>,

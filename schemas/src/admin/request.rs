@@ -116,6 +116,19 @@ pub enum AdminRequest {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         remove: Vec<String>,
     },
+    /// Sets the maintenance windows of a known, accepted cluster on the hub (replacing those set
+    /// before; none: updates at any time, as far as the hub is concerned). Each is
+    /// `SCHEDULE;DURATION;TIME_ZONE` ([`crate::maintenance`]); the agent gets them with the
+    /// hub's view of the cluster and applies new versions only when one of them (and one of its
+    /// own `--maintenance-window`s, if it has any) is open. Answer: [`AdminPayload::Cluster`];
+    /// NotFound when unknown, Invalid for a window that cannot be read (nothing changes then).
+    SetMaintenanceWindows {
+        /// Cluster name.
+        name: String,
+        /// The windows, e.g. `0 22 * * 1-5;6h;Europe/Berlin`.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        windows: Vec<String>,
+    },
     /// Registers and accepts a cluster whose agent never asks to join (OCM's or maestro's own work
     /// agent): accepted at once, with no agent key, so its events are not signed. Answer:
     /// [`AdminPayload::Cluster`]; AlreadyExists when the hub knows a cluster of that name (accept
@@ -393,7 +406,7 @@ impl AdminRequest {
 
     /// Every command this build knows, as it appears in JSON; a request naming another one decodes
     /// as [`AdminRequest::Unknown`].
-    pub const COMMANDS: [&'static str; 32] = [
+    pub const COMMANDS: [&'static str; 33] = [
         "listClusters",
         "getCluster",
         "acceptCluster",
@@ -426,6 +439,7 @@ impl AdminRequest {
         "enableAddOn",
         "disableAddOn",
         "approveAddOn",
+        "setMaintenanceWindows",
     ];
 
     /// The command name as it appears in JSON (`listClusters`, ...), for logs and errors.
@@ -465,6 +479,7 @@ impl AdminRequest {
             AdminRequest::EnableAddOn { .. } => "enableAddOn",
             AdminRequest::DisableAddOn { .. } => "disableAddOn",
             AdminRequest::ApproveAddOn { .. } => "approveAddOn",
+            AdminRequest::SetMaintenanceWindows { .. } => "setMaintenanceWindows",
             AdminRequest::Unknown { .. } => "unknown",
         }
     }
@@ -482,6 +497,7 @@ impl AdminRequest {
             | AdminRequest::RemoveCluster { name, .. }
             | AdminRequest::LabelCluster { name, .. }
             | AdminRequest::TaintCluster { name, .. }
+            | AdminRequest::SetMaintenanceWindows { name, .. }
             | AdminRequest::AddCluster { name } => Some(format!("ocm-edge cluster get {name}")),
             AdminRequest::CreateWork(c) => Some(match c.clusters.as_slice() {
                 [one] => work(&c.name, one),
@@ -527,6 +543,7 @@ impl AdminRequest {
             | AdminRequest::RemoveCluster { .. }
             | AdminRequest::LabelCluster { .. }
             | AdminRequest::TaintCluster { .. }
+            | AdminRequest::SetMaintenanceWindows { .. }
             | AdminRequest::AddCluster { .. }
             | AdminRequest::CreateWork(_)
             | AdminRequest::ApplyManifestWork { .. }
@@ -714,6 +731,7 @@ mod tests {
             json!({"command": "enableAddOn", "names": ["a"], "clusters": ["c"]}),
             json!({"command": "disableAddOn", "names": ["a"], "clusters": ["c"]}),
             json!({"command": "approveAddOn", "names": ["a"], "clusters": ["c"]}),
+            json!({"command": "setMaintenanceWindows", "name": "c", "windows": ["0 22 * * *;2h;Europe/Berlin"]}),
         ];
         assert_eq!(samples.len(), AdminRequest::COMMANDS.len());
         for (sample, name) in samples.iter().zip(AdminRequest::COMMANDS) {

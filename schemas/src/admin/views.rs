@@ -92,6 +92,10 @@ pub struct ClusterView {
     /// Taints on the cluster.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub taints: Vec<Taint>,
+    /// Maintenance windows set on the hub (`SCHEDULE;DURATION;TIME_ZONE`): the agent applies
+    /// new versions only when one is open (and one of its own, if it has any).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub maintenance_windows: Vec<String>,
     /// How many works the hub holds for the cluster.
     #[serde(default)]
     pub works: u32,

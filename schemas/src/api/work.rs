@@ -24,6 +24,17 @@ pub const WORK_PROGRESSING: &str = "Progressing";
 pub const WORK_DEGRADED: &str = "Degraded";
 /// Work (and manifest) condition: a condition rule found the work complete.
 pub const WORK_COMPLETE: &str = "Complete";
+/// Work condition (ocm-edge): True while a new version waits on the cluster for a maintenance
+/// window or the end of a hold on site (the version before stays applied and reconciled); its
+/// observedGeneration is the generation that waits. False once a version that waited is applied.
+pub const WORK_HELD: &str = "Held";
+/// Reason of `Held=True`: someone at the machine holds updates (`ocm-edge-agent hold`).
+pub const REASON_HELD_ON_SITE: &str = "HeldOnSite";
+/// Reason of `Held=True`: no maintenance window of the cluster is open; the message says when
+/// the next one opens.
+pub const REASON_OUTSIDE_MAINTENANCE_WINDOW: &str = "OutsideMaintenanceWindow";
+/// Reason of `Held=False`: the version that waited is applied.
+pub const REASON_UPDATES_ALLOWED: &str = "UpdatesAllowed";
 /// Condition the agent adds to the last status of a deleted bundle.
 pub const WORK_DELETED: &str = "Deleted";
 /// Reason of the [`WORK_DELETED`] condition.

@@ -22,6 +22,7 @@ mod harness;
 mod kube_e2e;
 mod link_faults;
 mod maestro_interop;
+mod maintenance_hold;
 mod mosquitto_acl;
 mod mosquitto_certificates;
 mod mosquitto_credentials;

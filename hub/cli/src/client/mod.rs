@@ -410,6 +410,24 @@ impl AdminClient {
         self.cluster_call(req).await
     }
 
+    /// Replaces the maintenance windows set on the hub for a cluster (none: any time); returns
+    /// its new view.
+    ///
+    /// # Errors
+    /// NotFound when unknown, Invalid for a window that cannot be read; see
+    /// [`AdminClient::request`].
+    pub async fn set_maintenance_windows(
+        &self,
+        name: &str,
+        windows: Vec<String>,
+    ) -> Result<ClusterView> {
+        let req = AdminRequest::SetMaintenanceWindows {
+            name: name.to_owned(),
+            windows,
+        };
+        self.cluster_call(req).await
+    }
+
     /// Puts taints on a cluster and removes the taints of the keys `remove`; returns its new view.
     ///
     /// # Errors

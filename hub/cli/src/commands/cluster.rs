@@ -1,4 +1,4 @@
-//! `ocm-edge cluster list|get|accept|deny|remove|label|taint|add|broker-config`.
+//! `ocm-edge cluster list|get|accept|deny|remove|label|taint|maintenance|add|broker-config`.
 
 use clap::Subcommand;
 
@@ -84,6 +84,27 @@ pub enum ClusterCommand {
         /// `key[=value]:Effect` to add, `key-` to remove.
         #[arg(required = true, value_name = "KEY[=VALUE]:EFFECT|KEY-")]
         taints: Vec<String>,
+    },
+    /// Set when the cluster may apply new versions of its works: maintenance windows
+    /// `SCHEDULE;DURATION;TIME_ZONE` (e.g. '0 22 * * 1-5;6h;Europe/Berlin': five cron fields
+    /// read in an IANA time zone, UTC when left out), replacing those set before. The agent
+    /// stores new versions at once but applies them only when one of these windows (and one of
+    /// its own --maintenance-window, if it has any) is open; rollouts wait for it meanwhile
+    /// (status Held). A window that cannot be read is refused and nothing changes (admin role).
+    Maintenance {
+        /// Cluster name.
+        name: String,
+        /// A window (repeatable).
+        #[arg(
+            long = "window",
+            value_name = "SCHEDULE;DURATION;TZ",
+            required_unless_present = "clear"
+        )]
+        windows: Vec<String>,
+        /// Remove every window set on the hub (updates at any time, as far as the hub is
+        /// concerned).
+        #[arg(long, conflicts_with = "windows")]
+        clear: bool,
     },
     /// Add and accept a cluster whose agent never asks to join: OCM's or maestro's own work
     /// agent. It has no agent key, so its statuses are taken unsigned; on the hub's embedded
@@ -325,6 +346,28 @@ pub async fn run(global: &GlobalArgs, cmd: ClusterCommand) -> Result<(), CliErro
                 cluster.name,
                 crate::output::taints_text(&cluster.taints)
             )
+        }
+        ClusterCommand::Maintenance {
+            name,
+            windows,
+            clear: _,
+        } => {
+            // Checked here too, so a typo is refused before anything is sent.
+            ocm_edge_schemas::maintenance::parse_all(&windows)
+                .map_err(|e| CliError::Usage(e.to_string()))?;
+            let cluster = client.set_maintenance_windows(&name, windows).await?;
+            if cluster.maintenance_windows.is_empty() {
+                format!(
+                    "cluster {}: no maintenance window set on the hub (updates at any time, unless its agent has windows of its own)\n",
+                    cluster.name
+                )
+            } else {
+                format!(
+                    "cluster {}: new versions are applied only in {}\n",
+                    cluster.name,
+                    cluster.maintenance_windows.join(" | ")
+                )
+            }
         }
         ClusterCommand::Add { name } => {
             let cluster = client.add_cluster(&name).await?;
