@@ -9,6 +9,7 @@
 
 pub mod admin;
 pub mod api;
+pub mod cel;
 pub mod contracts;
 pub mod validate;
 pub mod wire;

@@ -591,7 +591,7 @@ fn well_known_completion_rules_set_complete_on_the_manifest_and_the_work() {
     b.manifest_configs = vec![ManifestConfigOption {
         resource_identifier: id("batch", "jobs", "default", "j"),
         condition_rules: vec![ConditionRule {
-            type_: ConditionRuleType::WellKnownCompletions,
+            type_: ConditionRuleType::WellKnownConditions,
             ..Default::default()
         }],
         ..Default::default()
@@ -632,32 +632,78 @@ fn well_known_completion_rules_set_complete_on_the_manifest_and_the_work() {
 }
 
 #[test]
-fn cel_condition_rules_are_reported_unknown_rather_than_guessed() {
+fn cel_condition_rules_set_the_manifest_s_condition_and_a_bad_one_is_false_with_its_error() {
     let cm =
         json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"default"}});
     let mut b = bundle(vec![cm.clone()]);
     b.manifest_configs = vec![ManifestConfigOption {
         resource_identifier: id("", "configmaps", "default", "c"),
-        condition_rules: vec![ConditionRule {
-            type_: ConditionRuleType::Cel,
-            condition: "Ready".into(),
-            ..Default::default()
-        }],
+        condition_rules: vec![
+            ConditionRule {
+                type_: ConditionRuleType::Cel,
+                condition: "Ready".into(),
+                cel_expressions: vec!["object.data.mode == 'on'".into()],
+                ..Default::default()
+            },
+            ConditionRule {
+                type_: ConditionRuleType::Cel,
+                condition: "Complete".into(),
+                cel_expressions: vec!["object.data.missing == 'x'".into()],
+                ..Default::default()
+            },
+        ],
         ..Default::default()
     }];
-    let s = work_status(
-        &b,
-        &[ManifestOutcome {
-            ordinal: 0,
-            resource: Some(rref(&cm)),
-            result: Ok(cm.clone()),
-        }],
-        ctx(None, at(0)),
-    );
-    let c = find_condition(&s.resource_status.manifests[0].conditions, "Ready").unwrap();
+    let observe =
+        |data: Value, previous: Option<&ocm_edge_schemas::api::work::ManifestWorkStatus>, secs| {
+            let mut obj = cm.clone();
+            obj["data"] = data;
+            work_status(
+                &b,
+                &[ManifestOutcome {
+                    ordinal: 0,
+                    resource: Some(rref(&cm)),
+                    result: Ok(obj),
+                }],
+                ctx(previous, at(secs)),
+            )
+        };
+    let off = observe(json!({"mode": "off"}), None, 0);
+    let manifest = &off.resource_status.manifests[0].conditions;
+    let ready = find_condition(manifest, "Ready").unwrap();
     assert_eq!(
-        (c.status, c.reason.as_str()),
-        (ConditionStatus::Unknown, "ConditionRuleNotSupported")
+        (ready.status, ready.reason.as_str(), ready.message.as_str()),
+        (
+            ConditionStatus::False,
+            "ConditionRuleEvaluated",
+            "Manifest is not Ready"
+        )
+    );
+    let complete = find_condition(manifest, "Complete").unwrap();
+    assert_eq!(
+        (
+            complete.status,
+            complete.reason.as_str(),
+            complete.message.as_str()
+        ),
+        (
+            ConditionStatus::False,
+            "ConditionRuleExpressionError",
+            "no such key: missing"
+        )
+    );
+    // Complete is False, so the work is not Complete; the work's other conditions are unharmed.
+    assert!(find_condition(&off.conditions, "Complete").is_none());
+    assert_eq!(
+        find_condition(&off.conditions, "Applied").unwrap().status,
+        ConditionStatus::True
+    );
+
+    let on = observe(json!({"mode": "on"}), Some(&off), 10);
+    let ready = find_condition(&on.resource_status.manifests[0].conditions, "Ready").unwrap();
+    assert_eq!(
+        (ready.status, ready.message.as_str()),
+        (ConditionStatus::True, "Manifest is Ready")
     );
 }
 
