@@ -20,6 +20,7 @@ use std::rc::Rc;
 use std::sync::{Arc, OnceLock};
 
 use ::cel::common::ast::{EntryExpr, Expr};
+use ::cel::extractors::This;
 use ::cel::objects::{Key, Map, Value as CelValue};
 use ::cel::{Context, Env, IdedExpr, Program};
 use serde_json::Value;
@@ -36,7 +37,8 @@ pub enum CelEnv {
     ConditionRule,
     /// A condition rule's `messageExpression`: `object` and `result`.
     ConditionMessage,
-    /// A Placement's `celSelector.celExpressions`: `managedCluster`.
+    /// A Placement's `celSelector.celExpressions`: `managedCluster`, and OCM's
+    /// `managedCluster.scores(name)` ([`CelExpression::evaluate_with_scores`]).
     ClusterSelector,
 }
 
@@ -44,7 +46,7 @@ impl CelEnv {
     fn functions(self) -> &'static [&'static str] {
         match self {
             CelEnv::ConditionRule | CelEnv::ConditionMessage => &["hasConditions"],
-            CelEnv::ClusterSelector => &[],
+            CelEnv::ClusterSelector => &["scores"],
         }
     }
 
@@ -172,6 +174,37 @@ pub fn compile(source: &str, env: CelEnv) -> Result<CelExpression, CelError> {
     Ok(CelExpression { program, env })
 }
 
+/// A cluster's AddOnPlacementScores for OCM's `scores(name)`: by the score resource's name, its
+/// items (name, value).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClusterScores(pub std::collections::BTreeMap<String, Vec<(String, i64)>>);
+
+fn score_items(items: &[(String, i64)]) -> CelValue {
+    CelValue::List(Arc::new(
+        items
+            .iter()
+            .map(|(name, value)| {
+                CelValue::Map(Map {
+                    map: Arc::new(
+                        [
+                            (
+                                Key::String(Arc::new("name".to_owned())),
+                                CelValue::String(Arc::new(name.clone())),
+                            ),
+                            (
+                                Key::String(Arc::new("value".to_owned())),
+                                CelValue::Int(*value),
+                            ),
+                        ]
+                        .into_iter()
+                        .collect(),
+                    ),
+                })
+            })
+            .collect(),
+    ))
+}
+
 /// A compiled expression, or why it does not compile, shared.
 pub type Compiled = Rc<Result<CelExpression, CelError>>;
 
@@ -205,9 +238,23 @@ impl CelExpression {
     /// # Errors
     /// [`CelError::BudgetExceeded`] or [`CelError::Evaluation`].
     pub fn evaluate(&self, variables: &[(&str, &Value)]) -> Result<CelOutput, CelError> {
+        self.evaluate_with_scores(variables, &ClusterScores::default())
+    }
+
+    /// [`evaluate`](Self::evaluate) with OCM's `scores(name)` answering from `scores` (a
+    /// cluster selector's; no other place declares it).
+    ///
+    /// # Errors
+    /// [`CelError::BudgetExceeded`] or [`CelError::Evaluation`].
+    pub fn evaluate_with_scores(
+        &self,
+        variables: &[(&str, &Value)],
+        scores: &ClusterScores,
+    ) -> Result<CelOutput, CelError> {
         let longest = variables
             .iter()
             .map(|(_, v)| longest_collection(v))
+            .chain(scores.0.values().map(Vec::len))
             .max()
             .unwrap_or(0);
         let bound = self.cost_bound(longest);
@@ -220,6 +267,28 @@ impl CelExpression {
         let mut context = Context::with_env(Arc::clone(standard_env()));
         for (name, value) in variables {
             context.add_variable_from_value(*name, cel_value(value));
+        }
+        if self.env == CelEnv::ClusterSelector {
+            // OCM's ManagedClusterLib: `managedCluster.scores("cpu-memory")` is that
+            // AddOnPlacementScore's items of the cluster, as [{name, value}]; none is [].
+            let by_resource: Arc<HashMap<String, CelValue>> = Arc::new(
+                scores
+                    .0
+                    .iter()
+                    .map(|(resource, items)| (resource.clone(), score_items(items)))
+                    .collect(),
+            );
+            context
+                .add_function(
+                    "scores",
+                    move |This(_cluster): This<CelValue>, resource: Arc<String>| {
+                        by_resource
+                            .get(resource.as_str())
+                            .cloned()
+                            .unwrap_or_else(|| CelValue::List(Arc::new(Vec::new())))
+                    },
+                )
+                .map_err(|e| CelError::Evaluation(e.to_string()))?;
         }
         if matches!(self.env, CelEnv::ConditionRule | CelEnv::ConditionMessage) {
             // OCM's ConditionsLib.
@@ -622,6 +691,33 @@ mod tests {
                   && has(object.e) && object.f[0] == 1";
         assert!(compile(ok, CelEnv::ConditionRule).is_ok());
         assert!(compile("hasConditions(managedCluster)", CelEnv::ClusterSelector).is_err());
+        assert!(compile("managedCluster.scores('x') == []", CelEnv::ClusterSelector).is_ok());
+        assert!(compile("object.scores('x') == []", CelEnv::ConditionRule).is_err());
+    }
+
+    #[test]
+    fn a_cluster_selector_reads_its_add_on_scores_as_ocm_s_scores() {
+        let cluster = json!({"metadata": {"name": "c1"}});
+        let scores = ClusterScores(
+            [(
+                "cpu-memory".to_owned(),
+                vec![("cpu".to_owned(), 30), ("memory".to_owned(), 70)],
+            )]
+            .into(),
+        );
+        let run = |source: &str| {
+            compile(source, CelEnv::ClusterSelector)
+                .unwrap()
+                .evaluate_with_scores(&[("managedCluster", &cluster)], &scores)
+        };
+        assert_eq!(
+            run("managedCluster.scores('cpu-memory').exists(s, s.name == 'cpu' && s.value >= 20)"),
+            Ok(CelOutput::Bool(true))
+        );
+        assert_eq!(
+            run("managedCluster.scores('gpu').size() == 0"),
+            Ok(CelOutput::Bool(true))
+        );
     }
 
     #[test]

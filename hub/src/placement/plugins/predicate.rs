@@ -13,8 +13,10 @@ use std::collections::BTreeMap;
 
 use ocm_edge_schemas::api::cluster::ManagedCluster;
 use ocm_edge_schemas::api::meta::{LabelSelector, LabelSelectorOperator, LabelSelectorRequirement};
-use ocm_edge_schemas::api::placement::{ClusterCelSelector, ClusterSelector, Placement};
-use ocm_edge_schemas::cel::{self, CelEnv, CelOutput};
+use ocm_edge_schemas::api::placement::{
+    AddOnPlacementScore, ClusterCelSelector, ClusterSelector, Placement,
+};
+use ocm_edge_schemas::cel::{self, CelEnv, CelOutput, ClusterScores};
 
 use crate::placement::Misconfiguration;
 
@@ -115,8 +117,18 @@ pub fn selector_matches(selector: &ClusterSelector, cluster: &ManagedCluster) ->
     first_unmet(selector, cluster).is_none()
 }
 
-/// The first term of `selector` that `cluster` does not meet, described for people.
+/// The first term of `selector` that `cluster` does not meet, described for people (a CEL
+/// `scores(...)` sees no scores; see [`filter`]).
 pub fn first_unmet(selector: &ClusterSelector, cluster: &ManagedCluster) -> Option<String> {
+    first_unmet_scored(selector, cluster, &[])
+}
+
+/// [`first_unmet`], with the AddOnPlacementScores of the fleet for CEL's `scores(...)`.
+fn first_unmet_scored(
+    selector: &ClusterSelector,
+    cluster: &ManagedCluster,
+    scores: &[AddOnPlacementScore],
+) -> Option<String> {
     if let Some(term) = first_unmet_in("label", &selector.label_selector, &cluster.metadata.labels)
     {
         return Some(term);
@@ -128,14 +140,34 @@ pub fn first_unmet(selector: &ClusterSelector, cluster: &ManagedCluster) -> Opti
     if let Some(term) = first_unmet_in("claim", &claim_selector, &claims(cluster)) {
         return Some(term);
     }
-    first_unmet_cel(&selector.cel_selector, cluster)
+    first_unmet_cel(&selector.cel_selector, cluster, scores)
 }
 
 /// The first CEL expression `cluster` does not meet: false, not a bool, failed or too costly.
-fn first_unmet_cel(selector: &ClusterCelSelector, cluster: &ManagedCluster) -> Option<String> {
+fn first_unmet_cel(
+    selector: &ClusterCelSelector,
+    cluster: &ManagedCluster,
+    scores: &[AddOnPlacementScore],
+) -> Option<String> {
     if selector.is_empty() {
         return None;
     }
+    // The cluster's scores are the AddOnPlacementScores in its namespace, by name.
+    let cluster_scores = ClusterScores(
+        scores
+            .iter()
+            .filter(|s| s.metadata.namespace == cluster.name())
+            .map(|s| {
+                let items = s
+                    .status
+                    .scores
+                    .iter()
+                    .map(|i| (i.name.clone(), i64::from(i.value)))
+                    .collect();
+                (s.metadata.name.clone(), items)
+            })
+            .collect(),
+    );
     let mut managed_cluster = match serde_json::to_value(cluster) {
         Ok(v) => v,
         Err(e) => return Some(format!("celSelector: the cluster cannot be read: {e}")),
@@ -150,7 +182,8 @@ fn first_unmet_cel(selector: &ClusterCelSelector, cluster: &ManagedCluster) -> O
     }
     for expression in &selector.cel_expressions {
         let outcome = match &*cel::compile_cached(expression, CelEnv::ClusterSelector) {
-            Ok(compiled) => compiled.evaluate(&[("managedCluster", &managed_cluster)]),
+            Ok(compiled) => compiled
+                .evaluate_with_scores(&[("managedCluster", &managed_cluster)], &cluster_scores),
             Err(e) => Err(e.clone()),
         };
         match outcome {
@@ -196,18 +229,22 @@ fn describe(kind: &str, r: &LabelSelectorRequirement) -> String {
     }
 }
 
-/// Filters one cluster.
+/// Filters one cluster; `scores` are the fleet's AddOnPlacementScores, for CEL's `scores(...)`.
 ///
 /// # Errors
 /// Why the cluster does not pass: the first unmet term of each predicate.
-pub fn filter(placement: &Placement, cluster: &ManagedCluster) -> Result<(), String> {
+pub fn filter(
+    placement: &Placement,
+    cluster: &ManagedCluster,
+    scores: &[AddOnPlacementScore],
+) -> Result<(), String> {
     let predicates = &placement.spec.predicates;
     if predicates.is_empty() {
         return Ok(());
     }
     let mut unmet = Vec::with_capacity(predicates.len());
     for predicate in predicates {
-        match first_unmet(&predicate.required_cluster_selector, cluster) {
+        match first_unmet_scored(&predicate.required_cluster_selector, cluster, scores) {
             None => return Ok(()),
             Some(term) => unmet.push(term),
         }
@@ -319,7 +356,7 @@ mod tests {
             for s in selectors {
                 p = p.predicate(s);
             }
-            assert_eq!(filter(&p.build(), &cluster).is_ok(), want, "{case}");
+            assert_eq!(filter(&p.build(), &cluster, &[]).is_ok(), want, "{case}");
         }
     }
 
@@ -331,7 +368,7 @@ mod tests {
             .predicate(claims(vec![requirement("region", In, &["eu", "us"])]))
             .build();
         assert_eq!(
-            filter(&p, &cluster).unwrap_err(),
+            filter(&p, &cluster, &[]).unwrap_err(),
             "matches no predicate (label env=prod; claim region In [eu,us] not met)"
         );
     }
@@ -415,7 +452,7 @@ mod tests {
         assert!(!selector_matches(&both, &cluster));
         let placement = mk_placement("ns", "p").predicate(cel(&[staging])).build();
         assert!(
-            filter(&placement, &cluster)
+            filter(&placement, &cluster, &[])
                 .unwrap_err()
                 .contains("celSelector")
         );
@@ -478,5 +515,27 @@ mod tests {
             "{err}"
         );
         assert_eq!(core.objects().placements().count(), 0);
+    }
+
+    #[test]
+    fn a_cel_selector_reads_the_cluster_s_add_on_scores() {
+        use crate::placement::testkit::{World, mk_score, t};
+        let mut world = World::bound(
+            "ns",
+            "edge",
+            vec![mk_cluster("a"), mk_cluster("b"), mk_cluster("c")],
+        );
+        world.scores = vec![
+            mk_score("a", "resource-usage", &[("cpuAvailable", 80)], None),
+            mk_score("b", "resource-usage", &[("cpuAvailable", 10)], None),
+        ];
+        let placement = mk_placement("ns", "p")
+            .predicate(cel(&[
+                "managedCluster.scores('resource-usage').exists(s, s.name == 'cpuAvailable' && s.value > 50)",
+            ]))
+            .build();
+        let outcome = world.schedule(&placement, t(1));
+        assert!(outcome.misconfiguration.is_none(), "{outcome:?}");
+        assert_eq!(outcome.selected(), ["a"], "{:#?}", outcome.explanation);
     }
 }
