@@ -728,16 +728,30 @@ fn ssa_ignore_fields_are_left_out_only_once_the_object_exists() {
     let strategy = &plan.applies[0].strategy;
     assert!(strategy.needs_existence_check());
     let manifest = &plan.applies[0].manifest;
+    let created = strategy.effective_manifest(manifest, None).unwrap();
+    assert_eq!(created["spec"]["replicas"], 2, "set on create");
+    let hash =
+        created["metadata"]["annotations"]["open-cluster-management.io/config-spec-hash"].clone();
+    assert!(hash.is_string(), "{created}");
+    // The cluster's object as the agent created it: nothing to do, whatever the cluster did to
+    // the object since.
+    let mut on_cluster = created.clone();
+    on_cluster["spec"]["replicas"] = json!(7);
     assert_eq!(
-        strategy.effective_manifest(manifest, false)["spec"]["replicas"],
-        2,
-        "set on create"
+        strategy.effective_manifest(manifest, Some(&on_cluster)),
+        None
     );
-    assert!(
-        strategy.effective_manifest(manifest, true)["spec"]
-            .get("replicas")
-            .is_none(),
-        "left alone afterwards"
+    // The work changed: applied again, without the ignored field.
+    let mut changed = manifest.clone();
+    changed["spec"]["paused"] = json!(true);
+    let patch = strategy
+        .effective_manifest(&changed, Some(&on_cluster))
+        .unwrap();
+    assert!(patch["spec"].get("replicas").is_none(), "{patch}");
+    assert_eq!(patch["spec"]["paused"], true);
+    assert_ne!(
+        patch["metadata"]["annotations"]["open-cluster-management.io/config-spec-hash"],
+        hash
     );
 }
 

@@ -786,6 +786,37 @@ async fn e2e_facts_of_a_real_cluster_are_its_nodes_summed_with_the_well_known_cl
 }
 
 #[tokio::test]
+async fn ssa_with_ignore_fields_leaves_an_object_the_work_has_not_changed_since() {
+    let strategy = ApplyStrategy::ServerSideApply {
+        force: true,
+        field_manager: "ocm-edge-agent".into(),
+        ignore_fields: vec![".spec.replicas".into()],
+    };
+    // The object as the agent created it, then scaled on the cluster.
+    let mut on_cluster = with_meta(
+        strategy.effective_manifest(&deployment(), None).unwrap(),
+        "5",
+    );
+    on_cluster["spec"]["replicas"] = json!(9);
+    let (applier, server) = scripted(vec![
+        step(Method::GET, "/apis/apps/v1", StatusCode::OK, apps_v1()),
+        step(
+            Method::GET,
+            "/apis/apps/v1/namespaces/default/deployments/web",
+            StatusCode::OK,
+            on_cluster,
+        ),
+    ]);
+    let got = applier
+        .apply(&action(deployment(), strategy), Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(got["spec"]["replicas"], 9, "the cluster's value stays");
+    // No PATCH: the script ends after the GET (a third request would find no step).
+    assert_eq!(server.await.unwrap().len(), 2);
+}
+
+#[tokio::test]
 async fn ssa_with_ignore_fields_reads_the_object_first_and_leaves_the_fields_out() {
     let (applier, server) = scripted(vec![
         step(Method::GET, "/apis/apps/v1", StatusCode::OK, apps_v1()),
