@@ -11,6 +11,7 @@
 
 pub mod admin;
 pub mod api;
+pub mod cel;
 pub mod contracts;
 pub mod maintenance;
 pub mod validate;

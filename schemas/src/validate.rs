@@ -15,12 +15,19 @@
 //! As OCM's hub webhook: at least one manifest, at most [`MAX_MANIFESTS_BYTES`] of compact JSON
 //! in total, each a map with `apiVersion`, `kind` and `metadata.name`; `metadata.generateName`
 //! is refused because the agent must find each object again by name.
+//!
+//! # Condition rules
+//! Every CEL expression of `manifestConfigs[].conditionRules` must compile ([`crate::cel`]), and
+//! a CEL rule must name its condition, as OCM's API requires.
 
 use std::fmt;
 
 use serde_json::Value;
 
-use crate::api::work::{Manifest, ManifestBundle, ManifestWork};
+use crate::api::work::{
+    ConditionRuleType, Manifest, ManifestBundle, ManifestConfigOption, ManifestWork,
+};
+use crate::cel::{self, CelEnv, CelError};
 
 /// Limit on the total size of a work's manifests: 500 KiB, as OCM and maestro enforce.
 pub const MAX_MANIFESTS_BYTES: usize = 500 * 1024;
@@ -67,6 +74,18 @@ pub enum ValidationError {
         name: String,
         /// Why, and what a valid name looks like.
         reason: String,
+    },
+    /// A condition rule cannot be evaluated.
+    #[error("spec.manifestConfigs[{config}].conditionRules[{rule}]{field}: {problem}")]
+    ConditionRule {
+        /// Index in `manifestConfigs`.
+        config: usize,
+        /// Index in its `conditionRules`.
+        rule: usize,
+        /// `.celExpressions[i]`, `.messageExpression` or `.condition`.
+        field: String,
+        /// What is wrong.
+        problem: String,
     },
     /// A label key or value is not a Kubernetes one.
     #[error("label {key:?}={value:?} is invalid: {reason}")]
@@ -149,7 +168,50 @@ pub fn validate_manifest_work(work: &ManifestWork) -> Result<(), ValidationError
     if !work.metadata.namespace.is_empty() {
         validate_cluster_name(&work.metadata.namespace)?;
     }
-    validate_manifests(&work.spec.workload.manifests)
+    validate_manifests(&work.spec.workload.manifests)?;
+    validate_condition_rules(&work.spec.manifest_configs)
+}
+
+/// Checks the condition rules of `configs`: a CEL rule names its condition, and each of its
+/// expressions and its message expression compiles.
+///
+/// # Errors
+/// The first problem found, with the rule's place and the expression's line and column.
+pub fn validate_condition_rules(configs: &[ManifestConfigOption]) -> Result<(), ValidationError> {
+    for (config, option) in configs.iter().enumerate() {
+        for (rule_index, rule) in option.condition_rules.iter().enumerate() {
+            let problem = |field: String, problem: String| ValidationError::ConditionRule {
+                config,
+                rule: rule_index,
+                field,
+                problem,
+            };
+            if rule.type_ == ConditionRuleType::Cel {
+                if rule.condition.is_empty() {
+                    return Err(problem(
+                        ".condition".into(),
+                        "condition is required for CEL rules: name the condition to set".into(),
+                    ));
+                }
+                if rule.cel_expressions.is_empty() {
+                    return Err(problem(
+                        ".celExpressions".into(),
+                        "a CEL rule needs at least one expression".into(),
+                    ));
+                }
+            }
+            for (i, expression) in rule.cel_expressions.iter().enumerate() {
+                cel::compile(expression, CelEnv::ConditionRule).map_err(|e: CelError| {
+                    problem(format!(".celExpressions[{i}]"), e.to_string())
+                })?;
+            }
+            if !rule.message_expression.is_empty() {
+                cel::compile(&rule.message_expression, CelEnv::ConditionMessage)
+                    .map_err(|e| problem(".messageExpression".into(), e.to_string()))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Checks the manifests of a ManifestBundle (a spec event's data).

@@ -261,10 +261,24 @@ impl Applier for KubeApplier {
                 if *force {
                     params = params.force();
                 }
-                // Ignored fields are only known to be ignorable once the object exists.
-                let exists = action.strategy.needs_existence_check()
-                    && api.get_opt(&r.name).await.map_err(api_error)?.is_some();
-                let patch = action.strategy.effective_manifest(&action.manifest, exists);
+                // Ignored fields depend on the object as the cluster has it.
+                let existing = if action.strategy.needs_existence_check() {
+                    match api.get_opt(&r.name).await.map_err(api_error)? {
+                        Some(obj) => Some(to_value(&obj)?),
+                        None => None,
+                    }
+                } else {
+                    None
+                };
+                let Some(patch) = action
+                    .strategy
+                    .effective_manifest(&action.manifest, existing.as_ref())
+                else {
+                    // The work has not changed since it was applied: the cluster's edits stay.
+                    return existing.ok_or_else(|| {
+                        ApplyError::NotFound(format!("{} {}/{}", r.kind, r.namespace, r.name))
+                    });
+                };
                 let obj = api
                     .patch(&r.name, &params, &Patch::Apply(&patch))
                     .await

@@ -324,9 +324,19 @@ impl Applier for SimApplier {
         }
         let k = ref_key(r);
         let existing = self.inner.load(&k)?;
-        let desired = action
+        let Some(desired) = action
             .strategy
-            .effective_manifest(&action.manifest, existing.is_some());
+            .effective_manifest(&action.manifest, existing.as_ref().map(|o| &o.object))
+        else {
+            // The work has not changed since it was applied: the cluster's edits stay.
+            return match existing {
+                Some(obj) => Ok(self.with_status(&obj, now)),
+                None => Err(ApplyError::NotFound(format!(
+                    "{} {}/{}",
+                    r.kind, r.namespace, r.name
+                ))),
+            };
+        };
         let updated = match (&action.strategy, existing) {
             (ApplyStrategy::ReadOnly, Some(obj)) | (ApplyStrategy::CreateOnly, Some(obj)) => obj,
             (ApplyStrategy::ReadOnly, None) => {

@@ -8,12 +8,14 @@
 //! - [`resource`]: identity of a manifest on the cluster, drift comparison.
 //! - [`plan`]: desired bundle + applied inventory → ordered apply / remove actions.
 //! - [`status`]: per-manifest and per-work conditions, status feedback.
+//! - [`conditions`]: the conditions of a manifest's `conditionRules` (CEL, well-known).
 //! - [`addon_identity`]: add-on agents' MQTT identities: ask the hub, then write their Secret.
 //! - [`outbox`]: the latest status per bundle, until the hub has it.
 
 pub mod acceptance;
 pub mod addon_identity;
 pub(crate) mod bundles;
+pub mod conditions;
 pub mod outbox;
 pub mod plan;
 pub mod resource;

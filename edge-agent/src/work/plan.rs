@@ -6,7 +6,8 @@
 //! removals run in the reverse order (namespaces last).
 
 use ocm_edge_schemas::api::work::{
-    DeleteOption, ManifestBundle, ManifestConfigOption, PropagationPolicy, UpdateStrategyType,
+    DeleteOption, IgnoreFieldsCondition, ManifestBundle, ManifestConfigOption, PropagationPolicy,
+    UpdateStrategyType,
 };
 use serde_json::Value;
 
@@ -19,17 +20,38 @@ pub enum ApplyStrategy {
     Update,
     /// Create when missing, never change it afterwards.
     CreateOnly,
-    /// Server-side apply with a field manager; `force` takes conflicting fields. `ignore_fields`
-    /// (`.spec.replicas`, ...) are left out of the apply once the object exists, so the cluster's
-    /// values stay (OCM's ignoreFields; OnSpokePresent and OnSpokeChange are treated alike).
+    /// Server-side apply with a field manager; `force` takes conflicting fields. With
+    /// `ignore_fields`, OCM's rules ([`ApplyStrategy::effective_manifest`]).
     ServerSideApply {
         force: bool,
         field_manager: String,
-        ignore_fields: Vec<String>,
+        ignore_fields: Vec<IgnoredField>,
     },
     /// Only read it (it must exist), for status feedback.
     ReadOnly,
 }
+
+/// A path of OCM's `ignoreFields` (`.spec.replicas`) and when it is ignored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IgnoredField {
+    pub path: String,
+    pub condition: IgnoreFieldsCondition,
+}
+
+impl From<&str> for IgnoredField {
+    /// A path ignored OnSpokePresent (OCM's default).
+    fn from(path: &str) -> Self {
+        IgnoredField {
+            path: path.to_owned(),
+            condition: IgnoreFieldsCondition::OnSpokePresent,
+        }
+    }
+}
+
+/// OCM's annotation on an object applied with ignoreFields: the hash of what the work asks for,
+/// less the OnSpokePresent fields. The same hash on the cluster's object means the work has not
+/// changed since it was applied, and the object is left as the cluster has it.
+pub const CONFIG_SPEC_HASH_ANNOTATION: &str = "open-cluster-management.io/config-spec-hash";
 
 /// Deletion propagation sent to the API server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -216,7 +238,12 @@ pub fn strategy_for(
                 ignore_fields: ssa
                     .ignore_fields
                     .into_iter()
-                    .flat_map(|f| f.json_paths)
+                    .flat_map(|f| {
+                        f.json_paths.into_iter().map(move |path| IgnoredField {
+                            path,
+                            condition: f.condition,
+                        })
+                    })
                     .collect(),
             }
         }
@@ -224,26 +251,77 @@ pub fn strategy_for(
 }
 
 impl ApplyStrategy {
-    /// What to send for `manifest` (without status, and without the ignored fields when the object
-    /// already exists).
-    pub fn effective_manifest(&self, manifest: &Value, exists: bool) -> Value {
-        let mut m = manifest.clone();
-        if let Some(map) = m.as_object_mut() {
+    /// What to send for `manifest`, without its status; `None`: leave the object as it is.
+    ///
+    /// Server-side apply with ignoreFields follows OCM's work agent: the manifest less its
+    /// OnSpokePresent fields is hashed into [`CONFIG_SPEC_HASH_ANNOTATION`]; a missing object is
+    /// created whole; an object carrying the same hash (the work has not changed since) is left
+    /// alone, so changes made on the cluster stay; otherwise the manifest is applied less its
+    /// OnSpokePresent fields, so OnSpokeChange fields take the work's values again when the work
+    /// changes, and OnSpokePresent fields are never applied after creation.
+    pub fn effective_manifest(&self, manifest: &Value, existing: Option<&Value>) -> Option<Value> {
+        let mut whole = manifest.clone();
+        if let Some(map) = whole.as_object_mut() {
             map.remove("status");
         }
-        if let ApplyStrategy::ServerSideApply { ignore_fields, .. } = self
-            && exists
-        {
-            for path in ignore_fields {
-                remove_path(&mut m, path);
-            }
+        let ApplyStrategy::ServerSideApply { ignore_fields, .. } = self else {
+            return Some(whole);
+        };
+        if ignore_fields.is_empty() {
+            return Some(whole);
         }
-        m
+        let mut required = whole.clone();
+        for field in ignore_fields
+            .iter()
+            .filter(|f| f.condition == IgnoreFieldsCondition::OnSpokePresent)
+        {
+            remove_path(&mut required, &field.path);
+        }
+        let hash = config_spec_hash(&required);
+        for object in [&mut whole, &mut required] {
+            set_annotation(object, CONFIG_SPEC_HASH_ANNOTATION, &hash);
+        }
+        match existing {
+            None => Some(whole),
+            Some(obj) if annotation(obj, CONFIG_SPEC_HASH_ANNOTATION) == Some(hash.as_str()) => {
+                None
+            }
+            Some(_) => Some(required),
+        }
     }
 
     /// Whether applying needs to know first if the object exists.
     pub fn needs_existence_check(&self) -> bool {
         matches!(self, ApplyStrategy::ServerSideApply { ignore_fields, .. } if !ignore_fields.is_empty())
+    }
+}
+
+fn config_spec_hash(required: &Value) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(required.to_string().as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn annotation<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
+    obj.get("metadata")?.get("annotations")?.get(key)?.as_str()
+}
+
+fn set_annotation(obj: &mut Value, key: &str, value: &str) {
+    let Some(map) = obj.as_object_mut() else {
+        return;
+    };
+    let metadata = map
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    if let Some(metadata) = metadata.as_object_mut() {
+        let annotations = metadata
+            .entry("annotations")
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+        if let Some(annotations) = annotations.as_object_mut() {
+            annotations.insert(key.to_owned(), Value::String(value.to_owned()));
+        }
     }
 }
 

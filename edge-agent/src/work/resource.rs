@@ -17,7 +17,7 @@ pub enum ManifestError {
 }
 
 /// Where one object lives. `namespace` is empty for cluster-scoped objects.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ResourceRef {
     pub group: String,
     pub version: String,

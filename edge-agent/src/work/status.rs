@@ -1,20 +1,22 @@
 //! Work and manifest status from what the applier observed. Pure: `now` is an argument, and the
 //! previous status is passed in so lastTransitionTime only moves when a status changes.
 //!
-//! Per manifest: Applied, Available, StatusFeedbackSynced (when feedback is asked for).
+//! Per manifest: Applied, Available, StatusFeedbackSynced (when feedback is asked for), and
+//! the conditions of its condition rules ([`conditions`]).
 //! Per work: Applied, Available, Progressing, Degraded, all with observedGeneration.
 
 use ocm_edge_schemas::api::meta::{
     Condition, ConditionStatus, Time, remove_condition, set_condition,
 };
 use ocm_edge_schemas::api::work::{
-    ConditionRuleType, FeedbackType, FeedbackValue, FieldValue, MANIFEST_STATUS_FEEDBACK_SYNCED,
-    ManifestBundle, ManifestCondition, ManifestResourceStatus, ManifestWorkStatus,
-    REASON_MANIFESTS_DELETED, ResourceMeta, StatusFeedbackResult, WORK_APPLIED, WORK_AVAILABLE,
-    WORK_COMPLETE, WORK_DEGRADED, WORK_DELETED, WORK_PROGRESSING,
+    FeedbackType, FeedbackValue, FieldValue, MANIFEST_STATUS_FEEDBACK_SYNCED, ManifestBundle,
+    ManifestCondition, ManifestResourceStatus, ManifestWorkStatus, REASON_MANIFESTS_DELETED,
+    ResourceMeta, StatusFeedbackResult, WORK_APPLIED, WORK_AVAILABLE, WORK_COMPLETE, WORK_DEGRADED,
+    WORK_DELETED, WORK_PROGRESSING,
 };
 use serde_json::Value;
 
+use super::conditions;
 use super::resource::ResourceRef;
 
 /// Largest jsonRaw value OCM accepts.
@@ -104,32 +106,22 @@ pub fn work_status(
                     if workload_ready(&r.kind, observed) == Some(false) {
                         progressing = true;
                     }
-                    for (type_, done) in condition_rules(bundle, r, observed) {
-                        let c = match done {
-                            Some(done) => {
-                                if type_ == WORK_COMPLETE {
-                                    completable += 1;
-                                    completed += usize::from(done);
-                                }
-                                cond(
-                                    &type_,
-                                    done,
-                                    if done {
-                                        "ConditionRuleTrue"
-                                    } else {
-                                        "ConditionRuleFalse"
-                                    },
-                                    "",
-                                )
-                            }
-                            None => Condition::new(
-                                type_,
-                                ConditionStatus::Unknown,
-                                "ConditionRuleNotSupported",
-                                "CEL condition rules are not supported by ocm-edge-agent",
-                            ),
-                        };
-                        set_condition(&mut conditions, c, ctx.now);
+                    // As OCM: a rule's condition carries the work's generation, and one a
+                    // rule of an earlier generation set (a rule since removed) goes.
+                    conditions.retain(|c| {
+                        !c.reason.starts_with(conditions::REASON_PREFIX)
+                            || c.observed_generation == ctx.generation
+                    });
+                    for c in conditions::condition_rules(bundle, r, observed) {
+                        if c.type_ == WORK_COMPLETE {
+                            completable += 1;
+                            completed += usize::from(c.status == ConditionStatus::True);
+                        }
+                        set_condition(
+                            &mut conditions,
+                            c.with_observed_generation(ctx.generation),
+                            ctx.now,
+                        );
                     }
                     let wanted = feedback_wanted(bundle, r);
                     if wanted {
@@ -327,54 +319,6 @@ fn condition_status<'a>(obj: &'a Value, type_: &str) -> Option<&'a str> {
         .find(|c| c.get("type").and_then(Value::as_str) == Some(type_))?
         .get("status")?
         .as_str()
-}
-
-/// Conditions set by the manifestConfigs' conditionRules: (type, Some(status)) for
-/// WellKnownCompletions, (type, None) for CEL rules, which this agent cannot evaluate.
-pub fn condition_rules(
-    bundle: &ManifestBundle,
-    r: &ResourceRef,
-    obj: &Value,
-) -> Vec<(String, Option<bool>)> {
-    let mut out = Vec::new();
-    for config in bundle
-        .manifest_configs
-        .iter()
-        .filter(|c| r.matches(&c.resource_identifier))
-    {
-        for rule in &config.condition_rules {
-            let type_ = if rule.condition.is_empty() {
-                WORK_COMPLETE.to_owned()
-            } else {
-                rule.condition.clone()
-            };
-            match rule.type_ {
-                ConditionRuleType::WellKnownCompletions => {
-                    if let Some(done) = well_known_completion(&r.kind, obj) {
-                        out.push((type_, Some(done)));
-                    }
-                }
-                ConditionRuleType::Cel => out.push((type_, None)),
-            }
-        }
-    }
-    out
-}
-
-/// OCM's WellKnownCompletions: a Job is complete when Complete or Failed, a Pod when Succeeded or
-/// Failed; other kinds have no completion.
-pub fn well_known_completion(kind: &str, obj: &Value) -> Option<bool> {
-    match kind {
-        "Job" => Some(
-            condition_status(obj, "Complete") == Some("True")
-                || condition_status(obj, "Failed") == Some("True"),
-        ),
-        "Pod" => Some(matches!(
-            obj.pointer("/status/phase").and_then(Value::as_str),
-            Some("Succeeded" | "Failed")
-        )),
-        _ => None,
-    }
 }
 
 fn feedback_wanted(bundle: &ManifestBundle, r: &ResourceRef) -> bool {

@@ -591,7 +591,7 @@ fn well_known_completion_rules_set_complete_on_the_manifest_and_the_work() {
     b.manifest_configs = vec![ManifestConfigOption {
         resource_identifier: id("batch", "jobs", "default", "j"),
         condition_rules: vec![ConditionRule {
-            type_: ConditionRuleType::WellKnownCompletions,
+            type_: ConditionRuleType::WellKnownConditions,
             ..Default::default()
         }],
         ..Default::default()
@@ -632,32 +632,78 @@ fn well_known_completion_rules_set_complete_on_the_manifest_and_the_work() {
 }
 
 #[test]
-fn cel_condition_rules_are_reported_unknown_rather_than_guessed() {
+fn cel_condition_rules_set_the_manifest_s_condition_and_a_bad_one_is_false_with_its_error() {
     let cm =
         json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"default"}});
     let mut b = bundle(vec![cm.clone()]);
     b.manifest_configs = vec![ManifestConfigOption {
         resource_identifier: id("", "configmaps", "default", "c"),
-        condition_rules: vec![ConditionRule {
-            type_: ConditionRuleType::Cel,
-            condition: "Ready".into(),
-            ..Default::default()
-        }],
+        condition_rules: vec![
+            ConditionRule {
+                type_: ConditionRuleType::Cel,
+                condition: "Ready".into(),
+                cel_expressions: vec!["object.data.mode == 'on'".into()],
+                ..Default::default()
+            },
+            ConditionRule {
+                type_: ConditionRuleType::Cel,
+                condition: "Complete".into(),
+                cel_expressions: vec!["object.data.missing == 'x'".into()],
+                ..Default::default()
+            },
+        ],
         ..Default::default()
     }];
-    let s = work_status(
-        &b,
-        &[ManifestOutcome {
-            ordinal: 0,
-            resource: Some(rref(&cm)),
-            result: Ok(cm.clone()),
-        }],
-        ctx(None, at(0)),
-    );
-    let c = find_condition(&s.resource_status.manifests[0].conditions, "Ready").unwrap();
+    let observe =
+        |data: Value, previous: Option<&ocm_edge_schemas::api::work::ManifestWorkStatus>, secs| {
+            let mut obj = cm.clone();
+            obj["data"] = data;
+            work_status(
+                &b,
+                &[ManifestOutcome {
+                    ordinal: 0,
+                    resource: Some(rref(&cm)),
+                    result: Ok(obj),
+                }],
+                ctx(previous, at(secs)),
+            )
+        };
+    let off = observe(json!({"mode": "off"}), None, 0);
+    let manifest = &off.resource_status.manifests[0].conditions;
+    let ready = find_condition(manifest, "Ready").unwrap();
     assert_eq!(
-        (c.status, c.reason.as_str()),
-        (ConditionStatus::Unknown, "ConditionRuleNotSupported")
+        (ready.status, ready.reason.as_str(), ready.message.as_str()),
+        (
+            ConditionStatus::False,
+            "ConditionRuleEvaluated",
+            "Manifest is not Ready"
+        )
+    );
+    let complete = find_condition(manifest, "Complete").unwrap();
+    assert_eq!(
+        (
+            complete.status,
+            complete.reason.as_str(),
+            complete.message.as_str()
+        ),
+        (
+            ConditionStatus::False,
+            "ConditionRuleExpressionError",
+            "no such key: missing"
+        )
+    );
+    // Complete is False, so the work is not Complete; the work's other conditions are unharmed.
+    assert!(find_condition(&off.conditions, "Complete").is_none());
+    assert_eq!(
+        find_condition(&off.conditions, "Applied").unwrap().status,
+        ConditionStatus::True
+    );
+
+    let on = observe(json!({"mode": "on"}), Some(&off), 10);
+    let ready = find_condition(&on.resource_status.manifests[0].conditions, "Ready").unwrap();
+    assert_eq!(
+        (ready.status, ready.message.as_str()),
+        (ConditionStatus::True, "Manifest is Ready")
     );
 }
 
@@ -682,16 +728,30 @@ fn ssa_ignore_fields_are_left_out_only_once_the_object_exists() {
     let strategy = &plan.applies[0].strategy;
     assert!(strategy.needs_existence_check());
     let manifest = &plan.applies[0].manifest;
+    let created = strategy.effective_manifest(manifest, None).unwrap();
+    assert_eq!(created["spec"]["replicas"], 2, "set on create");
+    let hash =
+        created["metadata"]["annotations"]["open-cluster-management.io/config-spec-hash"].clone();
+    assert!(hash.is_string(), "{created}");
+    // The cluster's object as the agent created it: nothing to do, whatever the cluster did to
+    // the object since.
+    let mut on_cluster = created.clone();
+    on_cluster["spec"]["replicas"] = json!(7);
     assert_eq!(
-        strategy.effective_manifest(manifest, false)["spec"]["replicas"],
-        2,
-        "set on create"
+        strategy.effective_manifest(manifest, Some(&on_cluster)),
+        None
     );
-    assert!(
-        strategy.effective_manifest(manifest, true)["spec"]
-            .get("replicas")
-            .is_none(),
-        "left alone afterwards"
+    // The work changed: applied again, without the ignored field.
+    let mut changed = manifest.clone();
+    changed["spec"]["paused"] = json!(true);
+    let patch = strategy
+        .effective_manifest(&changed, Some(&on_cluster))
+        .unwrap();
+    assert!(patch["spec"].get("replicas").is_none(), "{patch}");
+    assert_eq!(patch["spec"]["paused"], true);
+    assert_ne!(
+        patch["metadata"]["annotations"]["open-cluster-management.io/config-spec-hash"],
+        hash
     );
 }
 

@@ -702,6 +702,74 @@ async fn e2e_update_strategies_drift_and_conflicts_on_a_real_cluster() {
     assert!(applier.get(&r, Utc::now()).await.unwrap().is_none());
 }
 
+/// End to end on a real cluster: OCM's ignoreFields. Another field manager edits an ignored
+/// field; while the work is unchanged the edit stays; once the work changes, OnSpokePresent
+/// still keeps it and OnSpokeChange puts the work's value back.
+#[tokio::test]
+async fn e2e_ignore_fields_keep_the_clusters_edits_as_ocm_s_conditions_say_on_a_real_cluster() {
+    use ocm_edge_agent::work::plan::IgnoredField;
+    use ocm_edge_schemas::api::work::IgnoreFieldsCondition;
+    let Some(path) = ocm_edge_tests::kube::kubeconfig(
+        "e2e_ignore_fields_keep_the_clusters_edits_as_ocm_s_conditions_say_on_a_real_cluster",
+    ) else {
+        return;
+    };
+    let applier = KubeApplier::connect(Some(&path)).await.unwrap();
+    for (condition, after_change) in [
+        (IgnoreFieldsCondition::OnSpokePresent, "edited"),
+        (IgnoreFieldsCondition::OnSpokeChange, "1"),
+    ] {
+        let name = format!(
+            "e2e-ignore-{}-{}",
+            format!("{condition:?}").to_lowercase(),
+            std::process::id()
+        );
+        let cm = |b: &str| {
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": "default"}, "data": {"a": "1", "b": b}})
+        };
+        let ours = ApplyStrategy::ServerSideApply {
+            force: true,
+            field_manager: "ocm-edge-agent".into(),
+            ignore_fields: vec![IgnoredField {
+                path: ".data.a".into(),
+                condition,
+            }],
+        };
+        let apply = |manifest: Value, strategy: ApplyStrategy| {
+            let applier = &applier;
+            async move { applier.apply(&action(manifest, strategy), Utc::now()).await }
+        };
+        let created = apply(cm("1"), ours.clone()).await.unwrap();
+        assert_eq!(created["data"]["a"], "1", "{condition:?}");
+        let intruder = ApplyStrategy::ServerSideApply {
+            force: true,
+            field_manager: "intruder".into(),
+            ignore_fields: vec![],
+        };
+        let mut edit = cm("1");
+        edit["data"] = json!({"a": "edited"});
+        apply(edit, intruder).await.unwrap();
+
+        let unchanged = apply(cm("1"), ours.clone()).await.unwrap();
+        assert_eq!(
+            unchanged["data"]["a"], "edited",
+            "{condition:?}: work unchanged"
+        );
+        let changed = apply(cm("2"), ours).await.unwrap();
+        assert_eq!(
+            (changed["data"]["a"].as_str(), changed["data"]["b"].as_str()),
+            (Some(after_change), Some("2")),
+            "{condition:?}: work changed"
+        );
+        let r = ResourceRef::from_manifest(&Manifest(cm("2")), 0).unwrap();
+        applier
+            .delete(&r, DeletePropagation::Background)
+            .await
+            .unwrap();
+    }
+}
+
 /// End to end on a real cluster: the agent's version and health are read.
 #[tokio::test]
 async fn e2e_version_and_health_of_a_real_cluster() {
@@ -783,6 +851,37 @@ async fn e2e_facts_of_a_real_cluster_are_its_nodes_summed_with_the_well_known_cl
     assert_eq!(facts.claims[CLAIM_PRODUCT], "Other");
     assert_eq!(facts.claims[CLAIM_PLATFORM], "Other");
     assert!(facts.unreadable.is_empty(), "{:?}", facts.unreadable);
+}
+
+#[tokio::test]
+async fn ssa_with_ignore_fields_leaves_an_object_the_work_has_not_changed_since() {
+    let strategy = ApplyStrategy::ServerSideApply {
+        force: true,
+        field_manager: "ocm-edge-agent".into(),
+        ignore_fields: vec![".spec.replicas".into()],
+    };
+    // The object as the agent created it, then scaled on the cluster.
+    let mut on_cluster = with_meta(
+        strategy.effective_manifest(&deployment(), None).unwrap(),
+        "5",
+    );
+    on_cluster["spec"]["replicas"] = json!(9);
+    let (applier, server) = scripted(vec![
+        step(Method::GET, "/apis/apps/v1", StatusCode::OK, apps_v1()),
+        step(
+            Method::GET,
+            "/apis/apps/v1/namespaces/default/deployments/web",
+            StatusCode::OK,
+            on_cluster,
+        ),
+    ]);
+    let got = applier
+        .apply(&action(deployment(), strategy), Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(got["spec"]["replicas"], 9, "the cluster's value stays");
+    // No PATCH: the script ends after the GET (a third request would find no step).
+    assert_eq!(server.await.unwrap().len(), 2);
 }
 
 #[tokio::test]

@@ -6,10 +6,10 @@ use chrono::{TimeZone, Utc};
 use ocm_edge_agent::applier::sim::SimApplier;
 use ocm_edge_agent::applier::{Applier, ApplyError};
 use ocm_edge_agent::store::Store;
-use ocm_edge_agent::work::plan::{ApplyAction, ApplyStrategy, DeletePropagation};
+use ocm_edge_agent::work::plan::{ApplyAction, ApplyStrategy, DeletePropagation, IgnoredField};
 use ocm_edge_agent::work::resource::ResourceRef;
 use ocm_edge_agent::work::status::workload_ready;
-use ocm_edge_schemas::api::work::Manifest;
+use ocm_edge_schemas::api::work::{IgnoreFieldsCondition, Manifest};
 use serde_json::{Value, json};
 
 fn sim(dir: &std::path::Path, delay: Duration) -> (Store, SimApplier) {
@@ -182,27 +182,58 @@ async fn a_down_api_server_refuses_every_call_and_reports_unhealthy() {
     assert!(sim.version().await.unwrap().contains("sim"));
 }
 
-#[tokio::test]
-async fn ssa_ignore_fields_keep_the_clusters_value_after_creation() {
-    let dir = tempfile::tempdir().unwrap();
-    let (_store, sim) = sim(dir.path(), Duration::ZERO);
-    let d = json!({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d","namespace":"default"},"spec":{"replicas":2,"paused":false}});
-    let ssa = ApplyStrategy::ServerSideApply {
+fn ssa_ignoring_replicas(condition: IgnoreFieldsCondition) -> ApplyStrategy {
+    ApplyStrategy::ServerSideApply {
         force: true,
         field_manager: "m".into(),
-        ignore_fields: vec![".spec.replicas".into()],
-    };
-    let created = sim
-        .apply(&action(d.clone(), ssa.clone()), t(0))
-        .await
-        .unwrap();
-    assert_eq!(created["spec"]["replicas"], 2);
-    sim.control().modify("Deployment", "default", "d", |o| {
-        o["spec"]["replicas"] = json!(5)
-    });
-    let kept = sim.apply(&action(d, ssa), t(1)).await.unwrap();
-    assert_eq!(
-        kept["spec"]["replicas"], 5,
-        "an autoscaler's value is not overwritten"
-    );
+        ignore_fields: vec![IgnoredField {
+            path: ".spec.replicas".into(),
+            condition,
+        }],
+    }
+}
+
+/// OCM's ignoreFields: the cluster's value of an ignored field stays while the work does not
+/// change; when it changes, OnSpokeChange fields take the work's value again and OnSpokePresent
+/// ones never do.
+#[tokio::test]
+async fn ssa_ignore_fields_keep_the_clusters_value_as_ocm_s_conditions_say() {
+    for (condition, after_work_change) in [
+        (IgnoreFieldsCondition::OnSpokePresent, 5),
+        (IgnoreFieldsCondition::OnSpokeChange, 2),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let (_store, sim) = sim(dir.path(), Duration::ZERO);
+        let d = json!({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d","namespace":"default"},"spec":{"replicas":2,"paused":false}});
+        let ssa = ssa_ignoring_replicas(condition);
+        let created = sim
+            .apply(&action(d.clone(), ssa.clone()), t(0))
+            .await
+            .unwrap();
+        assert_eq!(created["spec"]["replicas"], 2);
+        sim.control().modify("Deployment", "default", "d", |o| {
+            o["spec"]["replicas"] = json!(5);
+            o["spec"]["paused"] = json!(true);
+        });
+        let kept = sim
+            .apply(&action(d.clone(), ssa.clone()), t(1))
+            .await
+            .unwrap();
+        assert_eq!(
+            (
+                kept["spec"]["replicas"].clone(),
+                kept["spec"]["paused"].clone()
+            ),
+            (json!(5), json!(true)),
+            "{condition:?}: an unchanged work leaves the cluster's edits"
+        );
+        let mut changed = d.clone();
+        changed["metadata"]["labels"] = json!({"v": "2"});
+        let applied = sim.apply(&action(changed, ssa), t(2)).await.unwrap();
+        assert_eq!(
+            applied["spec"]["replicas"], after_work_change,
+            "{condition:?}: after the work changed"
+        );
+        assert_eq!(applied["spec"]["paused"], false, "{condition:?}");
+    }
 }

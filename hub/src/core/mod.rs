@@ -818,6 +818,11 @@ impl HubCore {
         // What the passes wrote themselves needs no other look.
         self.addons_stale = false;
         self.addon_clusters_dirty.clear();
+        // Completed works whose TTL ran out are deleted (OCM's garbage collection) before the
+        // rollouts read the works.
+        let expired = self.expire_finished_works(now);
+        self.apply(&expired.records);
+        change.extend(expired);
         // Works written by a pass are read back by the next one (their rollout status).
         for _ in 0..3 {
             let pass = self.reconcile_replica_sets(now);
@@ -830,13 +835,14 @@ impl HubCore {
         change
     }
 
-    /// When the hub must wake up for placements, replica sets or add-on rollouts (None: nothing
-    /// scheduled).
+    /// When the hub must wake up for placements, replica sets, add-on rollouts or completed
+    /// works' TTLs (None: nothing scheduled).
     pub fn fleet_requeue_at(&self) -> Option<DateTime<Utc>> {
         [
             self.placements_requeue_at(),
             self.replica_sets_requeue_at(),
             self.addons_requeue_at,
+            self.finished_works_requeue_at(),
         ]
         .into_iter()
         .flatten()

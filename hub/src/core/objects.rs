@@ -496,6 +496,9 @@ impl HubCore {
             crate::rollout::per_cluster::check(&r.set.spec)
                 .map_err(|e| ObjectError::Invalid(key.clone(), e))?;
         }
+        if let StoredObject::Placement(p) = &object {
+            check_cel_selectors(&key, &p.placement)?;
+        }
         let existing = self.objects().get(&key);
         let mut merged = match (object, existing) {
             (StoredObject::Placement(mut new), Some(StoredObject::Placement(old))) => {
@@ -684,4 +687,35 @@ impl HubCore {
         }
         Ok(change)
     }
+}
+
+/// A Placement whose celSelector expressions do not compile is refused at apply, with the
+/// expression and the position in it (the scheduler would report it Misconfigured).
+fn check_cel_selectors(key: &ObjectKey, placement: &Placement) -> Result<(), ObjectError> {
+    let predicates = placement.spec.predicates.iter().enumerate().map(|(i, p)| {
+        (
+            format!("spec.predicates[{i}].requiredClusterSelector"),
+            &p.required_cluster_selector,
+        )
+    });
+    let groups = placement
+        .spec
+        .decision_strategy
+        .group_strategy
+        .decision_groups
+        .iter()
+        .enumerate()
+        .map(|(i, g)| {
+            (
+                format!(
+                    "spec.decisionStrategy.groupStrategy.decisionGroups[{i}].groupClusterSelector"
+                ),
+                &g.group_cluster_selector,
+            )
+        });
+    for (place, selector) in predicates.chain(groups) {
+        crate::placement::plugins::predicate::validate_cel_selector(&selector.cel_selector)
+            .map_err(|e| ObjectError::Invalid(key.clone(), format!("{place}: {e}")))?;
+    }
+    Ok(())
 }

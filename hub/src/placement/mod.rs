@@ -379,7 +379,7 @@ fn filter(
     let mut feasible = Vec::with_capacity(available.len());
     for &i in available {
         let cluster = &input.clusters[i];
-        if let Err(why) = predicate::filter(ctx.placement, cluster) {
+        if let Err(why) = predicate::filter(ctx.placement, cluster, ctx.scores) {
             drafts[i].reason = format!("filtered: {why}");
             continue;
         }

@@ -225,6 +225,8 @@ fn describe(manifest: &Value) -> String {
 /// # Errors
 /// The first problem, naming the field.
 pub fn check(spec: &ManifestWorkReplicaSetSpec) -> Result<(), String> {
+    validate::validate_condition_rules(&spec.manifest_work_template.manifest_configs)
+        .map_err(|e| format!("spec.manifestWorkTemplate: {e}"))?;
     let Some(per_cluster) = &spec.per_cluster else {
         return validate::validate_manifests(&spec.manifest_work_template.workload.manifests)
             .map_err(|e| format!("spec.manifestWorkTemplate: {e}"));
@@ -515,6 +517,20 @@ mod tests {
         let e = check(&bad).unwrap_err();
         assert!(
             e.contains("spec.manifestWorkTemplate: manifest 1 (apps/v1 Deployment web) /spec/replicas: at offset 0"),
+            "{e}"
+        );
+        let mut cel = sample();
+        cel.per_cluster = None;
+        cel.manifest_work_template.manifest_configs = serde_json::from_value(json!([{
+            "resourceIdentifier": {"group": "apps", "resource": "deployments",
+                                   "name": "web", "namespace": "shop"},
+            "conditionRules": [{"type": "CEL", "condition": "Ready",
+                                "celExpressions": ["object.status.readyReplicas >"]}]}]))
+        .unwrap();
+        let e = check(&cel).unwrap_err();
+        assert!(
+            e.contains("spec.manifestWorkTemplate: ")
+                && e.contains("conditionRules[0].celExpressions[0]"),
             "{e}"
         );
         let unknown = serde_json::from_value::<ManifestWorkReplicaSetSpec>(

@@ -343,7 +343,8 @@ impl HubCore {
 }
 
 /// Checks a work before anything is stored: the name and manifests with
-/// `ocm_edge_schemas::validate` (500 KiB, metadata.name, no generateName, DNS names), and the
+/// `ocm_edge_schemas::validate` (500 KiB, metadata.name, no generateName, DNS names, condition
+/// rules whose CEL compiles), and the
 /// target list here.
 fn validate_work(input: &WorkInput, clusters: &[String]) -> Result<(), WorkError> {
     let invalid = |e: validate::ValidationError| WorkError::Invalid(e.to_string());
@@ -360,6 +361,7 @@ fn validate_work(input: &WorkInput, clusters: &[String]) -> Result<(), WorkError
         }
     }
     validate::validate_manifests(&input.spec.workload.manifests)
+        .and_then(|()| validate::validate_condition_rules(&input.spec.manifest_configs))
         .map_err(|e| WorkError::Invalid(format!("work {:?}: {e}", input.name)))
 }
 
@@ -520,6 +522,29 @@ mod tests {
             .write_works(&input, &clusters(&["a"]), false, t(1))
             .unwrap_err();
         assert!(err.to_string().contains("500 KiB"), "{err}");
+    }
+
+    #[test]
+    fn a_condition_rule_whose_cel_does_not_compile_is_refused_with_its_position() {
+        let core = accepted_core(&["a"]);
+        let mut input = work_input("web", 1);
+        Arc::make_mut(&mut input.spec).manifest_configs = serde_json::from_value(serde_json::json!([{
+            "resourceIdentifier": {"group": "apps", "resource": "deployments", "name": "web", "namespace": "default"},
+            "conditionRules": [{"condition": "Ready", "type": "CEL",
+                                "celExpressions": ["object.status.readyReplicas >"]}],
+        }]))
+        .unwrap();
+        let err = core
+            .write_works(&input, &clusters(&["a"]), false, t(1))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(
+                "spec.manifestConfigs[0].conditionRules[0].celExpressions[0]: ERROR: <input>:1:"
+            ),
+            "{err}"
+        );
+        assert!(core.work(&WorkKey::new("a", "web")).is_none());
     }
 
     #[test]

@@ -6,9 +6,11 @@
 //! - [`resync`]: both resync directions after a (re)connect: the specs an agent lacks, the
 //!   statuses the hub holds. Pure.
 //! - [`spec_clock`]: the `ce-time` the hub signs into spec events, which never goes back.
+//! - [`ttl`]: deletes a completed work after its `ttlSecondsAfterFinished`. Pure.
 
 pub mod manifestworks;
 pub mod resync;
 pub mod spec_clock;
+pub mod ttl;
 
 pub use manifestworks::{WorkError, WorkInput, resource_id};

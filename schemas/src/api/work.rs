@@ -397,47 +397,72 @@ pub struct JsonPath {
 /// Condition rule type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
 pub enum ConditionRuleType {
-    /// Built-in completion rules (Jobs, Pods).
+    /// OCM's hard-coded rules for common kinds: `Complete` of a Job (Complete or Failed) and of
+    /// a Pod (Succeeded or Failed). `WellKnownCompletions`, its name in earlier OCM releases,
+    /// is read as this.
     #[default]
-    WellKnownCompletions,
+    #[serde(alias = "WellKnownCompletions")]
+    WellKnownConditions,
     /// User CEL expressions.
     #[serde(rename = "CEL")]
     Cel,
-}
-
-/// A CEL expression of a [`ConditionRule`].
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CelConditionExpression {
-    /// Expression over `object`, evaluating to a bool.
-    #[serde(default)]
-    pub expression: String,
 }
 
 /// How to set a condition of a manifest from the resource.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ConditionRule {
-    /// Condition type to set (Complete for WellKnownCompletions when empty). Always written.
+    /// Condition type to set (Complete when empty). Required for CEL rules. Always written.
     #[serde(default)]
     pub condition: String,
-    /// WellKnownCompletions or CEL.
+    /// WellKnownConditions or CEL.
     #[serde(rename = "type", default)]
     pub type_: ConditionRuleType,
-    /// ANDed CEL expressions.
+    /// CEL expressions over `object` (the applied resource), ANDed. Each may also be written
+    /// `{expression: ...}`, as ocm-edge's first releases wrote it.
     #[serde(
         default,
         skip_serializing_if = "Vec::is_empty",
-        deserialize_with = "crate::api::meta::null_as_empty"
+        deserialize_with = "cel_expressions"
     )]
-    #[schemars(with = "Option<Vec<CelConditionExpression>>")]
-    pub cel_expressions: Vec<CelConditionExpression>,
+    #[schemars(with = "Option<Vec<String>>")]
+    pub cel_expressions: Vec<String>,
     /// Message of the condition.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub message: String,
-    /// CEL expression computing the message.
+    /// CEL expression computing the message, over `object` and `result` (the rule's outcome);
+    /// overrides `message` when it yields a non-empty string.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub message_expression: String,
+}
+
+impl ConditionRule {
+    /// The condition type the rule sets: `condition`, or Complete when empty.
+    pub fn condition_type(&self) -> &str {
+        if self.condition.is_empty() {
+            WORK_COMPLETE
+        } else {
+            &self.condition
+        }
+    }
+}
+
+/// `celExpressions` as OCM writes it (strings), or as ocm-edge first wrote it (`{expression}`).
+fn cel_expressions<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Written {
+        Ocm(String),
+        Object { expression: String },
+    }
+    let written: Option<Vec<Written>> = Deserialize::deserialize(d)?;
+    Ok(written
+        .unwrap_or_default()
+        .into_iter()
+        .map(|w| match w {
+            Written::Ocm(s) | Written::Object { expression: s } => s,
+        })
+        .collect())
 }
 
 /// The identity the agent applies a work with.

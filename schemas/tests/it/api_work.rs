@@ -97,3 +97,26 @@ fn manifest_accessors_read_identity_from_the_raw_object() {
         Some(("", "v1"))
     );
 }
+
+#[test]
+fn condition_rules_read_ocm_s_shape_and_the_earlier_names() {
+    use ocm_edge_schemas::api::work::{ConditionRule, ConditionRuleType};
+    let ocm: ConditionRule = serde_yaml_ng::from_str(
+        "condition: Ready\ntype: CEL\ncelExpressions:\n- object.status.ready\n",
+    )
+    .unwrap();
+    assert_eq!(ocm.type_, ConditionRuleType::Cel);
+    assert_eq!(ocm.cel_expressions, ["object.status.ready"]);
+    let earlier: ConditionRule = serde_json::from_value(serde_json::json!({
+        "type": "WellKnownCompletions",
+        "celExpressions": [{"expression": "true"}],
+    }))
+    .unwrap();
+    assert_eq!(earlier.type_, ConditionRuleType::WellKnownConditions);
+    assert_eq!(earlier.cel_expressions, ["true"]);
+    assert_eq!(earlier.condition_type(), "Complete");
+    assert_eq!(
+        serde_json::to_value(&ocm).unwrap(),
+        serde_json::json!({"condition": "Ready", "type": "CEL", "celExpressions": ["object.status.ready"]})
+    );
+}

@@ -148,3 +148,51 @@ fn a_work_in_an_invalid_cluster_namespace_is_refused() {
             .starts_with("cluster name \"Edge_1\" is invalid: it contains 'E'")
     );
 }
+
+fn work_with_rules(rules: serde_json::Value) -> ManifestWork {
+    let mut work = work_with(vec![deployment("web")]);
+    work.spec.manifest_configs = serde_json::from_value(json!([{
+        "resourceIdentifier": {"group": "apps", "resource": "deployments", "name": "web", "namespace": "default"},
+        "conditionRules": rules,
+    }]))
+    .unwrap();
+    work
+}
+
+#[test]
+fn a_cel_condition_rule_that_does_not_compile_is_refused_with_its_place_and_position() {
+    let work = work_with_rules(json!([
+        {"condition": "Ready", "type": "CEL", "celExpressions": ["object.status.readyReplicas > 0"]},
+        {"condition": "Done", "type": "CEL", "celExpressions": ["true", "object.status.phase == "]},
+    ]));
+    let err = validate_manifest_work(&work).unwrap_err().to_string();
+    assert!(
+        err.starts_with(
+            "spec.manifestConfigs[0].conditionRules[1].celExpressions[1]: ERROR: <input>:1:"
+        ),
+        "{err}"
+    );
+    let work = work_with_rules(json!([
+        {"condition": "Ready", "type": "CEL", "celExpressions": ["true"], "messageExpression": "'is ' + state"},
+    ]));
+    assert_eq!(
+        validate_manifest_work(&work).unwrap_err().to_string(),
+        "spec.manifestConfigs[0].conditionRules[0].messageExpression: ERROR: <input>:1:9: \
+         undeclared reference to 'state' (this expression may read object, result)"
+    );
+}
+
+#[test]
+fn a_cel_condition_rule_must_name_its_condition_as_ocm_requires() {
+    let work = work_with_rules(json!([{"type": "CEL", "celExpressions": ["true"]}]));
+    assert_eq!(
+        validate_manifest_work(&work).unwrap_err().to_string(),
+        "spec.manifestConfigs[0].conditionRules[0].condition: condition is required for CEL rules: name the condition to set"
+    );
+    let ok = work_with_rules(json!([
+        {"condition": "Complete", "type": "WellKnownConditions"},
+        {"condition": "Ready", "type": "CEL", "celExpressions": ["hasConditions(object.status)"],
+         "messageExpression": "result ? 'ready' : 'waiting'"},
+    ]));
+    assert_eq!(validate_manifest_work(&ok), Ok(()));
+}

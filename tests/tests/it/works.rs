@@ -361,3 +361,105 @@ async fn deleting_a_work_with_the_orphan_policy_leaves_its_resources_on_the_clus
     assert_eq!(fleet.counters("c1").bundles_held, 0);
     fleet.shutdown().await;
 }
+
+/// A CEL condition rule for the Deployment `web/web`: Complete once every replica is ready.
+fn complete_when_ready() -> ocm_edge_schemas::api::work::ManifestConfigOption {
+    serde_json::from_value(json!({
+        "resourceIdentifier": {"group": "apps", "resource": "deployments", "namespace": "web", "name": "web"},
+        "conditionRules": [{
+            "condition": "Complete",
+            "type": "CEL",
+            "celExpressions": ["has(object.status.readyReplicas)",
+                               "object.status.readyReplicas == object.spec.replicas"],
+            "messageExpression": "result ? 'all ' + string(object.spec.replicas) + ' replicas ready' : 'waiting'",
+        }],
+    }))
+    .expect("OCM's ManifestConfigOption shape")
+}
+
+#[tokio::test]
+async fn a_cel_condition_rule_is_evaluated_by_the_agent_and_reaches_the_hub() {
+    let fleet = fleet_of(&["c1"]).await;
+    fleet
+        .write_work(CreateWork {
+            name: "web".into(),
+            clusters: vec!["c1".into()],
+            manifests: vec![namespace("web"), deployment("web", "web", 2, "nginx:1.27")],
+            manifest_configs: vec![complete_when_ready()],
+            ..CreateWork::default()
+        })
+        .await;
+    // The simulated Deployment becomes ready after its delay; the rule then holds, and the
+    // work is Complete.
+    let view = fleet
+        .wait_work_condition("c1", "web", "Complete")
+        .await
+        .unwrap();
+    let deployment = view
+        .resource_status
+        .iter()
+        .find(|m| m.resource_meta.ordinal == 1)
+        .unwrap();
+    let complete = ocm_edge_schemas::api::meta::find_condition(&deployment.conditions, "Complete")
+        .expect("the rule's condition on the Deployment");
+    assert_eq!(
+        (complete.reason.as_str(), complete.message.as_str()),
+        ("ConditionRuleEvaluated", "all 2 replicas ready")
+    );
+    fleet.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_rule_that_does_not_compile_is_refused_and_a_finished_work_goes_after_its_ttl() {
+    let fleet = fleet_of(&["c1"]).await;
+    let mut broken = complete_when_ready();
+    broken.condition_rules[0].cel_expressions[1] = "object.status.readyReplicas ==".into();
+    let refused = fleet
+        .admin()
+        .await
+        .create_work(CreateWork {
+            name: "web".into(),
+            clusters: vec!["c1".into()],
+            manifests: vec![namespace("web"), deployment("web", "web", 1, "nginx:1.27")],
+            manifest_configs: vec![broken],
+            ..CreateWork::default()
+        })
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains(
+            "spec.manifestConfigs[0].conditionRules[0].celExpressions[1]: ERROR: <input>:1:"
+        ),
+        "{refused}"
+    );
+
+    fleet
+        .write_work(CreateWork {
+            name: "web".into(),
+            clusters: vec!["c1".into()],
+            manifests: vec![namespace("web"), deployment("web", "web", 1, "nginx:1.27")],
+            manifest_configs: vec![complete_when_ready()],
+            delete_option: Some(ocm_edge_schemas::api::work::DeleteOption {
+                ttl_seconds_after_finished: Some(0),
+                ..Default::default()
+            }),
+            ..CreateWork::default()
+        })
+        .await;
+    // Complete as soon as the Deployment is ready, then deleted by the hub: the agent removes
+    // the objects and the hub forgets the work.
+    let admin = fleet.admin().await;
+    wait_until("the hub to delete the finished work", WAIT, || async {
+        matches!(admin.get_work("c1", "web").await, Err(e) if e.hub_kind() == Some(AdminErrorKind::NotFound))
+    })
+    .await
+    .unwrap();
+    fleet
+        .wait_sim("c1", "the Deployment is removed", |sim| {
+            sim.get("Deployment", "web", "web").is_none().then_some(())
+        })
+        .await
+        .unwrap();
+    fleet.shutdown().await;
+}
