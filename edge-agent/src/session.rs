@@ -125,6 +125,10 @@ pub struct AgentCounters {
     /// Events on the hub's topics refused for a missing, unknown or wrong signature
     /// ([`crate::registration::trust`]).
     pub refused_signature: u64,
+    /// Objects watched (`feedbackScrapeType: Watch`) right now.
+    pub objects_watched: u64,
+    /// Bundles reconciled because a watched object changed.
+    pub watch_reconciles: u64,
 }
 
 /// A running agent.
@@ -236,6 +240,7 @@ pub async fn start_agent(cfg: AgentConfig) -> Result<AgentHandle, AgentError> {
         HubTrust::new(cfg.trusted_hub_ca(), store.hub_signer()?)
     };
     let (counters_tx, counters_rx) = watch::channel(AgentCounters::default());
+    let (watch_tx, watch_rx) = mpsc::unbounded_channel();
     let stop = CancellationToken::new();
     let mut agent = Agent {
         id: AgentIdentity {
@@ -268,6 +273,8 @@ pub async fn start_agent(cfg: AgentConfig) -> Result<AgentHandle, AgentError> {
         api_healthy: None,
         last_chunk_at: None,
         hub_windows: Vec::new(),
+        watches: Default::default(),
+        watch_tx,
     };
     // The certificate the hub issued and its maintenance windows, from its last view (kept in
     // the store): a restart while offline keeps both.
@@ -278,7 +285,7 @@ pub async fn start_agent(cfg: AgentConfig) -> Result<AgentHandle, AgentError> {
     // Started here, not in the task: certificates are read now, so a wrong path fails the start
     // instead of every reconnect.
     let (session, events) = agent.start_session()?;
-    let task = tokio::spawn(agent.run(session, events, stop.clone()));
+    let task = tokio::spawn(agent.run(session, events, watch_rx, stop.clone()));
     Ok(AgentHandle {
         counters: counters_rx,
         sim,
@@ -395,6 +402,13 @@ pub(crate) struct Agent {
     pub(crate) addon_asks: std::collections::HashMap<String, ((String, String), DateTime<Utc>)>,
     /// The maintenance windows set on the hub, from its last view of this cluster.
     pub(crate) hub_windows: Vec<crate::maintenance::MaintenanceWindow>,
+    /// `feedbackScrapeType: Watch`: the watches running, by bundle and object.
+    pub(crate) watches: std::collections::HashMap<
+        String,
+        std::collections::HashMap<crate::work::resource::ResourceRef, tokio::task::AbortHandle>,
+    >,
+    /// Where the watches say which bundle changed.
+    pub(crate) watch_tx: mpsc::UnboundedSender<String>,
 }
 
 /// The only place the agent reads the clock: the shell passes `now` down to the pure core.
@@ -464,6 +478,7 @@ impl Agent {
         mut self,
         mut session: Session,
         mut rx: mpsc::UnboundedReceiver<SessionEvent>,
+        mut watched: mpsc::UnboundedReceiver<String>,
         stop: CancellationToken,
     ) -> Result<(), AgentError> {
         // Offline-first: reconcile from the cache before any broker is reached.
@@ -488,6 +503,14 @@ impl Agent {
                     None => break,
                 },
                 _ = reconcile.tick() => self.reconcile_all(now()).await,
+                Some(first) = watched.recv() => {
+                    // A burst of changes (a rollout's status updates) reconciles each bundle once.
+                    let mut ids = std::collections::BTreeSet::from([first]);
+                    while let Ok(id) = watched.try_recv() {
+                        ids.insert(id);
+                    }
+                    self.reconcile_watched(ids, now()).await;
+                }
                 _ = health.tick() => self.on_health_tick(now()).await,
             }
             if std::mem::take(&mut self.switch_session) {
@@ -502,6 +525,11 @@ impl Agent {
                         return Err(e);
                     }
                 }
+            }
+        }
+        for objects in self.watches.values() {
+            for handle in objects.values() {
+                handle.abort();
             }
         }
         if let Some(p) = self.publisher.take() {

@@ -360,6 +360,33 @@ impl Applier for KubeApplier {
         }
     }
 
+    async fn watch(
+        &self,
+        resource: &ResourceRef,
+    ) -> Result<futures::stream::BoxStream<'static, ()>, ApplyError> {
+        use futures::StreamExt;
+        let api = self.api(resource).await?;
+        // One object: a field selector on its name. From resource version "0" the API server
+        // first sends the object as it is (ADDED), then every change, until its watch timeout
+        // ends the stream (the agent starts another).
+        let params =
+            kube::api::WatchParams::default().fields(&format!("metadata.name={}", resource.name));
+        let events = api.watch(&params, "0").await.map_err(api_error)?;
+        // An error (410 Gone after a long outage, a broken connection) ends this watch;
+        // bookmarks say nothing of the object.
+        Ok(events
+            .take_while(|e| {
+                std::future::ready(!matches!(e, Err(_) | Ok(kube::api::WatchEvent::Error(_))))
+            })
+            .filter_map(|e| {
+                std::future::ready(match e {
+                    Ok(kube::api::WatchEvent::Bookmark(_)) => None,
+                    _ => Some(()),
+                })
+            })
+            .boxed())
+    }
+
     async fn health(&self) -> bool {
         // As OCM's registration agent: /livez, falling back to /healthz on older servers.
         self.probe("/livez").await || self.probe("/healthz").await

@@ -12,6 +12,7 @@
 use std::future::Future;
 
 use chrono::{DateTime, Utc};
+use futures::stream::BoxStream;
 use serde_json::Value;
 
 use self::facts::ClusterFacts;
@@ -81,6 +82,18 @@ pub trait Applier: Send + Sync {
         propagation: DeletePropagation,
     ) -> impl Future<Output = Result<(), ApplyError>> + Send;
 
+    /// Changes of one object as they happen (`feedbackScrapeType: Watch`): the stream yields
+    /// once when it starts and once per change (created, modified, deleted, or for the
+    /// simulated cluster a workload turning ready), and ends when the watch breaks (the caller
+    /// starts another).
+    ///
+    /// # Errors
+    /// [`ApplyError`] when the watch cannot be started.
+    fn watch(
+        &self,
+        resource: &ResourceRef,
+    ) -> impl Future<Output = Result<BoxStream<'static, ()>, ApplyError>> + Send;
+
     /// Whether the API server answers its health endpoints.
     fn health(&self) -> impl Future<Output = bool> + Send;
 
@@ -135,6 +148,14 @@ impl Applier for AnyApplier {
             AnyApplier::Sim(a) => a.delete(resource, propagation).await,
             #[cfg(feature = "kube")]
             AnyApplier::Kube(a) => a.delete(resource, propagation).await,
+        }
+    }
+
+    async fn watch(&self, resource: &ResourceRef) -> Result<BoxStream<'static, ()>, ApplyError> {
+        match self {
+            AnyApplier::Sim(a) => a.watch(resource).await,
+            #[cfg(feature = "kube")]
+            AnyApplier::Kube(a) => a.watch(resource).await,
         }
     }
 

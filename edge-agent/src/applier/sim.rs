@@ -11,6 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
+use futures::StreamExt;
+use futures::stream::BoxStream;
 use ocm_edge_schemas::api::meta::Quantity;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
@@ -67,6 +69,8 @@ struct Inner {
     ready_delay: chrono::Duration,
     healthy: AtomicBool,
     facts: Mutex<SimFacts>,
+    /// The key of every object stored or removed, for watches (`feedbackScrapeType: Watch`).
+    changes: tokio::sync::broadcast::Sender<String>,
 }
 
 /// The simulated cluster as an [`Applier`].
@@ -112,6 +116,7 @@ impl SimApplier {
                     .unwrap_or(chrono::Duration::MAX),
                 healthy: AtomicBool::new(true),
                 facts: Mutex::new(SimFacts::default()),
+                changes: tokio::sync::broadcast::channel(1024).0,
             }),
         })
     }
@@ -172,7 +177,10 @@ impl Inner {
             .map_err(db_err)?
             .insert(k, bytes.as_slice())
             .map_err(db_err)?;
-        tx.commit().map_err(db_err)
+        tx.commit().map_err(db_err)?;
+        // Nobody watching is not an error.
+        let _ = self.changes.send(k.to_owned());
+        Ok(())
     }
 
     fn all(&self) -> Result<Vec<(String, SimObject)>, ApplyError> {
@@ -197,7 +205,11 @@ impl Inner {
                 t.remove(k.as_str()).map_err(db_err)?;
             }
         }
-        tx.commit().map_err(db_err)
+        tx.commit().map_err(db_err)?;
+        for k in keys {
+            let _ = self.changes.send(k.clone());
+        }
+        Ok(())
     }
 
     /// Removes `k`; for a Namespace (`namespace` = its name) also what is in it, as on a real cluster.
@@ -312,7 +324,66 @@ fn simulated_status(obj: &Value, ready: bool) -> Option<Value> {
     }
 }
 
+impl SimApplier {
+    /// A watch of one simulated object: once at the start, then on every store or removal of
+    /// it (the agent's own applies, drift put in through [`SimControl`]) and when it turns
+    /// ready (`ready_delay` after it last changed), as a controller's status update would be
+    /// seen on a real cluster.
+    fn watch_stream(&self, resource: &ResourceRef) -> BoxStream<'static, ()> {
+        struct State {
+            inner: Arc<Inner>,
+            key: String,
+            rx: tokio::sync::broadcast::Receiver<String>,
+            started: bool,
+        }
+        let state = State {
+            rx: self.inner.changes.subscribe(),
+            inner: Arc::clone(&self.inner),
+            key: ref_key(resource),
+            started: false,
+        };
+        futures::stream::unfold(state, |mut st| async move {
+            if !st.started {
+                st.started = true;
+                return Some(((), st));
+            }
+            // When the object turns ready, if it has not yet.
+            let ready_in = st.inner.load(&st.key).ok().flatten().and_then(|o| {
+                (o.changed_at + st.inner.ready_delay - Utc::now())
+                    .to_std()
+                    .ok()
+            });
+            loop {
+                tokio::select! {
+                    changed = st.rx.recv() => match changed {
+                        Ok(k) if k == st.key => return Some(((), st)),
+                        Ok(_) => {}
+                        // Missed some: one of them may have been this object.
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                            return Some(((), st));
+                        }
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+                    },
+                    () = async {
+                        match ready_in {
+                            // A little after, so the agent's clock reads it ready.
+                            Some(d) => tokio::time::sleep(d + std::time::Duration::from_millis(20)).await,
+                            None => std::future::pending().await,
+                        }
+                    } => return Some(((), st)),
+                }
+            }
+        })
+        .boxed()
+    }
+}
+
 impl Applier for SimApplier {
+    async fn watch(&self, resource: &ResourceRef) -> Result<BoxStream<'static, ()>, ApplyError> {
+        self.check_up()?;
+        Ok(self.watch_stream(resource))
+    }
+
     async fn apply(&self, action: &ApplyAction, now: DateTime<Utc>) -> Result<Value, ApplyError> {
         self.check_up()?;
         let r = &action.resource;

@@ -2,6 +2,7 @@
 //! out to the hub.
 
 use chrono::{DateTime, Utc};
+use futures::StreamExt;
 use ocm_edge_schemas::api::cluster::ManagedCluster;
 use ocm_edge_schemas::api::meta::{Condition, Time, is_condition_true, set_condition};
 use ocm_edge_schemas::api::work::WORK_HELD;
@@ -19,6 +20,10 @@ use crate::work::outbox::Envelope;
 use crate::work::plan::{ApplyStrategy, RemoveAction, plan_apply, plan_delete, same_object};
 use crate::work::resource::ResourceRef;
 use crate::work::status::{ManifestOutcome, StatusContext, deleted_status, work_status};
+use crate::work::watched::watched;
+
+/// How long a watch that ended or could not start waits before it starts again.
+const WATCH_RETRY: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl Agent {
     pub(crate) async fn on_spec(&mut self, spec: SpecEvent, t: DateTime<Utc>) {
@@ -207,8 +212,82 @@ impl Agent {
         self.bump(|c| c.reconciles += 1);
     }
 
+    /// Reconciles the bundles whose watched objects changed (`feedbackScrapeType: Watch`): the
+    /// status is read now, not at the next reconcile.
+    pub(crate) async fn reconcile_watched(
+        &mut self,
+        ids: std::collections::BTreeSet<String>,
+        t: DateTime<Utc>,
+    ) {
+        for id in ids {
+            match self.store.desired(&id) {
+                Ok(Some(desired)) => {
+                    self.bump(|c| c.watch_reconciles += 1);
+                    self.reconcile_one(desired, t).await;
+                }
+                Ok(None) => {}
+                Err(e) => tracing::error!(error = %e, "cannot read the store"),
+            }
+        }
+    }
+
+    /// Starts and stops the watches of one bundle: its objects whose config asks for `Watch`,
+    /// none once it is being deleted.
+    fn sync_watches(&mut self, desired: &DesiredBundle) {
+        let wanted = if desired.deleting {
+            Vec::new()
+        } else {
+            watched(&desired.bundle)
+        };
+        let running = self.watches.entry(desired.resource_id.clone()).or_default();
+        running.retain(|r, handle| {
+            let keep = wanted.contains(r);
+            if !keep {
+                handle.abort();
+            }
+            keep
+        });
+        for r in wanted {
+            if running.contains_key(&r) {
+                continue;
+            }
+            let (applier, tx, id) = (
+                self.applier.clone(),
+                self.watch_tx.clone(),
+                desired.resource_id.clone(),
+            );
+            let object = r.clone();
+            let task = tokio::spawn(async move {
+                loop {
+                    match applier.watch(&object).await {
+                        Ok(mut changes) => {
+                            while changes.next().await.is_some() {
+                                if tx.send(id.clone()).is_err() {
+                                    return;
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            tracing::debug!(object = %object.key(), error = %e, "cannot watch; trying again");
+                        }
+                    }
+                    // The API server ends watches from time to time, and one that cannot start
+                    // (API server down) is tried again after a pause, not in a loop.
+                    tokio::time::sleep(WATCH_RETRY).await;
+                }
+            });
+            running.insert(r, task.abort_handle());
+        }
+        if running.is_empty() {
+            self.watches.remove(&desired.resource_id);
+        }
+        let n = self.watches.values().map(|m| m.len() as u64).sum();
+        self.bump(|c| c.objects_watched = n);
+    }
+
     /// Reconciles one bundle; true when its latest version waits (updates are held).
     async fn reconcile_one(&mut self, desired: DesiredBundle, t: DateTime<Utc>) -> bool {
+        self.sync_watches(&desired);
         let inventory = match self.store.inventory(&desired.resource_id) {
             Ok(i) => i,
             Err(e) => {

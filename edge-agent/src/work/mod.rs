@@ -11,6 +11,7 @@
 //! - [`conditions`]: the conditions of a manifest's `conditionRules` (CEL, well-known).
 //! - [`addon_identity`]: add-on agents' MQTT identities: ask the hub, then write their Secret.
 //! - [`outbox`]: the latest status per bundle, until the hub has it.
+//! - [`watched`]: the objects whose status is read on change (`feedbackScrapeType: Watch`).
 
 pub mod acceptance;
 pub mod addon_identity;
@@ -20,3 +21,4 @@ pub mod outbox;
 pub mod plan;
 pub mod resource;
 pub mod status;
+pub mod watched;

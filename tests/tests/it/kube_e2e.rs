@@ -951,3 +951,84 @@ async fn e2e_a_work_with_an_executor_is_applied_with_its_service_accounts_rights
     );
     agent.kill().await.unwrap();
 }
+
+/// `feedbackScrapeType: Watch` on a real API server: the agent (the real binary, its reconcile
+/// an hour away) watches a ConfigMap it only reads, and a change made to it by someone else
+/// reaches the hub's status feedback at once.
+#[tokio::test]
+async fn e2e_a_watched_objects_change_reaches_the_hub_without_waiting_for_a_reconcile() {
+    const WATCH_CLUSTER: &str = "kube-watch";
+    const NS: &str = "e2e-watch";
+    let Some(E2e {
+        admin,
+        dir,
+        kubeconfig,
+        fleet,
+    }) = E2e::start("e2e_a_watched_objects_change_reaches_the_hub_without_waiting_for_a_reconcile")
+        .await
+    else {
+        return;
+    };
+    let config_map = |level: &str| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "watched", "namespace": NS}, "data": {"level": level}})
+    };
+    ocm_edge_tests::kube::apply(
+        &admin,
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}),
+    )
+    .await;
+    ocm_edge_tests::kube::apply(&admin, config_map("1")).await;
+    let mut agent = agent_command(
+        &fleet,
+        WATCH_CLUSTER,
+        &kubeconfig,
+        &dir.path().join("agent"),
+    )
+    .args(["--reconcile-seconds", "3600"])
+    .spawn()
+    .unwrap();
+    fleet.accept(WATCH_CLUSTER).await;
+    let hub = fleet.admin().await;
+    let work: ManifestWork = serde_json::from_value(json!({
+        "apiVersion": "work.open-cluster-management.io/v1", "kind": "ManifestWork",
+        "metadata": {"name": "watch", "namespace": WATCH_CLUSTER},
+        "spec": {
+            "workload": {"manifests": [
+                {"apiVersion": "v1", "kind": "ConfigMap",
+                 "metadata": {"name": "watched", "namespace": NS}}]},
+            "manifestConfigs": [{
+                "resourceIdentifier": {"group": "", "resource": "configmaps",
+                                       "name": "watched", "namespace": NS},
+                "updateStrategy": {"type": "ReadOnly"},
+                "feedbackRules": [{"type": "JSONPaths",
+                                   "jsonPaths": [{"name": "level", "path": ".data.level"}]}],
+                "feedbackScrapeType": "Watch"}]}}))
+    .unwrap();
+    hub.apply_manifest_work(work).await.unwrap();
+    let level_at_hub = |want: &'static str| {
+        let hub = &hub;
+        async move {
+            wait_until(
+                &format!("level={want} in the hub's feedback"),
+                WAIT,
+                || async {
+                    let Ok(w) = hub.get_work(WATCH_CLUSTER, "watch").await else {
+                        return false;
+                    };
+                    w.resource_status.iter().any(|m| {
+                        m.status_feedback.values.iter().any(|v| {
+                            v.name == "level" && v.field_value.string.as_deref() == Some(want)
+                        })
+                    })
+                },
+            )
+            .await
+            .unwrap();
+        }
+    };
+    level_at_hub("1").await;
+    ocm_edge_tests::kube::apply(&admin, config_map("2")).await;
+    level_at_hub("2").await;
+    agent.kill().await.unwrap();
+}

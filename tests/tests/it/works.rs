@@ -463,3 +463,52 @@ async fn a_rule_that_does_not_compile_is_refused_and_a_finished_work_goes_after_
         .unwrap();
     fleet.shutdown().await;
 }
+
+/// `feedbackScrapeType: Watch`: the agent reads a watched object's status when it changes, not
+/// at its next reconcile. With a reconcile an hour away, the Deployment turning ready reaches the
+/// hub's feedback, and drift put into it is corrected, only because it is watched.
+#[tokio::test]
+async fn a_watched_deployments_status_and_drift_are_seen_when_they_change_not_at_the_next_reconcile()
+ {
+    let mut fleet = Fleet::start_with(ocm_edge_tests::fleet::FleetOptions {
+        reconcile_interval: std::time::Duration::from_secs(3600),
+        ready_delay: std::time::Duration::from_secs(1),
+        ..Default::default()
+    })
+    .await;
+    fleet.start_agents(&["c1"]).await;
+    fleet.accept_all(&["c1"]).await;
+    let mut feedback = well_known_status_feedback("apps", "deployments", "web", "web");
+    feedback.feedback_scrape_type = Some(ocm_edge_schemas::api::work::FeedbackScrapeType::Watch);
+    fleet
+        .write_work(CreateWork {
+            name: "web".into(),
+            clusters: vec!["c1".into()],
+            manifests: vec![namespace("web"), deployment("web", "web", 2, "nginx:1.27")],
+            manifest_configs: vec![feedback],
+            ..CreateWork::default()
+        })
+        .await;
+    // Applied at once (ready 0), ready a second later: only the watch can tell the hub.
+    fleet
+        .wait_work("c1", "web", "ReadyReplicas=2 from the watch", |w| {
+            feedback_integer(&w.resource_status, 1, "ReadyReplicas") == Some(2)
+        })
+        .await
+        .unwrap();
+    assert_eq!(fleet.counters("c1").objects_watched, 1);
+    assert!(fleet.counters("c1").watch_reconciles >= 1);
+
+    // Drift in the watched Deployment is put back at once.
+    assert!(fleet.sim("c1").modify("Deployment", "web", "web", |d| {
+        d["spec"]["replicas"] = json!(5);
+    }));
+    fleet
+        .wait_sim("c1", "the Deployment back to 2 replicas", |sim| {
+            sim.get("Deployment", "web", "web")
+                .filter(|d| d["spec"]["replicas"] == json!(2))
+        })
+        .await
+        .unwrap();
+    fleet.shutdown().await;
+}
