@@ -16,6 +16,7 @@ use std::collections::BTreeSet;
 
 use ocm_edge_schemas::admin::{AdminRequest, CredentialScope};
 use ocm_edge_schemas::api::object::OcmObject;
+use ocm_edge_schemas::api::replicaset::ManifestWorkReplicaSet;
 use serde_json::Value;
 
 use super::auth::{Identity, authorize_role};
@@ -122,8 +123,23 @@ impl Access {
             | AdminRequest::GetReplicaSet { namespace, .. } => {
                 reach.namespace(&ns(namespace), "read placements and replica sets in")
             }
-            AdminRequest::UndoRollout { namespace, .. } => {
-                reach.namespace(&ns(namespace), "roll back replica sets in")
+            AdminRequest::UndoRollout {
+                namespace, name, ..
+            } => {
+                reach.namespace(&ns(namespace), "roll back replica sets in")?;
+                // The set goes back to another template on the clusters its placements choose:
+                // the same reach as applying it.
+                let key = ObjectKey::new(ObjectKind::ManifestWorkReplicaSet, ns(namespace), name);
+                match core.objects().get(&key) {
+                    Some(StoredObject::ReplicaSet(r)) => {
+                        let mut set = serde_json::to_value(&r.set).unwrap_or_default();
+                        set["apiVersion"] = ManifestWorkReplicaSet::API_VERSION.into();
+                        set["kind"] = ManifestWorkReplicaSet::KIND.into();
+                        reach.object(&set, core)
+                    }
+                    // NotFound where it is planned.
+                    _ => Ok(()),
+                }
             }
             AdminRequest::RenderReplicaSet {
                 namespace,
@@ -636,6 +652,30 @@ mod tests {
         };
         assert!(authorize(&alice(), &replica_set("eu-web"), &core).is_ok());
         assert!(refusal(&alice(), &replica_set("ghost"), &core).contains("does not exist yet"));
+        // Rolling a stored set back reaches what applying it reaches: here a placement alice's
+        // credential cannot vouch for.
+        let mut with_set = two_teams(now());
+        crate::core::testkit::apply_json(
+            &mut with_set,
+            json!({"apiVersion": "work.open-cluster-management.io/v1alpha1",
+                "kind": "ManifestWorkReplicaSet",
+                "metadata": {"namespace": "team-a", "name": "wide"},
+                "spec": {"placementRefs": [{"name": "ghost"}],
+                         "manifestWorkTemplate": {"workload": {"manifests": [
+                             {"apiVersion": "v1", "kind": "ConfigMap",
+                              "metadata": {"name": "x", "namespace": "default"}}]}}}}),
+        )
+        .unwrap();
+        let undo = |name: &str| AdminRequest::UndoRollout {
+            namespace: Some("team-a".into()),
+            name: name.into(),
+            to_revision: None,
+        };
+        assert!(refusal(&alice(), &undo("wide"), &with_set).contains("does not exist yet"));
+        assert!(
+            refusal(&bob(), &undo("wide"), &with_set)
+                .contains("may not roll back replica sets in namespace \"team-a\"")
+        );
         let delete = |kind: &str, ns: &str| AdminRequest::DeleteObject {
             kind: kind.into(),
             namespace: Some(ns.into()),

@@ -17,11 +17,11 @@ use ocm_edge_schemas::api::meta::{
 };
 use ocm_edge_schemas::api::placement::LABEL_PLACEMENT;
 use ocm_edge_schemas::api::replicaset::{
-    CONDITION_PLACEMENT_ROLLED_OUT, CONDITION_PROGRESSING, CascadeDeletionPolicy, FailureStrategy,
-    LABEL_CONTROLLER_HASH, LABEL_MANIFEST_WORK_REPLICA_SET, LABEL_PLACEMENT_NAME,
-    ManifestWorkReplicaSetSpec, ManifestWorkReplicaSetStatus, REASON_FOUND_NEW_REVISION,
-    REASON_NEW_REVISION_AVAILABLE, REASON_NEW_REVISION_CREATED, REASON_PROGRESS_DEADLINE_EXCEEDED,
-    REASON_ROLLOUT_ABORTED, REASON_ROLLOUT_DEGRADED,
+    CONDITION_PLACEMENT_ROLLED_OUT, CONDITION_PLACEMENT_VERIFIED, CONDITION_PROGRESSING,
+    CascadeDeletionPolicy, FailureStrategy, LABEL_CONTROLLER_HASH, LABEL_MANIFEST_WORK_REPLICA_SET,
+    LABEL_PLACEMENT_NAME, ManifestWorkReplicaSetSpec, ManifestWorkReplicaSetStatus,
+    REASON_FOUND_NEW_REVISION, REASON_NEW_REVISION_AVAILABLE, REASON_NEW_REVISION_CREATED,
+    REASON_PROGRESS_DEADLINE_EXCEEDED, REASON_ROLLOUT_ABORTED, REASON_ROLLOUT_DEGRADED,
 };
 use ocm_edge_schemas::api::work::ManifestWorkSpec;
 
@@ -279,52 +279,78 @@ impl HubCore {
             && abort_asked
             && let Some(stable) = stable
         {
-            tracing::warn!(set = %key, revision = %hash, to = %stable.hash, "rollout aborted: more clusters failed than maxFailures allows; rolling back");
+            // Chosen once, here: the clusters that got the update revision and have not
+            // succeeded with it. Clusters the rollout had not reached never get it.
+            let clusters: std::collections::BTreeSet<String> = plan
+                .clusters
+                .iter()
+                .filter(|c| c.current_template && c.status != RolloutStatus::Succeeded)
+                .map(|c| c.cluster.clone())
+                .collect();
+            tracing::warn!(set = %key, revision = %hash, to = %stable.hash, clusters = clusters.len(), "rollout aborted: more clusters failed than maxFailures allows; rolling back");
             aborted = Some(Aborted {
                 revision: hash.clone(),
                 to: stable.hash.clone(),
                 at: now,
-                clusters: Default::default(),
+                clusters,
             });
         }
         let mut sends: Vec<(String, String, Arc<ManifestWorkSpec>, String)> = Vec::new();
-        if let Some(a) = &mut aborted {
+        if let Some(a) = &aborted {
             plan.to_apply.clear();
-            if let Some(back) = updated.history.iter().find(|h| h.hash == a.to) {
-                let back_spec = back.apply_to(&r.set.spec);
-                let going_back: Vec<&str> = plan
-                    .clusters
-                    .iter()
-                    .filter(|c| c.current_template && c.status != RolloutStatus::Succeeded)
-                    .map(|c| c.cluster.as_str())
-                    .collect();
-                let (back_rendered, _) = self.render_for(
-                    (&format!("{key} (rollback)"), &a.to),
-                    &back_spec,
-                    &going_back,
-                    &sets,
-                    &BTreeMap::new(),
-                    now,
-                );
-                let shared_back = Arc::new(back_spec.manifest_work_template.clone());
-                for c in &plan.clusters {
-                    if !going_back.contains(&c.cluster.as_str()) {
-                        continue;
+            // Sent back until their work carries the revision it went back to.
+            let going_back: Vec<&str> = a
+                .clusters
+                .iter()
+                .filter(|c| {
+                    owned.get(*c).is_none_or(|w| {
+                        w.deleting.is_none() && w.labels.get(LABEL_CONTROLLER_HASH) != Some(&a.to)
+                    })
+                })
+                .map(String::as_str)
+                .collect();
+            match updated.history.iter().find(|h| h.hash == a.to) {
+                Some(back) if !going_back.is_empty() => {
+                    let back_spec = back.apply_to(&r.set.spec);
+                    let (back_rendered, failing) = self.render_for(
+                        (&format!("{key} (rollback)"), &a.to),
+                        &back_spec,
+                        &going_back,
+                        &sets,
+                        &BTreeMap::new(),
+                        now,
+                    );
+                    for (cluster, u) in &failing {
+                        tracing::warn!(set = %key, %cluster, reason = %u.message, "cannot roll this cluster back: the revision it goes back to no longer renders for it");
                     }
-                    let spec = if back_spec.per_cluster.is_some() {
-                        match back_rendered.get(&c.cluster) {
-                            Some(s) => s.clone(),
-                            None => continue,
+                    let shared_back = Arc::new(back_spec.manifest_work_template.clone());
+                    for c in &plan.clusters {
+                        if !going_back.contains(&c.cluster.as_str()) {
+                            continue;
                         }
-                    } else {
-                        shared_back.clone()
-                    };
-                    sends.push((c.cluster.clone(), c.placement.clone(), spec, a.to.clone()));
-                    a.clusters.insert(c.cluster.clone());
+                        let spec = if back_spec.per_cluster.is_some() {
+                            match back_rendered.get(&c.cluster) {
+                                Some(s) => s.clone(),
+                                None => continue,
+                            }
+                        } else {
+                            shared_back.clone()
+                        };
+                        sends.push((c.cluster.clone(), c.placement.clone(), spec, a.to.clone()));
+                    }
+                }
+                Some(_) => {}
+                None => {
+                    tracing::warn!(set = %key, to = %a.to, "the revision to roll back to is no longer kept");
                 }
             }
         }
         for (cluster, placement) in &plan.to_apply {
+            // With perCluster a cluster gets its render or nothing (the planner never picks one
+            // that failed; one not rendered at all is not a cluster the hub knows).
+            if r.set.spec.per_cluster.is_some() && !rendered.contains_key(cluster) {
+                continue;
+            }
             sends.push((
                 cluster.clone(),
                 placement.clone(),
@@ -353,6 +379,7 @@ impl HubCore {
                 spec,
             };
             match self.write_works(&input, std::slice::from_ref(&cluster), true, now) {
+                Ok((c, _)) if c.is_empty() => {}
                 Ok((c, _)) => {
                     change.extend(c);
                     updated.sent.insert(cluster, now);
@@ -504,9 +531,11 @@ impl HubCore {
         let Some(StoredObject::ReplicaSet(r)) = self.objects().get(key) else {
             return Err(ObjectError::NotFound(key.clone()));
         };
-        let target = history::undo_target(&r.history, to)
-            .map_err(|e| ObjectError::Invalid(key.clone(), e))?;
-        if target.hash == history::revision_hash(&r.set.spec) {
+        let template = history::revision_hash(&r.set.spec);
+        let target =
+            history::undo_target(&r.history, to, &r.set.status.current_revision, &template)
+                .map_err(|e| ObjectError::Invalid(key.clone(), e))?;
+        if target.hash == template {
             return Err(ObjectError::Invalid(
                 key.clone(),
                 format!(
@@ -548,7 +577,13 @@ fn revision_status(
 ) {
     let at = Time::new(now);
     status.update_revision = hash.to_owned();
-    let complete = is_condition_true(&status.conditions, CONDITION_PLACEMENT_ROLLED_OUT);
+    // Rolled out everywhere in this pass: at least one cluster selected, every placement
+    // verified now (a condition carried over from an earlier revision, or an empty placement,
+    // proves nothing about this one).
+    let complete = is_condition_true(&status.conditions, CONDITION_PLACEMENT_ROLLED_OUT)
+        && is_condition_true(&status.conditions, CONDITION_PLACEMENT_VERIFIED)
+        && status.summary.desired_total > 0
+        && status.summary.updated == status.summary.desired_total;
     let degraded = find_condition(&status.conditions, CONDITION_PLACEMENT_ROLLED_OUT)
         .is_some_and(|c| c.reason == REASON_ROLLOUT_DEGRADED);
     if complete && aborted.is_none() {
@@ -1009,12 +1044,19 @@ mod tests {
         );
         let row = r.clusters.iter().find(|c| c.cluster == "edge-1").unwrap();
         assert!(row.message.contains("rolled back to revision 1"), "{row:?}");
-        // Stopped: later passes send v2 nowhere.
+        // Stopped: later passes send v2 nowhere, and send nothing again.
         report(&mut core, "edge-1", &SUCCEEDED, 12);
         core.reconcile_fleet(t(20));
         for cluster in ["edge-1", "edge-2", "edge-3"] {
             assert_eq!(greeting(&core, cluster), Some(json!("v1")), "{cluster}");
         }
+        let quiet = core.reconcile_fleet(t(20));
+        assert!(quiet.is_empty(), "{quiet:#?}");
+        assert_eq!(
+            set_record(&core).aborted.unwrap().clusters,
+            ["edge-1".to_owned()].into(),
+            "only the cluster the rollout had reached"
+        );
 
         // A fixed template ends the abort and rolls out again.
         apply(&mut core, versioned("v3"));
@@ -1087,6 +1129,25 @@ mod tests {
             "it succeeded: kept"
         );
         assert_eq!(condition_reason(&core, "Progressing"), "RolloutAborted");
+    }
+
+    #[test]
+    fn a_revision_no_cluster_runs_never_becomes_the_current_one() {
+        let mut core = fleet();
+        // Selects nothing: a whole site unreachable, say.
+        apply(
+            &mut core,
+            placement(
+                "web",
+                json!({"predicates": [{"requiredClusterSelector":
+                    {"labelSelector": {"matchLabels": {"site": "gone"}}}}]}),
+            ),
+        );
+        apply(&mut core, versioned("v1"));
+        core.reconcile_fleet(t(2));
+        let r = set_record(&core);
+        assert!(!r.set.status.update_revision.is_empty());
+        assert_eq!(r.set.status.current_revision, "", "nothing ran it");
     }
 
     #[test]

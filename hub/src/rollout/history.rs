@@ -117,11 +117,24 @@ pub fn record(
     }
 }
 
-/// The revision to go back to: `to` when given, else the newest one before the current.
+/// The revision to go back to: `to` when given; else the current revision (the last one rolled
+/// out everywhere, `current`) when the template is another; else the newest one before the
+/// template's (`kubectl rollout undo`).
 ///
 /// # Errors
 /// What is missing, with what is kept.
-pub fn undo_target(history: &[Revision], to: Option<i64>) -> Result<&Revision, String> {
+pub fn undo_target<'a>(
+    history: &'a [Revision],
+    to: Option<i64>,
+    current: &str,
+    template: &str,
+) -> Result<&'a Revision, String> {
+    if to.is_none()
+        && current != template
+        && let Some(r) = history.iter().find(|r| r.hash == current)
+    {
+        return Ok(r);
+    }
     let kept = || {
         let numbers: Vec<String> = history.iter().map(|r| r.revision.to_string()).collect();
         if numbers.is_empty() {
@@ -137,12 +150,16 @@ pub fn undo_target(history: &[Revision], to: Option<i64>) -> Result<&Revision, S
                 kept()
             )
         }),
-        None => history.iter().rev().nth(1).ok_or_else(|| {
-            format!(
-                "no earlier revision to go back to (kept: {}; see ocm-edge rollout history)",
-                kept()
-            )
-        }),
+        None => history
+            .iter()
+            .rev()
+            .find(|r| r.hash != template)
+            .ok_or_else(|| {
+                format!(
+                    "no earlier revision to go back to (kept: {}; see ocm-edge rollout history)",
+                    kept()
+                )
+            }),
     }
 }
 
@@ -223,11 +240,19 @@ mod tests {
         for g in ["a", "b", "c"] {
             record(&mut h, &spec(g, None), "", t(0));
         }
-        assert_eq!(undo_target(&h, None).unwrap().revision, 2);
-        assert_eq!(undo_target(&h, Some(1)).unwrap().revision, 1);
-        let e = undo_target(&h, Some(9)).unwrap_err();
+        let (first, third) = (h[0].hash.clone(), h[2].hash.clone());
+        // Nothing rolled out everywhere yet: the one before the template's.
+        assert_eq!(undo_target(&h, None, "", &third).unwrap().revision, 2);
+        // Revision 1 is the last rolled out everywhere: undo goes there, not to the unproven 2.
+        assert_eq!(undo_target(&h, None, &first, &third).unwrap().revision, 1);
+        assert_eq!(
+            undo_target(&h, Some(2), &first, &third).unwrap().revision,
+            2
+        );
+        let e = undo_target(&h, Some(9), "", &third).unwrap_err();
         assert!(e.contains("no revision 9 (kept: 1, 2, 3"), "{e}");
-        let e = undo_target(&h[..1], None).unwrap_err();
+        let only = h[0].hash.clone();
+        let e = undo_target(&h[..1], None, &only, &only).unwrap_err();
         assert!(e.contains("no earlier revision"), "{e}");
     }
 }

@@ -123,6 +123,7 @@ pub fn render(
     let rendered: ManifestWorkSpec = serde_json::from_value(tree)
         .map_err(|e| format!("the rendered template is not a ManifestWork spec: {e}"))?;
     validate::validate_manifests(&rendered.workload.manifests)
+        .and_then(|()| validate::validate_condition_rules(&rendered.manifest_configs))
         .map_err(|e| format!("the rendered template is not valid: {e}"))?;
     Ok(rendered)
 }

@@ -33,14 +33,15 @@ pub enum RolloutCommand {
         output: OutputFormat,
     },
     /// Roll a ManifestWorkReplicaSet back to a kept revision: its template becomes that
-    /// revision's, rolled out with its strategy.
+    /// revision's, rolled out with its strategy. Without --to-revision: the last revision rolled
+    /// out everywhere, or (when that is the template) the one before.
     Undo {
         /// ManifestWorkReplicaSet name.
         name: String,
         /// Namespace [default: default].
         #[arg(short, long)]
         namespace: Option<String>,
-        /// The revision (see `rollout history`) [default: the one before the current].
+        /// The revision (see `rollout history`).
         #[arg(long)]
         to_revision: Option<i64>,
     },
@@ -202,11 +203,24 @@ pub async fn run(global: &GlobalArgs, cmd: RolloutCommand) -> Result<(), CliErro
             let r = client
                 .undo_rollout(namespace.as_deref(), &name, to_revision)
                 .await?;
+            // As the hub chose: the one named, else the last rolled out everywhere when the
+            // template was another, else the newest before the template's.
+            let st = &r.set.status;
             let revision = r
                 .revisions
                 .iter()
                 .find(|h| Some(h.revision) == to_revision)
-                .or_else(|| r.revisions.iter().rev().nth(1))
+                .or_else(|| {
+                    (to_revision.is_none() && st.current_revision != st.update_revision)
+                        .then(|| r.revisions.iter().find(|h| h.hash == st.current_revision))
+                        .flatten()
+                })
+                .or_else(|| {
+                    r.revisions
+                        .iter()
+                        .rev()
+                        .find(|h| h.hash != st.update_revision)
+                })
                 .map_or_else(String::new, |h| format!(" {} ({})", h.revision, h.hash));
             format!(
                 "manifestworkreplicaset {}/{} rolled back to revision{revision}: its template \
