@@ -275,6 +275,7 @@ pub async fn start_agent(cfg: AgentConfig) -> Result<AgentHandle, AgentError> {
         hub_windows: Vec::new(),
         watches: Default::default(),
         watch_tx,
+        watch_stop: stop.child_token(),
     };
     // The certificate the hub issued and its maintenance windows, from its last view (kept in
     // the store): a restart while offline keeps both.
@@ -409,6 +410,15 @@ pub(crate) struct Agent {
     >,
     /// Where the watches say which bundle changed.
     pub(crate) watch_tx: mpsc::UnboundedSender<String>,
+    /// Ends every watch when the agent stops, however its task ends.
+    pub(crate) watch_stop: CancellationToken,
+}
+
+impl Drop for Agent {
+    /// Its watches end with it, whether its task returned, failed or was aborted.
+    fn drop(&mut self) {
+        self.watch_stop.cancel();
+    }
 }
 
 /// The only place the agent reads the clock: the shell passes `now` down to the pure core.
@@ -525,11 +535,6 @@ impl Agent {
                         return Err(e);
                     }
                 }
-            }
-        }
-        for objects in self.watches.values() {
-            for handle in objects.values() {
-                handle.abort();
             }
         }
         if let Some(p) = self.publisher.take() {

@@ -335,24 +335,27 @@ impl SimApplier {
             key: String,
             rx: tokio::sync::broadcast::Receiver<String>,
             started: bool,
+            /// The change (`changed_at`) whose turning ready was already told.
+            ready_told: Option<DateTime<Utc>>,
         }
         let state = State {
             rx: self.inner.changes.subscribe(),
             inner: Arc::clone(&self.inner),
             key: ref_key(resource),
             started: false,
+            ready_told: None,
         };
         futures::stream::unfold(state, |mut st| async move {
             if !st.started {
                 st.started = true;
                 return Some(((), st));
             }
-            // When the object turns ready, if it has not yet.
-            let ready_in = st.inner.load(&st.key).ok().flatten().and_then(|o| {
-                (o.changed_at + st.inner.ready_delay - Utc::now())
-                    .to_std()
-                    .ok()
-            });
+            // When the object's last change turns ready, unless that was told already: in the
+            // past (the reader was busy) it is told at once.
+            let changed_at = st.inner.load(&st.key).ok().flatten().map(|o| o.changed_at);
+            let ready_in = changed_at
+                .filter(|c| st.ready_told != Some(*c))
+                .map(|c| (c + st.inner.ready_delay - Utc::now()).to_std().unwrap_or_default());
             loop {
                 tokio::select! {
                     changed = st.rx.recv() => match changed {
@@ -370,7 +373,10 @@ impl SimApplier {
                             Some(d) => tokio::time::sleep(d + std::time::Duration::from_millis(20)).await,
                             None => std::future::pending().await,
                         }
-                    } => return Some(((), st)),
+                    } => {
+                        st.ready_told = changed_at;
+                        return Some(((), st));
+                    }
                 }
             }
         })

@@ -24,6 +24,8 @@ use crate::work::watched::watched;
 
 /// How long a watch that ended or could not start waits before it starts again.
 const WATCH_RETRY: std::time::Duration = std::time::Duration::from_secs(2);
+/// The least time between two reconciles a watched object causes.
+const WATCH_MIN_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Agent {
     pub(crate) async fn on_spec(&mut self, spec: SpecEvent, t: DateTime<Utc>) {
@@ -231,14 +233,16 @@ impl Agent {
         }
     }
 
-    /// Starts and stops the watches of one bundle: its objects whose config asks for `Watch`,
-    /// none once it is being deleted.
+    /// Starts and stops the watches of one bundle: the objects of the version on the cluster
+    /// whose config asks for `Watch` (while a newer version or a delete waits, the one still
+    /// applied), none once it is being removed.
     fn sync_watches(&mut self, desired: &DesiredBundle) {
-        let wanted = if desired.deleting {
-            Vec::new()
-        } else {
-            watched(&desired.bundle)
+        let on_cluster = match &desired.waiting {
+            Some(w) => w.on_cluster.as_deref(),
+            None if desired.deleting => None,
+            None => Some(desired),
         };
+        let wanted = on_cluster.map_or_else(Vec::new, |d| watched(&d.bundle));
         let running = self.watches.entry(desired.resource_id.clone()).or_default();
         running.retain(|r, handle| {
             let keep = wanted.contains(r);
@@ -251,13 +255,14 @@ impl Agent {
             if running.contains_key(&r) {
                 continue;
             }
-            let (applier, tx, id) = (
+            let (applier, tx, id, stop) = (
                 self.applier.clone(),
                 self.watch_tx.clone(),
                 desired.resource_id.clone(),
+                self.watch_stop.clone(),
             );
             let object = r.clone();
-            let task = tokio::spawn(async move {
+            let watching = async move {
                 loop {
                     match applier.watch(&object).await {
                         Ok(mut changes) => {
@@ -265,6 +270,11 @@ impl Agent {
                                 if tx.send(id.clone()).is_err() {
                                     return;
                                 }
+                                // At most one reconcile per interval per object: the changes
+                                // in between are taken by the next one. An object someone else
+                                // keeps changing back (an autoscaler) is not fought at the API
+                                // server's speed.
+                                tokio::time::sleep(WATCH_MIN_INTERVAL).await;
                             }
                         }
                         Err(e) => {
@@ -274,6 +284,13 @@ impl Agent {
                     // The API server ends watches from time to time, and one that cannot start
                     // (API server down) is tried again after a pause, not in a loop.
                     tokio::time::sleep(WATCH_RETRY).await;
+                }
+            };
+            // Ends with the agent, however its task ends.
+            let task = tokio::spawn(async move {
+                tokio::select! {
+                    () = stop.cancelled() => {}
+                    () = watching => {}
                 }
             });
             running.insert(r, task.abort_handle());

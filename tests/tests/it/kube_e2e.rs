@@ -949,6 +949,49 @@ async fn e2e_a_work_with_an_executor_is_applied_with_its_service_accounts_rights
             .is_none(),
         "the executor may not create Deployments"
     );
+
+    // An executor whose ServiceAccount does not exist has no rights at all: OCM's condition,
+    // nothing applied, the agent still running.
+    let ghost: ManifestWork = serde_json::from_value(json!({
+        "apiVersion": "work.open-cluster-management.io/v1", "kind": "ManifestWork",
+        "metadata": {"name": "ghost", "namespace": EXEC_CLUSTER},
+        "spec": {
+            "executor": {"subject": {"type": "ServiceAccount",
+                "serviceAccount": {"namespace": NS, "name": "does-not-exist"}}},
+            "workload": {"manifests": [
+                {"apiVersion": "v1", "kind": "ConfigMap",
+                 "metadata": {"name": "ghost", "namespace": NS}}]}}}))
+    .unwrap();
+    hub.apply_manifest_work(ghost).await.unwrap();
+    let refusal = ocm_edge_tests::wait::wait_for(
+        "the missing executor's refusal in the work's status",
+        WAIT,
+        || async {
+            let w = hub.get_work(EXEC_CLUSTER, "ghost").await.ok()?;
+            w.resource_status.iter().find_map(|m| {
+                m.conditions
+                    .iter()
+                    .find(|c| c.type_ == "Applied" && c.status == ConditionStatus::False)
+                    .map(|c| c.message.clone())
+            })
+        },
+    )
+    .await
+    .unwrap();
+    assert!(
+        refusal.contains("not allowed to apply the resource")
+            && refusal.contains("system:serviceaccount:e2e-exec:does-not-exist"),
+        "{refusal}"
+    );
+    assert!(
+        get(&admin, &object("ConfigMap", "v1", "ghost"))
+            .await
+            .is_none()
+    );
+    assert!(
+        agent.try_wait().unwrap().is_none(),
+        "the agent is still running"
+    );
     agent.kill().await.unwrap();
 }
 
