@@ -129,17 +129,7 @@ impl Access {
                 reach.namespace(&ns(namespace), "roll back replica sets in")?;
                 // The set goes back to another template on the clusters its placements choose:
                 // the same reach as applying it.
-                let key = ObjectKey::new(ObjectKind::ManifestWorkReplicaSet, ns(namespace), name);
-                match core.objects().get(&key) {
-                    Some(StoredObject::ReplicaSet(r)) => {
-                        let mut set = serde_json::to_value(&r.set).unwrap_or_default();
-                        set["apiVersion"] = ManifestWorkReplicaSet::API_VERSION.into();
-                        set["kind"] = ManifestWorkReplicaSet::KIND.into();
-                        reach.object(&set, core)
-                    }
-                    // NotFound where it is planned.
-                    _ => Ok(()),
-                }
+                reach.stored_replica_set(&ns(namespace), name, core)
             }
             AdminRequest::RenderReplicaSet {
                 namespace,
@@ -193,6 +183,12 @@ impl Access {
                     );
                     reach.namespace(&key.namespace, "delete objects in")?;
                     reach.config_of_no_addon(&key, core)
+                }
+                Some(ObjectKind::ManifestWorkReplicaSet) => {
+                    reach.namespace(&ns(namespace), "delete objects in")?;
+                    // Its works go from the clusters its placements choose: the same reach as
+                    // applying it.
+                    reach.stored_replica_set(&ns(namespace), name, core)
                 }
                 Some(_) => reach.namespace(&ns(namespace), "delete objects in"),
                 // Refused Invalid where it is planned, whoever sends it.
@@ -394,6 +390,26 @@ impl Reach {
 
     /// ApplyObject: Placements, replica sets and scores in a namespace of the scope (limited to
     /// its sets when it names some), bindings as [`Reach::binding`], no cluster set.
+    /// What applying the stored ManifestWorkReplicaSet `namespace/name` needs (nothing to check
+    /// when it does not exist: NotFound where the request is planned).
+    fn stored_replica_set(
+        &self,
+        namespace: &str,
+        name: &str,
+        core: &HubCore,
+    ) -> Result<(), String> {
+        let key = ObjectKey::new(ObjectKind::ManifestWorkReplicaSet, namespace, name);
+        match core.objects().get(&key) {
+            Some(StoredObject::ReplicaSet(r)) => {
+                let mut set = serde_json::to_value(&r.set).unwrap_or_default();
+                set["apiVersion"] = ManifestWorkReplicaSet::API_VERSION.into();
+                set["kind"] = ManifestWorkReplicaSet::KIND.into();
+                self.object(&set, core)
+            }
+            _ => Ok(()),
+        }
+    }
+
     fn object(&self, object: &Value, core: &HubCore) -> Result<(), String> {
         // What the hub would store: an object it cannot read is refused Invalid where it is
         // planned, and changes nothing.
@@ -676,6 +692,12 @@ mod tests {
             refusal(&bob(), &undo("wide"), &with_set)
                 .contains("may not roll back replica sets in namespace \"team-a\"")
         );
+        let delete_set = AdminRequest::DeleteObject {
+            kind: "manifestworkreplicaset".into(),
+            namespace: Some("team-a".into()),
+            name: "wide".into(),
+        };
+        assert!(refusal(&alice(), &delete_set, &with_set).contains("does not exist yet"));
         let delete = |kind: &str, ns: &str| AdminRequest::DeleteObject {
             kind: kind.into(),
             namespace: Some(ns.into()),
