@@ -116,7 +116,9 @@ impl SimApplier {
                     .unwrap_or(chrono::Duration::MAX),
                 healthy: AtomicBool::new(true),
                 facts: Mutex::new(SimFacts::default()),
-                changes: tokio::sync::broadcast::channel(1024).0,
+                // Small: every simulated cluster has one, a watcher that falls behind is told
+                // (Lagged) and reads its object again.
+                changes: tokio::sync::broadcast::channel(16).0,
             }),
         })
     }
