@@ -8,10 +8,13 @@
 
 use std::time::Duration;
 
+use ocm_edge_agent::applier::Applier as _;
 use ocm_edge_agent::applier::kube::KubeApplier;
+use ocm_edge_agent::work::plan::{ApplyAction, ApplyStrategy};
+use ocm_edge_agent::work::resource::ResourceRef;
 use ocm_edge_schemas::api::cluster::{CLAIM_ID, CLAIM_KUBE_VERSION, CLAIM_PRODUCT};
 use ocm_edge_schemas::api::meta::ConditionStatus;
-use ocm_edge_schemas::api::work::ManifestWork;
+use ocm_edge_schemas::api::work::{Manifest, ManifestWork};
 use ocm_edge_tests::fleet::{Fleet, FleetOptions};
 use ocm_edge_tests::kube::{agent_binary, agent_kubeconfig, get};
 use ocm_edge_tests::wait::wait_until;
@@ -1073,5 +1076,97 @@ async fn e2e_a_watched_objects_change_reaches_the_hub_without_waiting_for_a_reco
     level_at_hub("1").await;
     ocm_edge_tests::kube::apply(&admin, config_map("2")).await;
     level_at_hub("2").await;
+    agent.kill().await.unwrap();
+}
+
+/// OCM's `Deleting` condition on a real API server: a work whose ConfigMap carries a finalizer
+/// someone else owns stays `Deleting` on the hub, naming what it waits for, until the
+/// finalizer is removed; then the object is gone and the hub forgets the work.
+#[tokio::test]
+async fn e2e_a_deleted_work_is_deleting_on_the_hub_until_its_objects_finalizers_let_go() {
+    const DELETING_CLUSTER: &str = "kube-deleting";
+    let Some(E2e {
+        admin,
+        dir,
+        kubeconfig,
+        fleet,
+    }) =
+        E2e::start("e2e_a_deleted_work_is_deleting_on_the_hub_until_its_objects_finalizers_let_go")
+            .await
+    else {
+        return;
+    };
+    let name = format!("held-{}", std::process::id());
+    let config_map = |finalizers: serde_json::Value| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": "default", "finalizers": finalizers},
+            "data": {"a": "1"}})
+    };
+    let mut agent = agent_command(
+        &fleet,
+        DELETING_CLUSTER,
+        &kubeconfig,
+        &dir.path().join("agent"),
+    )
+    .args(["--reconcile-seconds", "2"])
+    .spawn()
+    .unwrap();
+    fleet.accept(DELETING_CLUSTER).await;
+    let hub = fleet.admin().await;
+    let work: ManifestWork = serde_json::from_value(json!({
+        "apiVersion": "work.open-cluster-management.io/v1", "kind": "ManifestWork",
+        "metadata": {"name": "finalized", "namespace": DELETING_CLUSTER},
+        "spec": {"workload": {"manifests": [config_map(json!(["example.com/keep"]))]}}
+    }))
+    .unwrap();
+    hub.apply_manifest_work(work).await.unwrap();
+    wait_until("the ConfigMap on the API server", WAIT, || async {
+        get(&admin, &config_map(json!([]))).await.is_some()
+    })
+    .await
+    .unwrap();
+    hub.delete_work(DELETING_CLUSTER, "finalized")
+        .await
+        .unwrap();
+    wait_until("Deleting=True on the hub", WAIT, || async {
+        hub.get_work(DELETING_CLUSTER, "finalized")
+            .await
+            .is_ok_and(|w| {
+                w.conditions.iter().any(|c| {
+                    c.type_ == "Deleting"
+                        && c.status == ConditionStatus::True
+                        && c.reason == "WorkDeleting"
+                        && c.message.contains(&format!("ConfigMap default/{name}"))
+                })
+            })
+    })
+    .await
+    .unwrap();
+    // Still there while the finalizer holds it, and so is the work.
+    let held = get(&admin, &config_map(json!([]))).await.unwrap();
+    assert!(held["metadata"]["deletionTimestamp"].is_string(), "{held}");
+    assert!(hub.get_work(DELETING_CLUSTER, "finalized").await.is_ok());
+
+    // The finalizer's owner lets go (a replace: server-side apply would keep the items the
+    // agent's field manager owns).
+    let released = config_map(json!([]));
+    let release = ApplyAction {
+        ordinal: 0,
+        resource: ResourceRef::from_manifest(&Manifest(released.clone()), 0).unwrap(),
+        manifest: released,
+        strategy: ApplyStrategy::Update,
+        executor: None,
+    };
+    admin.apply(&release, chrono::Utc::now()).await.unwrap();
+    wait_until(
+        "the ConfigMap gone and the work forgotten",
+        WAIT,
+        || async {
+            get(&admin, &config_map(json!([]))).await.is_none()
+                && hub.get_work(DELETING_CLUSTER, "finalized").await.is_err()
+        },
+    )
+    .await
+    .unwrap();
     agent.kill().await.unwrap();
 }
