@@ -272,7 +272,7 @@ pub async fn start_agent(cfg: AgentConfig) -> Result<AgentHandle, AgentError> {
         publisher: None,
         api_healthy: None,
         last_chunk_at: None,
-        hub_windows: Vec::new(),
+        hub_windows: Ok(Vec::new()),
         watches: Default::default(),
         watch_tx,
         watch_stop: stop.child_token(),
@@ -401,8 +401,9 @@ pub(crate) struct Agent {
     /// The add-on identities the agent asked the hub to bind: add-on, (password hash, public
     /// key), when.
     pub(crate) addon_asks: std::collections::HashMap<String, ((String, String), DateTime<Utc>)>,
-    /// The maintenance windows set on the hub, from its last view of this cluster.
-    pub(crate) hub_windows: Vec<crate::maintenance::MaintenanceWindow>,
+    /// The maintenance windows set on the hub, from its last view of this cluster (or why
+    /// they cannot be read: then updates wait).
+    pub(crate) hub_windows: crate::maintenance::HubWindows,
     /// `feedbackScrapeType: Watch`: the watches running, by bundle and object.
     pub(crate) watches: std::collections::HashMap<
         String,

@@ -30,22 +30,45 @@ pub enum PathError {
     },
 }
 
+/// Longest path read, in bytes.
+pub const MAX_PATH_BYTES: usize = 1024;
+/// Deepest nesting of brackets and parentheses in a path (the parser recurses on them).
+pub const MAX_PATH_NESTING: usize = 16;
+
+/// What a path is for, which decides what it may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathUse {
+    /// A feedback rule reads values: one descendant segment (`..name`) is allowed.
+    Feedback,
+    /// `ignoreFields` removes fields: no descendant segment (each match would be located with
+    /// its whole path, on every reconcile).
+    IgnoreFields,
+}
+
 /// A parsed Kubernetes JSONPath.
+///
+/// # Guarantees
+/// What a path selects is at most one match per node of the object: a path has at most one
+/// descendant segment (`..`) and no unions (`['a','b']`, `[0,1]`), the two ways RFC 9535 lets
+/// the matches of a short path multiply; and it is short and shallow enough for the parser
+/// ([`MAX_PATH_BYTES`], [`MAX_PATH_NESTING`]). So a path from the network can neither exhaust
+/// the stack nor take time or memory beyond the object's own size.
 #[derive(Debug, Clone)]
 pub struct KubeJsonPath {
     query: serde_json_path::JsonPath,
 }
 
 impl KubeJsonPath {
-    /// Reads `path` as kubectl does inside `{...}` (the braces may be left out).
+    /// Reads `path` as kubectl does inside `{...}` (the braces may be left out), for `used`.
     ///
     /// # Errors
     /// [`PathError::JsonPath`], saying what is wrong.
-    pub fn parse(path: &str) -> Result<Self, PathError> {
+    pub fn parse(path: &str, used: PathUse) -> Result<Self, PathError> {
         let invalid = |problem: String| PathError::JsonPath {
-            path: path.to_owned(),
+            path: path.chars().take(120).collect(),
             problem,
         };
+        check_shape(path, used).map_err(invalid)?;
         let rfc = to_rfc9535(path).map_err(invalid)?;
         let query = serde_json_path::JsonPath::parse(&rfc)
             .map_err(|e| invalid(format!("{e} (read as the RFC 9535 query {rfc})")))?;
@@ -122,13 +145,20 @@ pub fn remove_pointer(value: &mut Value, pointer: &str) -> Result<bool, PathErro
     let last = unescape(last);
     Ok(match value.pointer_mut(parent) {
         Some(Value::Object(map)) => map.remove(&last).is_some(),
-        Some(Value::Array(list)) => match last.parse::<usize>() {
-            Ok(i) if i < list.len() && (last == "0" || !last.starts_with('0')) => {
-                list.remove(i);
-                true
+        // RFC 6901: an index is 0 or digits without a leading 0 (no sign, no spaces).
+        Some(Value::Array(list))
+            if !last.is_empty()
+                && last.bytes().all(|b| b.is_ascii_digit())
+                && (last == "0" || !last.starts_with('0')) =>
+        {
+            match last.parse::<usize>() {
+                Ok(i) if i < list.len() => {
+                    list.remove(i);
+                    true
+                }
+                _ => false,
             }
-            _ => false,
-        },
+        }
         _ => false,
     })
 }
@@ -142,6 +172,84 @@ fn split_pointer(pointer: &str) -> (&str, &str) {
 
 fn unescape(token: &str) -> String {
     token.replace("~1", "/").replace("~0", "~")
+}
+
+/// The checks of [`KubeJsonPath`]'s guarantees, before anything parses the path.
+fn check_shape(path: &str, used: PathUse) -> Result<(), String> {
+    if path.len() > MAX_PATH_BYTES {
+        return Err(format!(
+            "the path is {} bytes, over the limit of {MAX_PATH_BYTES}",
+            path.len()
+        ));
+    }
+    let chars: Vec<char> = path.chars().collect();
+    let (mut depth, mut brackets, mut parens) = (0usize, 0usize, 0usize);
+    let mut quote: Option<char> = None;
+    let mut descendants = 0;
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if let Some(q) = quote {
+            if c == '\\' {
+                i += 1;
+            } else if c == q {
+                quote = None;
+            }
+            i += 1;
+            continue;
+        }
+        match c {
+            '\'' | '"' => quote = Some(c),
+            '\\' => i += 1,
+            '[' | '(' => {
+                depth += 1;
+                if c == '[' {
+                    brackets += 1;
+                } else {
+                    parens += 1;
+                }
+                if depth > MAX_PATH_NESTING {
+                    return Err(format!(
+                        "brackets and parentheses nest deeper than {MAX_PATH_NESTING}: flatten the path"
+                    ));
+                }
+            }
+            ']' | ')' => {
+                depth = depth.saturating_sub(1);
+                if c == ']' {
+                    brackets = brackets.saturating_sub(1);
+                } else {
+                    parens = parens.saturating_sub(1);
+                }
+            }
+            ',' if brackets > 0 && parens == 0 => {
+                return Err("unions ([a,b]) are not read: write one path for each field".to_owned());
+            }
+            '.' if chars.get(i + 1) == Some(&'.') => {
+                if depth > 0 {
+                    return Err(format!(
+                        "a descendant segment (..) inside a filter, at character {}: name the \
+                         fields the filter reads",
+                        i + 1
+                    ));
+                }
+                descendants += 1;
+                i += 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    match (used, descendants) {
+        (_, 0) => Ok(()),
+        (PathUse::Feedback, 1) => Ok(()),
+        (PathUse::Feedback, _) => Err("a path has at most one descendant segment (..)".to_owned()),
+        (PathUse::IgnoreFields, _) => Err(
+            "ignoreFields take no descendant segment (..): name the field's place, with [*] or \
+             a filter for list entries"
+                .to_owned(),
+        ),
+    }
 }
 
 /// kubectl's JSONPath (inside the braces) as an RFC 9535 query, or what is wrong with it.
@@ -300,7 +408,7 @@ mod tests {
     }
 
     fn values(path: &str) -> Vec<Value> {
-        KubeJsonPath::parse(path)
+        KubeJsonPath::parse(path, PathUse::Feedback)
             .unwrap()
             .query(&pod())
             .into_iter()
@@ -348,15 +456,53 @@ mod tests {
             (".a b", "space"),
             (".spec.containers[?(@.name==)]", "RFC 9535"),
         ] {
-            let err = KubeJsonPath::parse(path).unwrap_err().to_string();
+            let err = KubeJsonPath::parse(path, PathUse::Feedback)
+                .unwrap_err()
+                .to_string();
             assert!(err.contains(says), "{path:?}: {err}");
         }
+    }
+
+    /// What could exhaust the parser's stack, or make the matches of a short path multiply,
+    /// is refused before anything parses it.
+    #[test]
+    fn paths_that_could_blow_up_are_refused_before_parsing() {
+        let deep = format!(".status.x[?{}@.y{}]", "(".repeat(20), ")".repeat(20));
+        let huge = format!(
+            ".status.x[?{}@.y{}]",
+            "(".repeat(20_000),
+            ")".repeat(20_000)
+        );
+        let long = format!(".{}", "a".repeat(MAX_PATH_BYTES));
+        for (path, used, says) in [
+            (deep.as_str(), PathUse::Feedback, "nest deeper than 16"),
+            (huge.as_str(), PathUse::Feedback, "over the limit of 1024"),
+            (long.as_str(), PathUse::Feedback, "over the limit of 1024"),
+            (".spec['a','b']", PathUse::Feedback, "unions"),
+            (
+                ".spec.containers[0,1].image",
+                PathUse::IgnoreFields,
+                "unions",
+            ),
+            ("..a..b", PathUse::Feedback, "at most one descendant"),
+            ("..image", PathUse::IgnoreFields, "no descendant segment"),
+            (".x[?(@..y == 1)]", PathUse::Feedback, "inside a filter"),
+        ] {
+            let err = KubeJsonPath::parse(path, used).unwrap_err().to_string();
+            assert!(err.contains(says), "{}: {err}", &path[..path.len().min(40)]);
+        }
+        // Commas inside a filter's function call are not unions.
+        assert!(KubeJsonPath::parse(".x[?(match(@.name, 'a.*'))]", PathUse::Feedback).is_ok(),);
+        // An index is digits: "+1" or " 1" is no index.
+        let mut obj = pod();
+        assert_eq!(remove_pointer(&mut obj, "/spec/containers/+1"), Ok(false));
+        assert_eq!(obj["spec"]["containers"].as_array().unwrap().len(), 2);
     }
 
     #[test]
     fn removing_fields_leaves_list_entries_and_other_fields_alone() {
         let mut obj = pod();
-        let path = KubeJsonPath::parse(".spec.containers[*].image").unwrap();
+        let path = KubeJsonPath::parse(".spec.containers[*].image", PathUse::IgnoreFields).unwrap();
         assert_eq!(path.remove_fields(&mut obj), 2);
         assert_eq!(
             obj["spec"]["containers"],
@@ -366,11 +512,14 @@ mod tests {
             ])
         );
         // A list entry is not a field: it stays.
-        let entry = KubeJsonPath::parse(".spec.containers[0]").unwrap();
+        let entry = KubeJsonPath::parse(".spec.containers[0]", PathUse::IgnoreFields).unwrap();
         assert_eq!(entry.remove_fields(&mut obj), 0);
         assert_eq!(obj["spec"]["containers"].as_array().unwrap().len(), 2);
-        let annotation =
-            KubeJsonPath::parse(".metadata.annotations['kubernetes.io/name']").unwrap();
+        let annotation = KubeJsonPath::parse(
+            ".metadata.annotations['kubernetes.io/name']",
+            PathUse::IgnoreFields,
+        )
+        .unwrap();
         assert_eq!(annotation.remove_fields(&mut obj), 1);
         assert_eq!(obj["metadata"]["annotations"], json!({"a.b": "dotted"}));
     }

@@ -29,7 +29,7 @@ use crate::api::work::{
     ConditionRuleType, Manifest, ManifestBundle, ManifestConfigOption, ManifestWork,
 };
 use crate::cel::{self, CelEnv, CelError};
-use crate::jsonpath::{self, KubeJsonPath};
+use crate::jsonpath::{self, KubeJsonPath, PathUse};
 
 /// Limit on the total size of a work's manifests: 500 KiB, as OCM and maestro enforce.
 pub const MAX_MANIFESTS_BYTES: usize = 500 * 1024;
@@ -201,7 +201,7 @@ pub fn validate_manifest_configs(configs: &[ManifestConfigOption]) -> Result<(),
         };
         for (r, rule) in option.feedback_rules.iter().enumerate() {
             for (p, path) in rule.json_paths.iter().enumerate() {
-                KubeJsonPath::parse(&path.path).map_err(|e| {
+                KubeJsonPath::parse(&path.path, PathUse::Feedback).map_err(|e| {
                     problem(
                         format!(".feedbackRules[{r}].jsonPaths[{p}].path"),
                         e.to_string(),
@@ -219,7 +219,7 @@ pub fn validate_manifest_configs(configs: &[ManifestConfigOption]) -> Result<(),
         for (f, field) in ssa.ignore_fields.iter().enumerate() {
             let at = format!(".updateStrategy.serverSideApply.ignoreFields[{f}]");
             for (p, path) in field.json_paths.iter().enumerate() {
-                KubeJsonPath::parse(path)
+                KubeJsonPath::parse(path, PathUse::IgnoreFields)
                     .map_err(|e| problem(format!("{at}.jsonPaths[{p}]"), e.to_string()))?;
             }
             for (p, pointer) in field.json_pointers.iter().enumerate() {

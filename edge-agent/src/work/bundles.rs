@@ -355,7 +355,7 @@ impl Agent {
     /// the maintenance windows.
     pub(crate) fn maintenance_gate(&self, t: DateTime<Utc>) -> Gate {
         let hold = maintenance::hold::read(&self.cfg.data_dir);
-        let gate = maintenance::gate(
+        let gate = maintenance::gate_with_hub(
             &self.cfg.maintenance_windows,
             &self.hub_windows,
             hold.as_ref(),
@@ -373,27 +373,30 @@ impl Agent {
     }
 
     /// Takes the maintenance windows the hub set for this cluster from its view. The hub checks
-    /// them when they are set; ones that cannot be read here (a newer hub's syntax) are logged,
-    /// counted and left out, so they hold nothing.
+    /// them when they are set; ones that cannot be read here (a newer hub's syntax or time
+    /// zone) are logged and counted, and hold every update until the hub sends windows this
+    /// agent reads ([`maintenance::gate_with_hub`]): never open what the hub closed.
     pub(crate) fn take_hub_windows(&mut self, view: &ManagedCluster) {
         let value = view
             .metadata
             .annotations
             .get(maintenance::window::HUB_WINDOWS_ANNOTATION)
             .map_or("", String::as_str);
-        let windows = match maintenance::window::from_annotation(value) {
-            Ok(windows) => windows,
-            Err(e) => {
-                tracing::warn!(error = %e, "maintenance windows from the hub not understood; left out");
-                self.bump(|c| c.dropped_malformed += 1);
-                Vec::new()
-            }
-        };
-        if windows != self.hub_windows {
-            let list: Vec<&str> = windows.iter().map(|w| w.as_str()).collect();
-            tracing::info!(windows = ?list, "maintenance windows set on the hub");
-            self.hub_windows = windows;
+        let windows = maintenance::window::from_annotation(value).map_err(|e| e.to_string());
+        if windows == self.hub_windows {
+            return;
         }
+        match &windows {
+            Ok(list) => {
+                let list: Vec<&str> = list.iter().map(|w| w.as_str()).collect();
+                tracing::info!(windows = ?list, "maintenance windows set on the hub");
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "maintenance windows from the hub not understood; updates are held until they are");
+                self.bump(|c| c.dropped_malformed += 1);
+            }
+        }
+        self.hub_windows = windows;
     }
 
     /// A bundle whose latest version waits: the version on the cluster (if any) is reconciled

@@ -9,7 +9,7 @@ use ocm_edge_schemas::api::work::{
     DeleteOption, IgnoreFieldsCondition, ManifestBundle, ManifestConfigOption, PropagationPolicy,
     UpdateStrategyType,
 };
-use ocm_edge_schemas::jsonpath::{self, KubeJsonPath};
+use ocm_edge_schemas::jsonpath::{self, KubeJsonPath, PathUse};
 use ocm_edge_schemas::validate;
 use serde_json::Value;
 
@@ -62,21 +62,28 @@ impl IgnoredField {
         }
     }
 
-    /// Removes the field from `object`, as OCM's work agent does before it applies.
-    fn remove_from(&self, object: &mut Value) -> Result<(), ApplyError> {
+    /// Removes the field from `object`, as OCM's work agent does before it applies; with
+    /// `object` `None`, only checks that the entry can be used.
+    fn remove_from(&self, object: Option<&mut Value>) -> Result<(), ApplyError> {
         let failed = |what: &str, expression: &str, why: String| {
             ApplyError::IgnoreFields(format!("{what} error in '{expression}': {why}"))
         };
         match &self.selector {
             FieldSelector::JsonPath(path) => {
-                let path = KubeJsonPath::parse(path)
+                let path = KubeJsonPath::parse(path, PathUse::IgnoreFields)
                     .map_err(|e| failed("JSONPath", path, e.to_string()))?;
-                path.remove_fields(object);
+                if let Some(object) = object {
+                    path.remove_fields(object);
+                }
             }
-            FieldSelector::JsonPointer(pointer) => {
-                jsonpath::remove_pointer(object, pointer)
-                    .map_err(|e| failed("JSON Pointer", pointer, e.to_string()))?;
-            }
+            FieldSelector::JsonPointer(pointer) => match object {
+                Some(object) => {
+                    jsonpath::remove_pointer(object, pointer)
+                        .map_err(|e| failed("JSON Pointer", pointer, e.to_string()))?;
+                }
+                None => jsonpath::validate_pointer(pointer)
+                    .map_err(|e| failed("JSON Pointer", pointer, e.to_string()))?,
+            },
             FieldSelector::Jq(expression) => {
                 return Err(failed(
                     "JQ expression",
@@ -315,10 +322,9 @@ impl ApplyStrategy {
     /// changes, and OnSpokePresent fields are never applied after creation.
     ///
     /// # Errors
-    /// [`ApplyError::IgnoreFields`] when an OnSpokePresent entry cannot be used (a JSONPath or
-    /// JSON Pointer that does not read, a jq expression): nothing of the object is applied, as
-    /// OCM's `AppliedManifestSSAIgnoreFieldError`. OnSpokeChange entries are never read, as in
-    /// OCM (they only take part in the hash).
+    /// [`ApplyError::IgnoreFields`] when an entry cannot be used (a JSONPath or
+    /// JSON Pointer that does not read, a jq expression), OnSpokeChange ones included: nothing
+    /// of the object is applied, as OCM's `AppliedManifestSSAIgnoreFieldError`.
     pub fn effective_manifest(
         &self,
         manifest: &Value,
@@ -334,12 +340,17 @@ impl ApplyStrategy {
         if ignore_fields.is_empty() {
             return Ok(Some(whole));
         }
+        // The hub refuses what cannot be used, OnSpokeChange entries too; so does the agent,
+        // whatever the hub let through.
+        for field in ignore_fields {
+            field.remove_from(None)?;
+        }
         let mut required = whole.clone();
         for field in ignore_fields
             .iter()
             .filter(|f| f.condition == IgnoreFieldsCondition::OnSpokePresent)
         {
-            field.remove_from(&mut required)?;
+            field.remove_from(Some(&mut required))?;
         }
         let hash = config_spec_hash(&required);
         for object in [&mut whole, &mut required] {

@@ -14,7 +14,7 @@ use ocm_edge_schemas::api::work::{
     REASON_WORK_DELETING, ResourceMeta, StatusFeedbackResult, WORK_APPLIED, WORK_AVAILABLE,
     WORK_COMPLETE, WORK_DEGRADED, WORK_DELETED, WORK_DELETING, WORK_PROGRESSING,
 };
-use ocm_edge_schemas::jsonpath::{KubeJsonPath, PathError};
+use ocm_edge_schemas::jsonpath::{KubeJsonPath, PathUse};
 use serde_json::Value;
 
 use super::conditions;
@@ -412,7 +412,7 @@ pub fn feedback_values(
                                 field_value: v,
                             }),
                             Ok(None) => problems.push(format!("no value at {}", path.path)),
-                            Err(e) => problems.push(e.to_string()),
+                            Err(e) => problems.push(e),
                         }
                     }
                 }
@@ -470,20 +470,43 @@ pub fn well_known_status(kind: &str, obj: &Value) -> Vec<FeedbackValue> {
 /// list in jsonRaw (as OCM's `RawFeedbackJsonString`), none as `None`.
 ///
 /// # Errors
-/// The path does not read.
-pub fn json_path_value(obj: &Value, path: &str) -> Result<Option<FieldValue>, PathError> {
-    let found = KubeJsonPath::parse(path)?.query(obj);
-    Ok(match found.as_slice() {
-        [] => None,
-        [one] => field_value(one),
-        many => field_value(&Value::Array(many.iter().map(|v| (*v).clone()).collect())),
-    })
+/// The path does not read, or its value is JSON longer than OCM's 1 KiB for jsonRaw (the
+/// message says which).
+pub fn json_path_value(obj: &Value, path: &str) -> Result<Option<FieldValue>, String> {
+    let found = KubeJsonPath::parse(path, PathUse::Feedback)
+        .map_err(|e| e.to_string())?
+        .query(obj);
+    let too_large = || {
+        format!(
+            "the value at {path} is over the {MAX_JSON_RAW_BYTES} bytes of JSON a jsonRaw \
+             feedback value may have"
+        )
+    };
+    match found.as_slice() {
+        [] => Ok(None),
+        [one] => field_value(one).ok_or_else(too_large),
+        many => {
+            // Written one match at a time, so a path matching much stops at the limit.
+            let mut raw = String::from("[");
+            for (i, v) in many.iter().enumerate() {
+                if i > 0 {
+                    raw.push(',');
+                }
+                raw.push_str(&v.to_string());
+                if raw.len() >= MAX_JSON_RAW_BYTES {
+                    return Err(too_large());
+                }
+            }
+            raw.push(']');
+            Ok(Some(FieldValue::json_raw(raw)))
+        }
+    }
 }
 
 /// A JSON value as a feedback value: integers, strings and booleans as themselves, objects and
-/// lists as jsonRaw (at most 1 KiB), null as nothing.
-pub fn field_value(v: &Value) -> Option<FieldValue> {
-    match v {
+/// lists as jsonRaw, null as nothing (`Some(None)`); `None` when jsonRaw would be over 1 KiB.
+pub fn field_value(v: &Value) -> Option<Option<FieldValue>> {
+    Some(match v {
         Value::Null => None,
         Value::Bool(b) => Some(FieldValue::boolean(*b)),
         Value::Number(n) => n
@@ -493,7 +516,10 @@ pub fn field_value(v: &Value) -> Option<FieldValue> {
         Value::String(s) => Some(FieldValue::string(s.clone())),
         Value::Array(_) | Value::Object(_) => {
             let raw = v.to_string();
-            (raw.len() <= MAX_JSON_RAW_BYTES).then(|| FieldValue::json_raw(raw))
+            if raw.len() > MAX_JSON_RAW_BYTES {
+                return None;
+            }
+            Some(FieldValue::json_raw(raw))
         }
-    }
+    })
 }

@@ -854,6 +854,21 @@ fn ignore_fields_are_named_by_json_path_filters_and_json_pointers_and_jq_is_refu
         assert!(!err.is_retryable());
     }
 
+    // OCM's agent never reads an OnSpokeChange entry; this one refuses it all the same, as the
+    // hub does.
+    let on_change = ApplyStrategy::ServerSideApply {
+        force: true,
+        field_manager: "fm".into(),
+        ignore_fields: vec![IgnoredField {
+            selector: FieldSelector::Jq(".spec.replicas".into()),
+            condition: IgnoreFieldsCondition::OnSpokeChange,
+        }],
+    };
+    assert!(matches!(
+        on_change.effective_manifest(&manifest, Some(&on_cluster)),
+        Err(ApplyError::IgnoreFields(_))
+    ));
+
     // The status says it with OCM's reason, and the other manifests are not affected.
     let status = work_status(
         &bundle(vec![manifest.clone()]),

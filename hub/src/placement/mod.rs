@@ -423,10 +423,12 @@ fn recorded_scores(
         .spec
         .score_rate_limit()
         .unwrap_or(DEFAULT_SCORE_RATE_LIMIT);
-    let next_write = last.and_then(|at| {
+    // A limit past the end of time never ends.
+    let next_write = last.map(|at| {
         chrono::Duration::from_std(limit)
             .ok()
             .and_then(|limit| at.as_datetime().checked_add_signed(limit))
+            .unwrap_or(DateTime::<Utc>::MAX_UTC)
     });
     match next_write {
         Some(next) if same_selection && now < next => RecordedScores {

@@ -88,6 +88,13 @@ fn a_score_change_that_selects_the_same_clusters_waits_for_the_rate_limit_then_i
     // Nothing changed: nothing is written, and the time stays.
     let again = world.schedule_and_bind(&placement, t(100));
     assert_eq!(again.status.last_score_update_time, Some(Time::new(t(30))));
+
+    // A limit past the end of time (OCM's pattern allows any number) holds the scores for good.
+    let mut forever = by_cpu().score_rate_limit("5000000000000000s").build();
+    forever.status = again.status.clone();
+    world.scores[1].status.scores[0].value = 20;
+    let held = world.schedule_and_bind(&forever, t(200));
+    assert_eq!(decided(&held), pairs(&[("a", 95), ("b", 90), ("c", 50)]));
 }
 
 #[test]
