@@ -78,10 +78,14 @@ impl AgentMetrics {
 
     /// The counter of `msg` once it is handed to the broker (`inc` it then).
     pub fn sent(&self, msg: &MqttMessage) -> Counter {
-        let original = msg.user_property("ce-originalsource").map_or_else(
-            || NO_ORIGINAL_SOURCE.to_owned(),
-            |s| self.source_label(Some(s)),
-        );
+        // The agent's own events carry an empty one.
+        let original = msg
+            .user_property("ce-originalsource")
+            .filter(|s| !s.is_empty())
+            .map_or_else(
+                || NO_ORIGINAL_SOURCE.to_owned(),
+                |s| self.source_label(Some(s)),
+            );
         let mut labels = vec![
             ("source", self.agent_id.clone()),
             ("original_source", original),
