@@ -149,6 +149,10 @@ pub struct HubConfig {
     /// Longest wait between two checks whether the broker read the revocation list (1 s,
     /// doubling; default 30 s).
     pub broker_mtls_recheck: Duration,
+    /// Where to serve Prometheus metrics (`GET /metrics`, no authentication; port 0 picks a
+    /// free one, [`crate::HubHandle::metrics_addr`] tells which). `None` (the library's default):
+    /// no endpoint; `ocm-edge hub` serves on 127.0.0.1:9464 unless told `--metrics-listen off`.
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 /// [`HubConfig::login_recheck`]'s default.
@@ -179,6 +183,7 @@ impl HubConfig {
             cluster_cert_grace: crate::registration::certificates::DEFAULT_GRACE,
             broker_mtls: None,
             broker_mtls_recheck: Duration::from_secs(30),
+            metrics_listen: None,
         }
     }
 

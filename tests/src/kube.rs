@@ -70,26 +70,6 @@ pub async fn get(admin: &KubeApplier, manifest: &Value) -> Option<Value> {
     admin.get(&r, Utc::now()).await.unwrap()
 }
 
-/// The real `ocm-edge-agent` binary, next to the running test's directory (`cargo build -p
-/// ocm-edge-agent` first; `cargo test --workspace` and `tests/kube/e2e.sh` build it).
-///
-/// # Panics
-/// When it is not there.
-pub fn agent_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let bin = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps")
-        .join("ocm-edge-agent");
-    assert!(
-        bin.exists(),
-        "{} is missing: cargo build -p ocm-edge-agent",
-        bin.display()
-    );
-    bin
-}
-
 /// The agent's RBAC from `deploy/k3s/agent.yaml` (Namespace, ServiceAccount, ClusterRole,
 /// ClusterRoleBinding) applied as the admin, and a kubeconfig in `dir` with a token of that
 /// service account (as the agent runs on a real cluster, not as the admin).

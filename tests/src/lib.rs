@@ -12,6 +12,8 @@
 //! - [`kube`]: the real Kubernetes cluster of the end-to-end (`e2e_`) tests and the admin's hand
 //!   on it.
 //! - [`manifests`]: Kubernetes objects and work options for tests.
+//! - [`metrics`]: scraping a hub's or an agent's Prometheus endpoint (hyper's client) and reading
+//!   it with `prometheus-parse`.
 //! - [`mosquitto`]: a real Mosquitto 2 with a generated config (and optional password file + ACL).
 //! - [`netns`]: an edge network namespace on a veth link that can be cut silently, or on a shaped
 //!   2G link through `link-shaper` (root only).
@@ -39,6 +41,7 @@ pub mod fleet;
 pub mod forge;
 pub mod kube;
 pub mod manifests;
+pub mod metrics;
 pub mod mosquitto;
 pub mod netns;
 pub mod pki;

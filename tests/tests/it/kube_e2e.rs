@@ -16,7 +16,7 @@ use ocm_edge_schemas::api::cluster::{CLAIM_ID, CLAIM_KUBE_VERSION, CLAIM_PRODUCT
 use ocm_edge_schemas::api::meta::ConditionStatus;
 use ocm_edge_schemas::api::work::{Manifest, ManifestWork};
 use ocm_edge_tests::fleet::{Fleet, FleetOptions};
-use ocm_edge_tests::kube::{agent_binary, agent_kubeconfig, get};
+use ocm_edge_tests::kube::{agent_kubeconfig, get};
 use ocm_edge_tests::wait::wait_until;
 use serde_json::json;
 
@@ -169,18 +169,11 @@ fn agent_command(
     kubeconfig: &std::path::Path,
     data_dir: &std::path::Path,
 ) -> tokio::process::Command {
-    let mut command = tokio::process::Command::new(agent_binary());
+    let mut command = fleet.agent_command(cluster, data_dir);
     command
-        .args(["--cluster-name", cluster, "--broker", fleet.broker_url()])
-        .arg("--broker-ca-file")
-        .arg(fleet.options().broker_ca_file.as_ref().unwrap())
-        .args(["--token", fleet.join_token().unwrap(), "--applier", "kube"])
+        .args(["--applier", "kube"])
         .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .arg("--data-dir")
-        .arg(data_dir)
-        .env_remove("OCM_EDGE_BROKER")
-        .kill_on_drop(true);
+        .arg(kubeconfig);
     command
 }
 

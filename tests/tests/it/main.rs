@@ -23,6 +23,7 @@ mod kube_e2e;
 mod link_faults;
 mod maestro_interop;
 mod maintenance_hold;
+mod metrics;
 mod mosquitto_acl;
 mod mosquitto_certificates;
 mod mosquitto_credentials;

@@ -1033,7 +1033,14 @@ async fn no_broker_gets_a_clear_cannot_connect_error() {
 async fn the_hub_command_serves_the_cli_and_stops_cleanly_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
     let mut child = tokio::process::Command::new(BIN)
-        .args(["hub", "--listen", "127.0.0.1:0", "--data-dir"])
+        .args([
+            "hub",
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics-listen",
+            "off",
+            "--data-dir",
+        ])
         .arg(dir.path().join("data"))
         .env_remove("OCM_EDGE_BROKER")
         .env_remove("OCM_EDGE_SOURCE_ID")

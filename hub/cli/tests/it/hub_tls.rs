@@ -41,6 +41,12 @@ impl HubProcess {
         let mut child = tokio::process::Command::new(BIN)
             .args(["hub", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(data_dir)
+            // Tests run side by side: not the default port (unless the test chooses).
+            .args(
+                ["--metrics-listen", "127.0.0.1:0"]
+                    .iter()
+                    .filter(|_| !extra.contains(&"--metrics-listen")),
+            )
             .args(extra)
             .env_remove("OCM_EDGE_BROKER")
             .env_remove("OCM_EDGE_SOURCE_ID")
@@ -155,6 +161,43 @@ async fn ocm_edge(args: &[&str]) -> std::process::Output {
     .await
     .expect("ocm-edge finishes")
     .unwrap()
+}
+
+/// The address in the hub's `metrics: http://ADDR/metrics ...` line, if it printed one.
+fn printed_metrics(hub: &HubProcess) -> Option<std::net::SocketAddr> {
+    hub.printed
+        .iter()
+        .find_map(|l| l.strip_prefix("metrics: http://"))
+        .and_then(|rest| rest.split('/').next())
+        .map(|addr| addr.parse().unwrap())
+}
+
+#[tokio::test]
+async fn the_hub_serves_its_metrics_where_it_says_and_off_turns_them_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = HubProcess::start(&dir.path().join("on"), &[]).await;
+    let addr = printed_metrics(&hub).unwrap_or_else(|| panic!("{:?}", hub.printed));
+    let scraped = ocm_edge_tests::metrics::scrape(addr).await.unwrap();
+    // The fleet counted by the hub task, and its own sessions on its embedded broker.
+    assert!(
+        scraped.has("ocm_edge_clusters", &[("state", "Pending")]),
+        "{}",
+        scraped.text
+    );
+    assert!(
+        scraped.sum("ocm_edge_broker_connections", &[]) >= 1.0,
+        "{}",
+        scraped.text
+    );
+    hub.stop().await;
+    let quiet = HubProcess::start(&dir.path().join("off"), &["--metrics-listen", "off"]).await;
+    assert_eq!(printed_metrics(&quiet), None, "{:?}", quiet.printed);
+    assert!(
+        !quiet.stderr.lock().unwrap().contains("Prometheus"),
+        "{}",
+        quiet.stderr.lock().unwrap()
+    );
+    quiet.stop().await;
 }
 
 #[tokio::test]
