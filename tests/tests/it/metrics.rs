@@ -418,24 +418,73 @@ fn metric_names_are_read_from_promql_without_labels_functions_or_variables() {
     );
 }
 
+/// A family shows in a scrape once it has a series: a placement and a rollout make the hub's,
+/// and the status resync a restarted hub asks for makes the agent's.
 #[tokio::test]
 async fn the_grafana_dashboard_asks_only_for_metrics_the_hub_and_agent_export() {
-    let (mut fleet, hub) = fleet_with_hub_metrics().await;
+    let (mut fleet, _) = fleet_with_hub_metrics().await;
     fleet
         .agent("edge-1")
         .configure(|cfg| cfg.metrics_listen = Some(ANY_PORT.parse().unwrap()))
         .start()
         .await;
-    fleet.accept("edge-1").await;
+    // The operator puts the cluster in its set at acceptance.
+    fleet
+        .accept_labelled(
+            "edge-1",
+            [(
+                "cluster.open-cluster-management.io/clusterset".to_owned(),
+                "edge".to_owned(),
+            )]
+            .into(),
+        )
+        .await;
     let agent = fleet
         .agent_metrics_addr("edge-1")
         .expect("the agent serves metrics");
+    let admin = fleet.admin().await;
+    for object in [
+        json!({"apiVersion": "cluster.open-cluster-management.io/v1beta2",
+               "kind": "ManagedClusterSet", "metadata": {"name": "edge"}}),
+        json!({"apiVersion": "cluster.open-cluster-management.io/v1beta2",
+               "kind": "ManagedClusterSetBinding",
+               "metadata": {"name": "edge", "namespace": "default"}, "spec": {"clusterSet": "edge"}}),
+        json!({"apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+               "metadata": {"name": "all", "namespace": "default"}, "spec": {"clusterSets": ["edge"]}}),
+        json!({"apiVersion": "work.open-cluster-management.io/v1alpha1",
+               "kind": "ManifestWorkReplicaSet", "metadata": {"name": "web", "namespace": "default"},
+               "spec": {"placementRefs": [{"name": "all"}], "manifestWorkTemplate": {"workload":
+                   {"manifests": [config_map("default", "web", json!({"a": "1"}))]}}}}),
+    ] {
+        admin.apply_object(object).await.unwrap();
+    }
+    fleet
+        .wait_work_condition("edge-1", "web", "Available")
+        .await
+        .unwrap();
+    // A restarted hub asks every cluster for its statuses.
+    fleet.stop_hub().await;
+    fleet
+        .start_hub_with(|cfg| cfg.metrics_listen = Some(ANY_PORT.parse().unwrap()))
+        .await;
+    let hub = fleet.hub().metrics_addr().expect("the hub serves metrics");
+    // The restarted hub's histograms fill as the agent comes back (its spec resync, the
+    // store's commits).
     let hub_names = wait_scrape(hub, "the fleet's figures", |s| {
+        let names = s.names();
         s.sum("ocm_edge_clusters", &[("state", "Accepted")]) == 1.0
+            && s.sum("ocm_edge_rollout_clusters", &[("name", "web")]) == 1.0
+            && names.contains("resources_spec_resync_duration_seconds_bucket")
+            && names.contains("ocm_edge_store_commit_duration_seconds_bucket")
     })
     .await
     .names();
-    let agent_names = scrape(agent).await.unwrap().names();
+    let agent_names = wait_scrape(agent, "the agent's status resync", |s| {
+        s.names()
+            .contains("resources_status_resync_duration_seconds_bucket")
+    })
+    .await
+    .names();
     let exported: BTreeSet<String> = hub_names.union(&agent_names).cloned().collect();
 
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/grafana/ocm-edge.json");
