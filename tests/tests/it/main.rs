@@ -21,6 +21,7 @@ mod fleet_bench;
 mod fleet_placement;
 mod harness;
 mod helm_charts;
+mod kube_bootstrap;
 mod kube_e2e;
 mod link_faults;
 mod maestro_interop;
