@@ -89,6 +89,10 @@ pub enum AdminAuth {
 pub struct HubConfig {
     /// Directory of the hub's redb file (`hub.redb`); created when missing.
     pub data_dir: PathBuf,
+    /// A directory (a mounted Secret) holding the hub's CA (`ca.pem`, `ca-key.pem`) and the
+    /// join-token key (`join-token-key`) to use: copied into `DATA_DIR/pki` at start where it
+    /// has none ([`crate::pki::seed`]).
+    pub pki_from: Option<PathBuf>,
     /// Embedded or external broker.
     pub broker: BrokerConfig,
     /// TLS (the default) or plaintext for the embedded broker; ignored with an external one.
@@ -164,6 +168,7 @@ impl HubConfig {
     pub fn new(data_dir: impl Into<PathBuf>) -> Self {
         HubConfig {
             data_dir: data_dir.into(),
+            pki_from: None,
             broker: BrokerConfig::default(),
             embedded_security: EmbeddedSecurity::default(),
             admin_auth: AdminAuth::default(),

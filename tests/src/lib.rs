@@ -9,6 +9,8 @@
 //! - [`fleet`]: a broker, a hub that can be restarted, N agents on the simulated cluster, an admin
 //!   client, and waits on what the hub and the simulated clusters show.
 //! - [`forge`]: wire messages a test sends as a peer (OCM work agent, maestro, rogue client).
+//! - [`helm`]: `helm` and `kubectl` for the charts in `deploy/helm/`, rendering them, and the
+//!   plain manifests generated from the agent's chart.
 //! - [`kube`]: the real Kubernetes cluster of the end-to-end (`e2e_`) tests and the admin's hand
 //!   on it.
 //! - [`manifests`]: Kubernetes objects and work options for tests.
@@ -39,6 +41,7 @@ pub mod broker;
 pub mod contracts;
 pub mod fleet;
 pub mod forge;
+pub mod helm;
 pub mod kube;
 pub mod manifests;
 pub mod metrics;

@@ -121,15 +121,30 @@ pub struct ChildArgs {
 /// # Panics
 /// When it is not there.
 pub fn agent_binary() -> PathBuf {
+    workspace_binary("ocm-edge-agent", "ocm-edge-agent")
+}
+
+/// The real `ocm-edge` binary (the CLI and the hub), next to the running test's directory
+/// (`cargo build -p ocm-edge-cli` first; `cargo test --workspace` and `tests/kube/e2e.sh` build
+/// it).
+///
+/// # Panics
+/// When it is not there.
+pub fn cli_binary() -> PathBuf {
+    workspace_binary("ocm-edge", "ocm-edge-cli")
+}
+
+/// Binary `name` of package `package` in the target directory the running test was built in.
+fn workspace_binary(name: &str, package: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary's path");
     let bin = exe
         .parent()
         .and_then(Path::parent)
         .expect("target/<profile>/deps")
-        .join("ocm-edge-agent");
+        .join(name);
     assert!(
         bin.exists(),
-        "{} is missing: cargo build -p ocm-edge-agent",
+        "{} is missing: cargo build -p {package}",
         bin.display()
     );
     bin

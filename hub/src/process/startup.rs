@@ -59,7 +59,14 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
     let mut ca = None;
     // The CA signs the broker's certificate, admin credentials and the hub's signing key,
     // whatever the broker mode.
-    let pki = HubPki::load_or_create(&cfg.data_dir.join("pki"), Utc::now())?;
+    let pki_dir = cfg.data_dir.join("pki");
+    if let Some(from) = &cfg.pki_from {
+        let copied = crate::pki::seed::seed(&pki_dir, from)?;
+        if !copied.is_empty() {
+            tracing::info!(from = %from.display(), files = ?copied, "took the hub's keys given with --pki-from");
+        }
+    }
+    let pki = HubPki::load_or_create(&pki_dir, Utc::now())?;
     let signer = Arc::new(EventSigner::load_or_create(&pki, Utc::now())?);
     let admin_credentials = Some(cfg.data_dir.join(ADMIN_CREDENTIALS))
         .filter(|_| cfg.admin_auth == AdminAuth::Credentials);

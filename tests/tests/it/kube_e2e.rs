@@ -1,10 +1,12 @@
 //! The whole path on a real Kubernetes control plane (`tests/kube/e2e.sh` starts one): the hub on
-//! its secure defaults, the real `ocm-edge-agent --applier kube` binary with the RBAC of
-//! `deploy/k3s/agent.yaml` and a service-account token (not the admin's), and a ManifestWork with a
-//! Namespace, a CRD, a custom resource of it, a ConfigMap and a Deployment. The resources appear in
-//! the API server, the hub sees the work Applied with the Deployment's WellKnownStatus and JSONPaths
-//! feedback, an update reaches the cluster and deletes the resource it dropped, a work deleted with
-//! the Orphan policy leaves its resource behind, and a delete removes what the work created.
+//! its secure defaults, the real `ocm-edge-agent --applier kube` binary with the ServiceAccount and
+//! RBAC of its Helm chart (the work rights narrowed to the kinds these tests' works contain,
+//! `tests/kube/agent-e2e-values.yaml`) and a service-account token (not the admin's), and a
+//! ManifestWork with a Namespace, a CRD, a custom resource of it, a ConfigMap and a Deployment. The
+//! resources appear in the API server, the hub sees the work Applied with the Deployment's
+//! WellKnownStatus and JSONPaths feedback, an update reaches the cluster and deletes the resource it
+//! dropped, a work deleted with the Orphan policy leaves its resource behind, and a delete removes
+//! what the work created.
 
 use std::time::Duration;
 
@@ -89,7 +91,8 @@ fn orphaning_work() -> ManifestWork {
 }
 
 /// What an end-to-end test runs on: the real cluster's admin, a directory, a kubeconfig of the
-/// agent's service account (deploy/k3s/agent.yaml's RBAC), a fleet on the hub's own broker.
+/// agent's service account (its chart's RBAC, `tests/kube/agent-e2e.yaml`), a fleet on the hub's
+/// own broker.
 struct E2e {
     admin: KubeApplier,
     dir: tempfile::TempDir,

@@ -19,6 +19,13 @@ use ocm_edge_hub::config::{
 pub struct HubArgs {
     #[command(flatten)]
     pub data: crate::DataDirArg,
+    /// A directory holding the hub's CA (ca.pem and ca-key.pem, both or neither) and the
+    /// join-token key (join-token-key), e.g. a Kubernetes Secret mounted read-only: each is
+    /// copied into DATA_DIR/pki at start when the data directory has none, instead of the hub
+    /// creating its own. One that differs from the data directory's is refused (agents trust
+    /// the CA they were given).
+    #[arg(long, env = "OCM_EDGE_PKI_FROM", value_name = "DIR")]
+    pub pki_from: Option<std::path::PathBuf>,
     /// Listen address of the embedded MQTT broker (port 0 picks a free one) [default:
     /// 127.0.0.1:8883; with --insecure-plaintext 127.0.0.1:1883]. Not with --broker.
     #[arg(long, value_name = "ADDR")]
@@ -145,6 +152,7 @@ pub fn hub_config(global: &GlobalArgs, args: &HubArgs) -> Result<HubConfig, CliE
         }
     };
     let mut cfg = HubConfig::new(args.data.data_dir.clone());
+    cfg.pki_from = args.pki_from.clone();
     cfg.broker_mtls = broker_mtls;
     cfg.broker = broker;
     cfg.cluster_cert_validity = chrono::Duration::days(i64::from(args.cluster_cert_days));
