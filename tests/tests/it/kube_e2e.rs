@@ -645,6 +645,15 @@ async fn e2e_a_lease_addon_is_available_while_its_lease_is_renewed_on_a_real_api
     else {
         return;
     };
+    // A Lease an earlier run left on the same control plane would count as renewed already.
+    let leftover = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                          "metadata": {"name": "pulse", "namespace": NS}});
+    let _ = admin
+        .delete(
+            &ResourceRef::from_manifest(&Manifest(leftover), 0).unwrap(),
+            ocm_edge_agent::work::plan::DeletePropagation::Background,
+        )
+        .await;
     // Reconciles often, so that a renewal is read back soon.
     let mut agent = agent_command(
         &fleet,
