@@ -156,7 +156,7 @@ pub fn cross_agent(test: &str) -> Option<CrossAgent> {
         if std::env::var_os("CI").is_some() {
             panic!(
                 "{test}: CI is set but {what}; .ci/run builds the aarch64 agent \
-                 (deploy/release.sh --ci-agent) and installs qemu-user"
+                 (deploy/release.sh --only agent:aarch64) and installs qemu-user"
             );
         }
         eprintln!(
