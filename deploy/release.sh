@@ -32,7 +32,9 @@ esac
 dist=${OCM_EDGE_DIST:-dist}
 dist_target=${OCM_EDGE_DIST_TARGET:-${CARGO_TARGET_DIR:-target}}
 version=$(cargo metadata --no-deps --format-version 1 | jq -r '.packages[] | select(.name == "ocm-edge-agent") | .version')
-export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct)}
+# Only the images take SOURCE_DATE_EPOCH (deploy/image.sh defaults it to the last commit's time):
+# build scripts that use cc re-run when it changes, so exported here it would rebuild crates at
+# every commit.
 PATH="$(deploy/cross-tools.sh):$PATH"
 export CARGO_INCREMENTAL=0
 started=$(date +%s)
@@ -112,12 +114,13 @@ say "the ARM agents joined, applied a work and reported its status under qemu-us
 
 images() {
   local out=$1
-  deploy/image.sh ocm-edge-agent "$version" "$out" \
+  SOURCE_DATE_EPOCH=$epoch deploy/image.sh ocm-edge-agent "$version" "$out" \
     "linux/amd64=$dist/x86_64/ocm-edge-agent" "linux/arm64=$dist/aarch64/ocm-edge-agent" \
     "linux/arm/v7=$dist/armv7/ocm-edge-agent" 2>/dev/null
-  deploy/image.sh ocm-edge-hub "$version" "$out" \
+  SOURCE_DATE_EPOCH=$epoch deploy/image.sh ocm-edge-hub "$version" "$out" \
     "linux/amd64=$dist/x86_64/ocm-edge" "linux/arm64=$dist/aarch64/ocm-edge" 2>/dev/null
 }
+epoch=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct)}
 first=$(images "$dist/images")
 again=$(images "$(mktemp -d)")
 [ "$first" = "$again" ] || fail "two builds of the images gave different digests: $first / $again"
