@@ -6,6 +6,8 @@
 //! - [`bench`]: the fleet benchmark behind `fleet-bench` (real hub vs transport alone).
 //! - [`broker`]: the embedded broker (`ocm_edge_mqtt::broker`) on a free port that outlives hub restarts.
 //! - [`contracts`]: JSON Schema validation against the published contracts.
+//! - [`cross`]: the static agent of another architecture (aarch64, armv7) under qemu-user, and
+//!   what its ELF header says.
 //! - [`fleet`]: a broker, a hub that can be restarted, N agents on the simulated cluster, an admin
 //!   client, and waits on what the hub and the simulated clusters show.
 //! - [`forge`]: wire messages a test sends as a peer (OCM work agent, maestro, rogue client).
@@ -39,6 +41,7 @@
 pub mod bench;
 pub mod broker;
 pub mod contracts;
+pub mod cross;
 pub mod fleet;
 pub mod forge;
 pub mod helm;

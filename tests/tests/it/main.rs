@@ -15,6 +15,7 @@ mod bad_requests;
 mod broker_cluster;
 mod broker_identities;
 mod chunked;
+mod cross_agent;
 mod embedded_acl;
 mod fleet_availability;
 mod fleet_bench;
