@@ -22,7 +22,8 @@ use ocm_edge_agent::{
 };
 use ocm_edge_cli::client::{AdminClient, ConnectOptions};
 use ocm_edge_hub::admin::users::ADMIN_CREDENTIALS;
-use ocm_edge_hub::{BrokerConfig, HubConfig, HubHandle, start_hub};
+use ocm_edge_hub::{BrokerConfig, HubConfig, HubError, HubHandle, start_hub};
+use ocm_edge_mqtt::broker::BrokerError;
 use ocm_edge_schemas::admin::{
     ClusterState, ClusterView, CreateWork, HubStats, ReplicaSetView, WorkView, WorkWritten,
 };
@@ -275,7 +276,7 @@ impl Fleet {
         assert!(self.hub.is_none(), "the hub is already running");
         let mut cfg = self.hub_config();
         change(&mut cfg);
-        let hub = start_hub(cfg).await.expect("hub starts");
+        let hub = start_hub_on_its_port(cfg).await.expect("hub starts");
         if self.opts.hub_broker {
             self.broker_url = hub.broker_url();
             self.opts.broker_ca_file = hub.ca_file().map(std::path::Path::to_path_buf);
@@ -827,4 +828,27 @@ pub fn is_unreachable(c: &ClusterView) -> bool {
         && c.taints
             .iter()
             .any(|t| t.key == ocm_edge_schemas::api::cluster::TAINT_UNREACHABLE)
+}
+
+/// Starts a hub; one restarted on the embedded broker's port of its first start waits, at most
+/// [`WAIT`], for that port to be free again. While the hub is down its agents keep connecting to
+/// the port, and loopback TCP may give one of those attempts the port itself as its source (a
+/// connection to itself, closed as soon as the agent reads its own TLS hello): seen once in CI
+/// as "Address already in use" on a restart.
+async fn start_hub_on_its_port(cfg: HubConfig) -> Result<HubHandle, HubError> {
+    let fixed_port = matches!(&cfg.broker, BrokerConfig::Embedded { listen } if listen.port() != 0);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        match start_hub(cfg.clone()).await {
+            Err(HubError::Broker(BrokerError::Bind { reason, .. }))
+                if fixed_port
+                    && reason.contains("in use")
+                    && tokio::time::Instant::now() < deadline =>
+            {
+                tracing::info!(%reason, "the hub's port is not free yet; trying again");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            other => return other,
+        }
+    }
 }
