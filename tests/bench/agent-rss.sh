@@ -18,8 +18,9 @@
 # mapping: the agent binary's file pages (code and read-only data) and anonymous pages (data
 # relocated at start), other files (the C library), thread stacks, and the heap (every other
 # anonymous page, whatever the allocator). The last line per agent is `RESULT applier=...
-# rss_kb=...` at the last sample, with the CPU time the agent used while sampled. Prints figures;
-# asserts nothing.
+# rss_kb=...` at the last sample, with the CPU time the agent used until its work was Available
+# (start_cpu_ms: start, TLS, join, apply) and while sampled (cpu_ms). Prints figures; asserts
+# nothing.
 #
 # BIN (default target/release) is where the binaries are; AGENT_BIN overrides the agent binary
 # alone (to compare two builds of it against the same hub). Extra environment for the agents
@@ -85,6 +86,10 @@ for c in $CLUSTERS; do
     exit 1
   }
 done
+# CPU time (user + system) of a process so far, in milliseconds.
+cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); print int(($12 + $13) * 1000 / hz) }' "/proc/$1/stat"; }
+declare -A START_CPU
+for c in $CLUSTERS; do START_CPU[${c%%:*}]=$(cpu_ms "${c##*:}"); done
 echo "works Available on:$(for c in $CLUSTERS; do printf ' %s' "${c%%:*}"; done); idle for ${SETTLE} s"
 sleep "$SETTLE"
 
@@ -111,8 +116,6 @@ by_mapping() { # PID
   ' "/proc/$1/smaps"
 }
 field() { awk -v f="$2:" '$1 == f {print $2}' "$1"; }
-# CPU time (user + system) of a process so far, in milliseconds.
-cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); print int(($12 + $13) * 1000 / hz) }' "/proc/$1/stat"; }
 declare -A CPU0
 for c in $CLUSTERS; do CPU0[${c%%:*}]=$(cpu_ms "${c##*:}"); done
 WINDOW0=$(date +%s)
@@ -130,5 +133,5 @@ for c in $CLUSTERS; do
   s=/proc/$pid/status
   echo "RESULT applier=${name#rss-} rss_kb=$(field "$s" VmRSS) anon_kb=$(field "$s" RssAnon)" \
     "file_kb=$(field "$s" RssFile) threads=$(field "$s" Threads) $(by_mapping "$pid")" \
-    "cpu_ms=$(( $(cpu_ms "$pid") - CPU0[$name] )) over_s=$(( $(date +%s) - WINDOW0 ))"
+    "start_cpu_ms=${START_CPU[$name]} cpu_ms=$(( $(cpu_ms "$pid") - CPU0[$name] )) over_s=$(( $(date +%s) - WINDOW0 ))"
 done
