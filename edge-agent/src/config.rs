@@ -143,6 +143,9 @@ pub struct AgentConfig {
     /// When new versions of works may be applied (`--maintenance-window`, checked when parsed);
     /// empty: at any time. A hold on site (`crate::maintenance::hold`) closes them all.
     pub maintenance_windows: Vec<crate::maintenance::MaintenanceWindow>,
+    /// Where to serve Prometheus metrics (`--metrics-listen`; port 0 picks a free one,
+    /// [`crate::AgentHandle::metrics_addr`] tells which); `None`, the default: nowhere.
+    pub metrics_listen: Option<std::net::SocketAddr>,
 }
 
 impl AgentConfig {
@@ -185,6 +188,7 @@ impl AgentConfig {
             receive_maximum: DEFAULT_RECEIVE_MAXIMUM,
             transfer_stall: DEFAULT_TRANSFER_STALL,
             maintenance_windows: Vec::new(),
+            metrics_listen: None,
         }
     }
 

@@ -163,6 +163,16 @@ pub struct Cli {
         value_parser = parse_window
     )]
     pub maintenance_windows: Vec<crate::maintenance::MaintenanceWindow>,
+    /// Where to serve Prometheus metrics (`GET /metrics`): IP:PORT (e.g. 127.0.0.1:9464, or
+    /// 0.0.0.0:9464 for a Prometheus in the cluster), or `off`. No authentication; the metrics
+    /// name this cluster. Nothing runs while nobody scrapes.
+    #[arg(
+        long,
+        env = "OCM_EDGE_METRICS_LISTEN",
+        value_name = "IP:PORT|off",
+        default_value = "off"
+    )]
+    pub metrics_listen: ocm_edge_mqtt::MetricsListen,
 }
 
 #[derive(Debug, Subcommand)]
@@ -300,6 +310,7 @@ impl Cli {
         cfg.chunk_bytes = (cli.chunk_bytes > 0).then_some(cli.chunk_bytes);
         cfg.receive_maximum = cli.receive_maximum;
         cfg.maintenance_windows = cli.maintenance_windows.clone();
+        cfg.metrics_listen = cli.metrics_listen.addr();
         Ok(cfg)
     }
 }

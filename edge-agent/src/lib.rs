@@ -20,6 +20,8 @@
 //! - [`unjoin`]: `ocm-edge-agent unjoin`, the edge side of a cluster's removal.
 //! - [`events`]: parse hub events, build agent events (on `ocm_edge_schemas::wire`).
 //! - [`config`]: [`AgentConfig`], [`ApplierConfig`]; [`flags`]: the `ocm-edge-agent` command line.
+//! - [`metrics`]: the Prometheus metrics (`--metrics-listen`, off by default): the counters read
+//!   when scraped, CloudEvents with sdk-go's names.
 //!
 //! # On the wire (source id S, cluster C)
 //! - Subscribes (QoS 1, clean start) to `sources/S/consumers/C/sourceevents` and `sources/S/sourcebroadcast`.
@@ -45,6 +47,7 @@ pub mod events;
 pub mod flags;
 pub mod lease;
 pub mod maintenance;
+pub mod metrics;
 pub mod registration;
 pub mod session;
 pub mod store;

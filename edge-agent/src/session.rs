@@ -32,6 +32,7 @@ use crate::config::{AgentConfig, ApplierConfig, ConfigError};
 use crate::events::{AgentIdentity, Inbound, parse_inbound};
 use crate::lease::schedule::LeaseSchedule;
 use crate::lease::status_report::StatusReport;
+use crate::metrics::AgentMetrics;
 use crate::registration::Registration;
 use crate::registration::certificate::ClusterCert;
 use crate::registration::key::AgentKey;
@@ -57,6 +58,9 @@ pub enum AgentError {
     Task(String),
     #[error("signing key: {0}")]
     Key(#[from] crate::registration::key::AgentKeyError),
+    /// The metrics endpoint cannot listen where it was asked to. Not retryable.
+    #[error(transparent)]
+    Metrics(#[from] ocm_edge_mqtt::MetricsError),
 }
 
 /// What the agent has done so far, for tests, the demo and logs.
@@ -135,6 +139,8 @@ pub struct AgentCounters {
 #[derive(Debug)]
 pub struct AgentHandle {
     counters: watch::Receiver<AgentCounters>,
+    /// The Prometheus endpoint (`--metrics-listen`); it stops with the handle.
+    metrics: Option<ocm_edge_mqtt::MetricsEndpoint>,
     sim: Option<SimControl>,
     stop: CancellationToken,
     task: JoinHandle<Result<(), AgentError>>,
@@ -144,6 +150,13 @@ impl AgentHandle {
     /// Counters, updated as the agent works (`wait_for` on it instead of sleeping).
     pub fn counters(&self) -> watch::Receiver<AgentCounters> {
         self.counters.clone()
+    }
+
+    /// Where the agent serves its Prometheus metrics (the real port when configured with 0).
+    pub fn metrics_addr(&self) -> Option<std::net::SocketAddr> {
+        self.metrics
+            .as_ref()
+            .map(ocm_edge_mqtt::MetricsEndpoint::addr)
     }
 
     /// The simulated cluster, when the agent uses the sim applier.
@@ -240,6 +253,18 @@ pub async fn start_agent(cfg: AgentConfig) -> Result<AgentHandle, AgentError> {
         HubTrust::new(cfg.trusted_hub_ca(), store.hub_signer()?)
     };
     let (counters_tx, counters_rx) = watch::channel(AgentCounters::default());
+    let metrics = AgentMetrics::new(&cfg.agent_id(), &cfg.source_id, &cfg.cluster_name);
+    let endpoint = match cfg.metrics_listen {
+        Some(listen) => {
+            let endpoint = ocm_edge_mqtt::MetricsEndpoint::start(
+                listen,
+                metrics.renderer(counters_rx.clone()),
+            )?;
+            tracing::info!(url = %endpoint.url(), "serving Prometheus metrics (no authentication)");
+            Some(endpoint)
+        }
+        None => None,
+    };
     let (watch_tx, watch_rx) = mpsc::unbounded_channel();
     let stop = CancellationToken::new();
     let mut agent = Agent {
@@ -269,10 +294,11 @@ pub async fn start_agent(cfg: AgentConfig) -> Result<AgentHandle, AgentError> {
         outbox,
         sequence: SequenceIdGenerator::new(),
         counters: counters_tx,
+        metrics,
         publisher: None,
         api_healthy: None,
         last_chunk_at: None,
-        hub_windows: Vec::new(),
+        hub_windows: Ok(Vec::new()),
         watches: Default::default(),
         watch_tx,
         watch_stop: stop.child_token(),
@@ -289,6 +315,7 @@ pub async fn start_agent(cfg: AgentConfig) -> Result<AgentHandle, AgentError> {
     let task = tokio::spawn(agent.run(session, events, watch_rx, stop.clone()));
     Ok(AgentHandle {
         counters: counters_rx,
+        metrics: endpoint,
         sim,
         stop,
         task,
@@ -362,6 +389,8 @@ pub(crate) struct Agent {
     pub(crate) outbox: Outbox,
     pub(crate) sequence: SequenceIdGenerator,
     pub(crate) counters: watch::Sender<AgentCounters>,
+    /// The Prometheus instruments the counters do not cover (labels, durations).
+    pub(crate) metrics: Arc<AgentMetrics>,
     /// The session's publisher while connected; `None` offline.
     pub(crate) publisher: Option<Publisher>,
     pub(crate) lease: LeaseSchedule,
@@ -401,8 +430,9 @@ pub(crate) struct Agent {
     /// The add-on identities the agent asked the hub to bind: add-on, (password hash, public
     /// key), when.
     pub(crate) addon_asks: std::collections::HashMap<String, ((String, String), DateTime<Utc>)>,
-    /// The maintenance windows set on the hub, from its last view of this cluster.
-    pub(crate) hub_windows: Vec<crate::maintenance::MaintenanceWindow>,
+    /// The maintenance windows set on the hub, from its last view of this cluster (or why
+    /// they cannot be read: then updates wait).
+    pub(crate) hub_windows: crate::maintenance::HubWindows,
     /// `feedbackScrapeType: Watch`: the watches running, by bundle and object.
     pub(crate) watches: std::collections::HashMap<
         String,
@@ -540,7 +570,7 @@ impl Agent {
         if let Some(p) = self.publisher.take() {
             let seq = self.counters.borrow().connection_seq;
             if let Ok(ev) = self.id.presence(false, seq, now()) {
-                Self::send_with(&p, &ev, &self.agent_events, &self.key);
+                Self::send_with(&p, &ev, &self.agent_events, &self.key, &self.metrics);
             }
         }
         session.shutdown().await;
@@ -551,7 +581,13 @@ impl Agent {
         self.counters.send_modify(f);
     }
 
-    fn send_with(publisher: &Publisher, event: &Event, topic: &str, key: &AgentKey) -> bool {
+    fn send_with(
+        publisher: &Publisher,
+        event: &Event,
+        topic: &str,
+        key: &AgentKey,
+        metrics: &AgentMetrics,
+    ) -> bool {
         let mut msg = match encode(event, topic) {
             Ok(msg) => msg,
             Err(e) => {
@@ -560,8 +596,12 @@ impl Agent {
             }
         };
         key.sign(&mut msg);
+        let sent = metrics.sent(&msg);
         match publisher.try_publish(msg) {
-            Ok(()) => true,
+            Ok(()) => {
+                sent.inc();
+                true
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "publish failed; will retry after reconnect");
                 false
@@ -572,7 +612,7 @@ impl Agent {
     /// Publishes on the current connection; false when offline or the queue is full.
     pub(crate) fn send(&self, event: &Event) -> bool {
         match &self.publisher {
-            Some(p) => Self::send_with(p, event, &self.agent_events, &self.key),
+            Some(p) => Self::send_with(p, event, &self.agent_events, &self.key, &self.metrics),
             None => false,
         }
     }
@@ -700,12 +740,15 @@ impl Agent {
         if let Some(signer) = learned {
             self.learn_signer(signer);
         }
+        self.metrics.received(msg);
         match parse_inbound(msg, &self.cfg.cluster_name) {
             Ok(Inbound::Spec(spec)) => self.on_spec(*spec, now()).await,
             Ok(Inbound::StatusResync(list)) => {
+                let started = std::time::Instant::now();
                 self.bump(|c| c.status_resyncs_received += 1);
                 self.outbox.on_status_resync(&list.status_hashes);
                 self.flush_outbox(now());
+                self.metrics.status_resynced(started.elapsed());
             }
             Ok(Inbound::HubView(view)) => self.on_hub_view(*view),
             Ok(Inbound::Ignored(ty)) => {

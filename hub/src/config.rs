@@ -89,6 +89,10 @@ pub enum AdminAuth {
 pub struct HubConfig {
     /// Directory of the hub's redb file (`hub.redb`); created when missing.
     pub data_dir: PathBuf,
+    /// A directory (a mounted Secret) holding the hub's CA (`ca.pem`, `ca-key.pem`) and the
+    /// join-token key (`join-token-key`) to use: copied into `DATA_DIR/pki` at start where it
+    /// has none ([`crate::pki::seed`]).
+    pub pki_from: Option<PathBuf>,
     /// Embedded or external broker.
     pub broker: BrokerConfig,
     /// TLS (the default) or plaintext for the embedded broker; ignored with an external one.
@@ -149,6 +153,10 @@ pub struct HubConfig {
     /// Longest wait between two checks whether the broker read the revocation list (1 s,
     /// doubling; default 30 s).
     pub broker_mtls_recheck: Duration,
+    /// Where to serve Prometheus metrics (`GET /metrics`, no authentication; port 0 picks a
+    /// free one, [`crate::HubHandle::metrics_addr`] tells which). `None` (the library's default):
+    /// no endpoint; `ocm-edge hub` serves on 127.0.0.1:9464 unless told `--metrics-listen off`.
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 /// [`HubConfig::login_recheck`]'s default.
@@ -160,6 +168,7 @@ impl HubConfig {
     pub fn new(data_dir: impl Into<PathBuf>) -> Self {
         HubConfig {
             data_dir: data_dir.into(),
+            pki_from: None,
             broker: BrokerConfig::default(),
             embedded_security: EmbeddedSecurity::default(),
             admin_auth: AdminAuth::default(),
@@ -179,6 +188,7 @@ impl HubConfig {
             cluster_cert_grace: crate::registration::certificates::DEFAULT_GRACE,
             broker_mtls: None,
             broker_mtls_recheck: Duration::from_secs(30),
+            metrics_listen: None,
         }
     }
 

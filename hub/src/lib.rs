@@ -19,6 +19,8 @@
 //! - [`pki`]: the hub's CA (created at first start), the embedded broker's certificate and the
 //!   key that signs everything the hub sends to agents.
 //! - [`dashboard`]: the retained dashboard topics (summary, per cluster, per work).
+//! - [`metrics`]: the Prometheus metrics (`--metrics-listen`): CloudEvents with sdk-go's names,
+//!   the store's latency, and the fleet counted from the core when scraped.
 //! - [`store`]: the redb file that makes the core's state survive restarts.
 //! - [`process`]: [`start_hub`] / [`run_hub`]: the IO shell that wires broker, store, MQTT
 //!   sessions, core and admin server: start-up, intake, the batch-and-commit loop, replies.
@@ -30,6 +32,7 @@ pub mod availability;
 pub mod config;
 pub mod core;
 pub mod dashboard;
+pub mod metrics;
 pub mod pki;
 pub mod placement;
 pub mod process;

@@ -16,9 +16,10 @@
 //! in total, each a map with `apiVersion`, `kind` and `metadata.name`; `metadata.generateName`
 //! is refused because the agent must find each object again by name.
 //!
-//! # Condition rules
+//! # Manifest configs
 //! Every CEL expression of `manifestConfigs[].conditionRules` must compile ([`crate::cel`]), and
-//! a CEL rule must name its condition, as OCM's API requires.
+//! a CEL rule must name its condition, as OCM's API requires. Every JSONPath and JSON Pointer of
+//! feedback rules and `ignoreFields` must read ([`crate::jsonpath`]); jq expressions are refused.
 
 use std::fmt;
 
@@ -28,6 +29,7 @@ use crate::api::work::{
     ConditionRuleType, Manifest, ManifestBundle, ManifestConfigOption, ManifestWork,
 };
 use crate::cel::{self, CelEnv, CelError};
+use crate::jsonpath::{self, KubeJsonPath, PathUse};
 
 /// Limit on the total size of a work's manifests: 500 KiB, as OCM and maestro enforce.
 pub const MAX_MANIFESTS_BYTES: usize = 500 * 1024;
@@ -83,6 +85,16 @@ pub enum ValidationError {
         /// Index in its `conditionRules`.
         rule: usize,
         /// `.celExpressions[i]`, `.messageExpression` or `.condition`.
+        field: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A path of a manifest config (feedback rules, ignoreFields) cannot be read.
+    #[error("spec.manifestConfigs[{config}]{field}: {problem}")]
+    ManifestConfigPath {
+        /// Index in `manifestConfigs`.
+        config: usize,
+        /// E.g. `.updateStrategy.serverSideApply.ignoreFields[0].jsonPaths[1]`.
         field: String,
         /// What is wrong.
         problem: String,
@@ -169,8 +181,67 @@ pub fn validate_manifest_work(work: &ManifestWork) -> Result<(), ValidationError
         validate_cluster_name(&work.metadata.namespace)?;
     }
     validate_manifests(&work.spec.workload.manifests)?;
-    validate_condition_rules(&work.spec.manifest_configs)
+    validate_manifest_configs(&work.spec.manifest_configs)
 }
+
+/// Checks a work's manifest configs: its condition rules ([`validate_condition_rules`]), and
+/// every path of its feedback rules and `ignoreFields`: JSONPaths and JSON Pointers must read
+/// ([`crate::jsonpath`]), and jq expressions are refused (ocm-edge does not run them: a jq
+/// program has no bound on its running time, and the agent runs on small machines).
+///
+/// # Errors
+/// The first problem found, with its place.
+pub fn validate_manifest_configs(configs: &[ManifestConfigOption]) -> Result<(), ValidationError> {
+    validate_condition_rules(configs)?;
+    for (config, option) in configs.iter().enumerate() {
+        let problem = |field: String, problem: String| ValidationError::ManifestConfigPath {
+            config,
+            field,
+            problem,
+        };
+        for (r, rule) in option.feedback_rules.iter().enumerate() {
+            for (p, path) in rule.json_paths.iter().enumerate() {
+                KubeJsonPath::parse(&path.path, PathUse::Feedback).map_err(|e| {
+                    problem(
+                        format!(".feedbackRules[{r}].jsonPaths[{p}].path"),
+                        e.to_string(),
+                    )
+                })?;
+            }
+        }
+        let Some(ssa) = option
+            .update_strategy
+            .as_ref()
+            .and_then(|u| u.server_side_apply.as_ref())
+        else {
+            continue;
+        };
+        for (f, field) in ssa.ignore_fields.iter().enumerate() {
+            let at = format!(".updateStrategy.serverSideApply.ignoreFields[{f}]");
+            for (p, path) in field.json_paths.iter().enumerate() {
+                KubeJsonPath::parse(path, PathUse::IgnoreFields)
+                    .map_err(|e| problem(format!("{at}.jsonPaths[{p}]"), e.to_string()))?;
+            }
+            for (p, pointer) in field.json_pointers.iter().enumerate() {
+                jsonpath::validate_pointer(pointer)
+                    .map_err(|e| problem(format!("{at}.jsonPointers[{p}]"), e.to_string()))?;
+            }
+            if !field.jq_path_expressions.is_empty() {
+                return Err(problem(
+                    format!("{at}.jqPathExpressions"),
+                    JQ_REFUSED.to_owned(),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Why a jq path expression is refused, at `apply` and by the agent.
+pub const JQ_REFUSED: &str = "ocm-edge does not run jq expressions (a jq program has no bound on \
+     its running time, and the agent runs on small machines): name the fields with jsonPaths \
+     (kubectl JSONPath, with filters such as .spec.containers[?(@.name==\"app\")].image) or \
+     jsonPointers (/spec/replicas) instead";
 
 /// Checks the condition rules of `configs`: a CEL rule names its condition, and each of its
 /// expressions and its message expression compiles.

@@ -367,6 +367,41 @@ impl Fleet {
         cfg
     }
 
+    /// The real `ocm-edge-agent` binary for `cluster` on this fleet's broker (with its CA and
+    /// join token when the hub runs its own broker), its store in `data_dir`; the caller adds
+    /// `--applier` and whatever it tests. Nothing from the test run's environment configures it
+    /// (no `OCM_EDGE_*` variable); killed when dropped.
+    pub fn agent_command(
+        &self,
+        cluster: &str,
+        data_dir: &std::path::Path,
+    ) -> tokio::process::Command {
+        let mut command = tokio::process::Command::new(crate::process::agent_binary());
+        command
+            .args(["--cluster-name", cluster, "--broker", &self.broker_url])
+            .arg("--data-dir")
+            .arg(data_dir);
+        if let Some(ca) = &self.opts.broker_ca_file {
+            command.arg("--broker-ca-file").arg(ca);
+        }
+        if let Some(token) = &self.join_token {
+            command.args(["--token", token]);
+        }
+        for (name, _) in std::env::vars_os() {
+            if name.to_string_lossy().starts_with("OCM_EDGE_") {
+                command.env_remove(name);
+            }
+        }
+        command.kill_on_drop(true);
+        command
+    }
+
+    /// Where `cluster`'s agent serves its metrics (started with
+    /// [`ocm_edge_agent::AgentConfig::metrics_listen`]).
+    pub fn agent_metrics_addr(&self, cluster: &str) -> Option<std::net::SocketAddr> {
+        self.running(cluster).metrics_addr()
+    }
+
     /// The data dir of `cluster`'s agent.
     pub fn agent_dir(&self, cluster: &str) -> PathBuf {
         self.dir.path().join("agents").join(cluster)

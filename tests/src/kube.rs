@@ -1,6 +1,7 @@
 //! The admin's hand on a real cluster in the end-to-end tests (`e2e_`): apply a manifest with
 //! server-side apply (as `e2e-admin`, forced) and read an object back, through the agent's own
-//! [`KubeApplier`] with the admin kubeconfig; the agent's RBAC-limited kubeconfig and binary; and
+//! [`KubeApplier`] with the admin kubeconfig; the agent's RBAC-limited kubeconfig (its Helm
+//! chart's ServiceAccount and RBAC) and binary; and
 //! the control plane's kube-apiserver, to kill and start again ([`ApiServer`]).
 //!
 //! The real cluster itself: `tests/kube/e2e.sh` and `.ci/run` start one from the Go modules
@@ -70,60 +71,56 @@ pub async fn get(admin: &KubeApplier, manifest: &Value) -> Option<Value> {
     admin.get(&r, Utc::now()).await.unwrap()
 }
 
-/// The real `ocm-edge-agent` binary, next to the running test's directory (`cargo build -p
-/// ocm-edge-agent` first; `cargo test --workspace` and `tests/kube/e2e.sh` build it).
-///
-/// # Panics
-/// When it is not there.
-pub fn agent_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let bin = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps")
-        .join("ocm-edge-agent");
-    assert!(
-        bin.exists(),
-        "{} is missing: cargo build -p ocm-edge-agent",
-        bin.display()
-    );
-    bin
-}
-
-/// The agent's RBAC from `deploy/k3s/agent.yaml` (Namespace, ServiceAccount, ClusterRole,
-/// ClusterRoleBinding) applied as the admin, and a kubeconfig in `dir` with a token of that
-/// service account (as the agent runs on a real cluster, not as the admin).
+/// The agent's ServiceAccount and RBAC exactly as its Helm chart renders them for the e2e tests
+/// (`tests/kube/agent-e2e.yaml`, [`crate::helm::AGENT_E2E`]: the work rights narrowed to the
+/// kinds the tests' works contain), applied as the admin, and a kubeconfig in `dir` with a token
+/// of that ServiceAccount (as the agent runs on a real cluster, not as the admin).
 ///
 /// # Panics
 /// When the manifests cannot be read or applied, or the token controller never fills the token.
 pub async fn agent_kubeconfig(admin: &KubeApplier, admin_kubeconfig: &Path, dir: &Path) -> PathBuf {
-    let text = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/k3s/agent.yaml"),
-    )
-    .expect("deploy/k3s/agent.yaml");
-    for doc in serde_yaml_ng::Deserializer::from_str(&text) {
-        let value: Value =
-            serde::Deserialize::deserialize(doc).expect("deploy/k3s/agent.yaml parses");
+    let path = crate::helm::repo_root().join("tests/kube/agent-e2e.yaml");
+    let text = std::fs::read_to_string(&path).expect("tests/kube/agent-e2e.yaml");
+    let mut account = None;
+    for value in crate::helm::objects(&text) {
         let kind = value["kind"].as_str().unwrap_or_default();
+        if kind == "ServiceAccount" {
+            account = Some((
+                value["metadata"]["namespace"].as_str().unwrap().to_owned(),
+                value["metadata"]["name"].as_str().unwrap().to_owned(),
+            ));
+        }
         if [
             "Namespace",
             "ServiceAccount",
             "ClusterRole",
             "ClusterRoleBinding",
+            "Role",
+            "RoleBinding",
         ]
         .contains(&kind)
         {
             apply(admin, value).await;
         }
     }
-    // A token Secret of the service account, which the token controller fills.
+    let (namespace, name) = account.expect("the chart renders the agent's ServiceAccount");
+    let token = service_account_token(admin, &namespace, &name).await;
+    service_account_kubeconfig(admin_kubeconfig, &token, dir)
+}
+
+/// A token of ServiceAccount `namespace/name`: a token Secret of it, which the token controller
+/// fills (a token that lives as long as the Secret, as a long-running agent's would).
+///
+/// # Panics
+/// When the Secret cannot be applied or the token controller never fills it.
+pub async fn service_account_token(admin: &KubeApplier, namespace: &str, name: &str) -> String {
     let secret = json!({
         "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
-        "metadata": {"name": "ocm-edge-agent-token", "namespace": "open-cluster-management-agent",
-            "annotations": {"kubernetes.io/service-account.name": "ocm-edge-agent"}}
+        "metadata": {"name": format!("{name}-token"), "namespace": namespace,
+            "annotations": {"kubernetes.io/service-account.name": name}}
     });
     apply(admin, secret.clone()).await;
-    let token = crate::wait::wait_for(
+    crate::wait::wait_for(
         "the service account's token",
         Duration::from_secs(30),
         || async {
@@ -136,7 +133,14 @@ pub async fn agent_kubeconfig(admin: &KubeApplier, admin_kubeconfig: &Path, dir:
         },
     )
     .await
-    .expect("the token controller fills the service account's token");
+    .expect("the token controller fills the service account's token")
+}
+
+/// A kubeconfig in `dir` for the cluster of `admin_kubeconfig` with `token` as its user.
+///
+/// # Panics
+/// When the admin kubeconfig cannot be read or the file cannot be written.
+pub fn service_account_kubeconfig(admin_kubeconfig: &Path, token: &str, dir: &Path) -> PathBuf {
     let admin_config: Value = serde_yaml_ng::from_str(
         &std::fs::read_to_string(admin_kubeconfig).expect("the admin kubeconfig"),
     )

@@ -6,12 +6,18 @@
 //! - [`bench`]: the fleet benchmark behind `fleet-bench` (real hub vs transport alone).
 //! - [`broker`]: the embedded broker (`ocm_edge_mqtt::broker`) on a free port that outlives hub restarts.
 //! - [`contracts`]: JSON Schema validation against the published contracts.
+//! - [`cross`]: the static agent of another architecture (aarch64, armv7) under qemu-user, and
+//!   what its ELF header says.
 //! - [`fleet`]: a broker, a hub that can be restarted, N agents on the simulated cluster, an admin
 //!   client, and waits on what the hub and the simulated clusters show.
 //! - [`forge`]: wire messages a test sends as a peer (OCM work agent, maestro, rogue client).
+//! - [`helm`]: `helm` and `kubectl` for the charts in `deploy/helm/`, rendering them, and the
+//!   plain manifests generated from the agent's chart.
 //! - [`kube`]: the real Kubernetes cluster of the end-to-end (`e2e_`) tests and the admin's hand
 //!   on it.
 //! - [`manifests`]: Kubernetes objects and work options for tests.
+//! - [`metrics`]: scraping a hub's or an agent's Prometheus endpoint (hyper's client) and reading
+//!   it with `prometheus-parse`.
 //! - [`mosquitto`]: a real Mosquitto 2 with a generated config (and optional password file + ACL).
 //! - [`netns`]: an edge network namespace on a veth link that can be cut silently, or on a shaped
 //!   2G link through `link-shaper` (root only).
@@ -35,10 +41,13 @@
 pub mod bench;
 pub mod broker;
 pub mod contracts;
+pub mod cross;
 pub mod fleet;
 pub mod forge;
+pub mod helm;
 pub mod kube;
 pub mod manifests;
+pub mod metrics;
 pub mod mosquitto;
 pub mod netns;
 pub mod pki;

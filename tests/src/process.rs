@@ -1,7 +1,7 @@
 //! A hub or agent in its own process (the `test-hub` / `test-agent` binaries), so a test can kill
 //! it with SIGKILL the way a power cut or the OOM killer would.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -113,4 +113,39 @@ pub struct ChildArgs {
     /// PEM CA of an mqtts:// broker.
     #[arg(long)]
     pub broker_ca_file: Option<std::path::PathBuf>,
+}
+
+/// The real `ocm-edge-agent` binary, next to the running test's directory (`cargo build -p
+/// ocm-edge-agent` first; `cargo test --workspace` and `tests/kube/e2e.sh` build it).
+///
+/// # Panics
+/// When it is not there.
+pub fn agent_binary() -> PathBuf {
+    workspace_binary("ocm-edge-agent", "ocm-edge-agent")
+}
+
+/// The real `ocm-edge` binary (the CLI and the hub), next to the running test's directory
+/// (`cargo build -p ocm-edge-cli` first; `cargo test --workspace` and `tests/kube/e2e.sh` build
+/// it).
+///
+/// # Panics
+/// When it is not there.
+pub fn cli_binary() -> PathBuf {
+    workspace_binary("ocm-edge", "ocm-edge-cli")
+}
+
+/// Binary `name` of package `package` in the target directory the running test was built in.
+fn workspace_binary(name: &str, package: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let bin = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps")
+        .join(name);
+    assert!(
+        bin.exists(),
+        "{} is missing: cargo build -p {package}",
+        bin.display()
+    );
+    bin
 }

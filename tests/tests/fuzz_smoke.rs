@@ -16,7 +16,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const TARGETS: [&str; 7] = [
+const TARGETS: [&str; 8] = [
     "hub_agent_message",
     "agent_inbound",
     "hub_admin_request",
@@ -24,6 +24,7 @@ const TARGETS: [&str; 7] = [
     "broker_login",
     "yaml_input",
     "cluster_certificate",
+    "expressions",
 ];
 const BIN_DIR_ENV: &str = "OCM_EDGE_FUZZ_BIN_DIR";
 

@@ -15,7 +15,8 @@ use ocm_edge_agent::applier::kube::KubeApplier;
 use ocm_edge_schemas::api::meta::ConditionStatus;
 use ocm_edge_schemas::api::work::ManifestWork;
 use ocm_edge_tests::fleet::{Fleet, FleetOptions};
-use ocm_edge_tests::kube::{ControlPlane, agent_binary, agent_kubeconfig, get};
+use ocm_edge_tests::kube::{ControlPlane, agent_kubeconfig, get};
+use ocm_edge_tests::process::agent_binary;
 use ocm_edge_tests::wait::wait_until;
 use serde_json::json;
 

@@ -272,7 +272,7 @@ impl Applier for KubeApplier {
                 };
                 let Some(patch) = action
                     .strategy
-                    .effective_manifest(&action.manifest, existing.as_ref())
+                    .effective_manifest(&action.manifest, existing.as_ref())?
                 else {
                     // The work has not changed since it was applied: the cluster's edits stay.
                     return existing.ok_or_else(|| {

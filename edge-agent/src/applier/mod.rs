@@ -47,12 +47,28 @@ pub enum ApplyError {
     /// Any other API error.
     #[error("API error: {0}")]
     Api(String),
+    /// The object is being deleted and is not gone yet (finalizers); not a failure: the next
+    /// reconcile looks again.
+    #[error("{0} is still being deleted")]
+    Terminating(String),
+    /// An entry of the manifest's `ignoreFields` cannot be used; nothing was applied. Not
+    /// retryable until the spec changes.
+    #[error("{0}")]
+    IgnoreFields(String),
 }
 
 impl ApplyError {
     /// Whether the next reconcile may succeed without a spec change.
     pub fn is_retryable(&self) -> bool {
-        !matches!(self, ApplyError::Invalid(_))
+        !matches!(self, ApplyError::Invalid(_) | ApplyError::IgnoreFields(_))
+    }
+
+    /// OCM's reason for the manifest's `Applied` condition when this error stopped it.
+    pub fn applied_reason(&self) -> &'static str {
+        match self {
+            ApplyError::IgnoreFields(_) => "AppliedManifestSSAIgnoreFieldError",
+            _ => "AppliedManifestFailed",
+        }
     }
 }
 

@@ -405,7 +405,7 @@ impl Applier for SimApplier {
         let existing = self.inner.load(&k)?;
         let Some(desired) = action
             .strategy
-            .effective_manifest(&action.manifest, existing.as_ref().map(|o| &o.object))
+            .effective_manifest(&action.manifest, existing.as_ref().map(|o| &o.object))?
         else {
             // The work has not changed since it was applied: the cluster's edits stay.
             return match existing {

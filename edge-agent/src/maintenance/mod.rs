@@ -27,6 +27,35 @@ pub use window::{MaintenanceWindow, WindowError};
 /// delete waits for the gate otherwise).
 pub const ANNOTATION_DELETE_WHILE_HELD: &str = "ocm-edge.io/delete-while-held";
 
+/// The maintenance windows the hub set, as this agent read them from the hub's view: the
+/// windows, or why they cannot be read (a newer hub's syntax or time zone).
+pub type HubWindows = Result<Vec<MaintenanceWindow>, String>;
+
+/// [`gate`] with the hub's windows as read: windows this agent cannot read hold every update
+/// (a hold on site still says so first). A window that cannot be read must not let a version in
+/// at a time the hub did not allow: nothing new is applied until the hub sends windows this
+/// agent reads.
+pub fn gate_with_hub(
+    edge: &[MaintenanceWindow],
+    hub: &HubWindows,
+    hold: Option<&Hold>,
+    now: DateTime<Utc>,
+) -> Gate {
+    match (hub, hold) {
+        (Ok(hub), _) => gate(edge, hub, hold, now),
+        (Err(_), Some(_)) => gate(edge, &[], hold, now),
+        (Err(error), None) => Gate::Closed(Closed {
+            reason: REASON_OUTSIDE_MAINTENANCE_WINDOW,
+            next_window: None,
+            why: format!(
+                "the maintenance windows set on the hub cannot be read by this agent ({error}); \
+                 updates are held until the hub's windows are ones it reads (`ocm-edge cluster \
+                 maintenance` on the hub) or the agent is upgraded"
+            ),
+        }),
+    }
+}
+
 /// Whether updates may be applied now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Gate {
@@ -231,6 +260,41 @@ mod tests {
             held.message.contains("version 2 stays applied"),
             "{}",
             held.message
+        );
+    }
+    #[test]
+    fn hub_windows_this_agent_cannot_read_hold_every_update() {
+        let unreadable: HubWindows =
+            Err("time zone \"Mars/Olympus\" is not an IANA time zone".into());
+        let Gate::Closed(c) = gate_with_hub(&[], &unreadable, None, utc("2026-03-10T23:00:00Z"))
+        else {
+            panic!("open")
+        };
+        assert_eq!(c.reason, REASON_OUTSIDE_MAINTENANCE_WINDOW);
+        assert_eq!(c.next_window, None);
+        assert!(
+            c.why.contains("Mars/Olympus") && c.why.contains("held"),
+            "{}",
+            c.why
+        );
+        // Even inside the edge's own window.
+        assert!(
+            !gate_with_hub(&nightly(), &unreadable, None, utc("2026-03-10T23:00:00Z")).is_open()
+        );
+        // A hold on site says so first.
+        let hold = Hold {
+            since: utc("2026-03-10T20:00:00Z"),
+            note: String::new(),
+        };
+        let Gate::Closed(c) =
+            gate_with_hub(&[], &unreadable, Some(&hold), utc("2026-03-10T23:00:00Z"))
+        else {
+            panic!("open")
+        };
+        assert_eq!(c.reason, REASON_HELD_ON_SITE);
+        // Windows it reads are what they say.
+        assert!(
+            gate_with_hub(&nightly(), &Ok(vec![]), None, utc("2026-03-10T23:00:00Z")).is_open()
         );
     }
 }

@@ -19,7 +19,9 @@ use crate::work::addon_identity;
 use crate::work::outbox::Envelope;
 use crate::work::plan::{ApplyStrategy, RemoveAction, plan_apply, plan_delete, same_object};
 use crate::work::resource::ResourceRef;
-use crate::work::status::{ManifestOutcome, StatusContext, deleted_status, work_status};
+use crate::work::status::{
+    ManifestFailure, ManifestOutcome, StatusContext, deleted_status, deleting_status, work_status,
+};
 use crate::work::watched::watched;
 
 /// How long a watch that ended or could not start waits before it starts again.
@@ -353,7 +355,7 @@ impl Agent {
     /// the maintenance windows.
     pub(crate) fn maintenance_gate(&self, t: DateTime<Utc>) -> Gate {
         let hold = maintenance::hold::read(&self.cfg.data_dir);
-        let gate = maintenance::gate(
+        let gate = maintenance::gate_with_hub(
             &self.cfg.maintenance_windows,
             &self.hub_windows,
             hold.as_ref(),
@@ -371,27 +373,30 @@ impl Agent {
     }
 
     /// Takes the maintenance windows the hub set for this cluster from its view. The hub checks
-    /// them when they are set; ones that cannot be read here (a newer hub's syntax) are logged,
-    /// counted and left out, so they hold nothing.
+    /// them when they are set; ones that cannot be read here (a newer hub's syntax or time
+    /// zone) are logged and counted, and hold every update until the hub sends windows this
+    /// agent reads ([`maintenance::gate_with_hub`]): never open what the hub closed.
     pub(crate) fn take_hub_windows(&mut self, view: &ManagedCluster) {
         let value = view
             .metadata
             .annotations
             .get(maintenance::window::HUB_WINDOWS_ANNOTATION)
             .map_or("", String::as_str);
-        let windows = match maintenance::window::from_annotation(value) {
-            Ok(windows) => windows,
-            Err(e) => {
-                tracing::warn!(error = %e, "maintenance windows from the hub not understood; left out");
-                self.bump(|c| c.dropped_malformed += 1);
-                Vec::new()
-            }
-        };
-        if windows != self.hub_windows {
-            let list: Vec<&str> = windows.iter().map(|w| w.as_str()).collect();
-            tracing::info!(windows = ?list, "maintenance windows set on the hub");
-            self.hub_windows = windows;
+        let windows = maintenance::window::from_annotation(value).map_err(|e| e.to_string());
+        if windows == self.hub_windows {
+            return;
         }
+        match &windows {
+            Ok(list) => {
+                let list: Vec<&str> = list.iter().map(|w| w.as_str()).collect();
+                tracing::info!(windows = ?list, "maintenance windows set on the hub");
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "maintenance windows from the hub not understood; updates are held until they are");
+                self.bump(|c| c.dropped_malformed += 1);
+            }
+        }
+        self.hub_windows = windows;
     }
 
     /// A bundle whose latest version waits: the version on the cluster (if any) is reconciled
@@ -453,7 +458,7 @@ impl Agent {
             .map(|(ordinal, e)| ManifestOutcome {
                 ordinal: *ordinal,
                 resource: None,
-                result: Err(e.to_string()),
+                result: Err(ManifestFailure::failed(e.to_string())),
             })
             .collect();
         let mut new_inventory: Vec<ResourceRef> = Vec::new();
@@ -483,7 +488,10 @@ impl Agent {
             outcomes.push(ManifestOutcome {
                 ordinal: action.ordinal,
                 resource: Some(action.resource.clone()),
-                result: result.map_err(|e| e.to_string()),
+                result: result.map_err(|e| ManifestFailure {
+                    reason: e.applied_reason(),
+                    message: e.to_string(),
+                }),
             });
         }
         let mut deleted = 0u64;
@@ -493,6 +501,10 @@ impl Agent {
                     if matches!(removal, RemoveAction::Delete { .. }) {
                         deleted += 1;
                     }
+                }
+                Err(ApplyError::Terminating(key)) => {
+                    tracing::debug!(resource = %key, "still being deleted");
+                    new_inventory.push(removal.resource().clone());
                 }
                 Err(e) => {
                     errors += 1;
@@ -651,6 +663,10 @@ impl Agent {
                         deleted += 1;
                     }
                 }
+                Err(ApplyError::Terminating(key)) => {
+                    tracing::debug!(resource = %key, "still being deleted");
+                    remaining.push(removal.resource().clone());
+                }
                 Err(e) => {
                     tracing::warn!(resource = %removal.resource().key(), error = %e, "delete failed; retried next reconcile");
                     remaining.push(removal.resource().clone());
@@ -658,22 +674,38 @@ impl Agent {
             }
         }
         self.bump(|c| c.objects_deleted += deleted);
-        if !remaining.is_empty() {
-            if let Err(e) = self.store.put_inventory(&desired.resource_id, &remaining) {
-                tracing::error!(error = %e, "cannot store the inventory");
-            }
-            return;
-        }
         let previous = self
             .outbox
             .get(&desired.resource_id)
             .map(|r| r.status.clone());
-        let status = deleted_status(previous.as_ref(), desired.generation, Time::new(t));
         let envelope = Envelope {
             resource_version: desired.resource_version,
             source: desired.source.clone(),
             metadata: desired.metadata.clone(),
         };
+        if !remaining.is_empty() {
+            if let Err(e) = self.store.put_inventory(&desired.resource_id, &remaining) {
+                tracing::error!(error = %e, "cannot store the inventory");
+            }
+            // As OCM's work agent: the hub sees the work being deleted until it is gone.
+            let waiting: Vec<String> = remaining
+                .iter()
+                .map(|r| match r.namespace.as_str() {
+                    "" => format!("{} {}", r.kind, r.name),
+                    ns => format!("{} {ns}/{}", r.kind, r.name),
+                })
+                .collect();
+            let status = deleting_status(
+                previous.as_ref(),
+                &waiting,
+                desired.generation,
+                Time::new(t),
+            );
+            self.outbox
+                .record(&desired.resource_id, envelope, status, false);
+            return;
+        }
+        let status = deleted_status(previous.as_ref(), desired.generation, Time::new(t));
         self.outbox
             .record(&desired.resource_id, envelope, status, true);
         let tombstone = Tombstone {
@@ -793,10 +825,7 @@ pub(crate) async fn remove_object(
             // Foreground deletion finishes when the object is gone (finalizers ran).
             match applier.get(resource, Utc::now()).await? {
                 None => Ok(()),
-                Some(_) => Err(ApplyError::Api(format!(
-                    "{} is still being deleted",
-                    resource.key()
-                ))),
+                Some(_) => Err(ApplyError::Terminating(resource.key())),
             }
         }
     }

@@ -9,7 +9,11 @@ use ocm_edge_schemas::api::work::{
     DeleteOption, IgnoreFieldsCondition, ManifestBundle, ManifestConfigOption, PropagationPolicy,
     UpdateStrategyType,
 };
+use ocm_edge_schemas::jsonpath::{self, KubeJsonPath, PathUse};
+use ocm_edge_schemas::validate;
 use serde_json::Value;
+
+use crate::applier::ApplyError;
 
 use super::resource::{ManifestError, ResourceRef};
 
@@ -31,20 +35,71 @@ pub enum ApplyStrategy {
     ReadOnly,
 }
 
-/// A path of OCM's `ignoreFields` (`.spec.replicas`) and when it is ignored.
+/// One entry of OCM's `ignoreFields` (`.spec.replicas`, `/spec/replicas`) and when it is ignored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IgnoredField {
-    pub path: String,
+    pub selector: FieldSelector,
     pub condition: IgnoreFieldsCondition,
 }
 
-impl From<&str> for IgnoredField {
-    /// A path ignored OnSpokePresent (OCM's default).
-    fn from(path: &str) -> Self {
+/// How an ignored field is named.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FieldSelector {
+    /// A Kubernetes JSONPath (`jsonPaths`).
+    JsonPath(String),
+    /// An RFC 6901 JSON Pointer (`jsonPointers`).
+    JsonPointer(String),
+    /// A jq path expression (`jqPathExpressions`): refused, see [`validate::JQ_REFUSED`].
+    Jq(String),
+}
+
+impl IgnoredField {
+    /// A JSONPath ignored under `condition`.
+    pub fn json_path(path: &str, condition: IgnoreFieldsCondition) -> Self {
         IgnoredField {
-            path: path.to_owned(),
-            condition: IgnoreFieldsCondition::OnSpokePresent,
+            selector: FieldSelector::JsonPath(path.to_owned()),
+            condition,
         }
+    }
+
+    /// Removes the field from `object`, as OCM's work agent does before it applies; with
+    /// `object` `None`, only checks that the entry can be used.
+    fn remove_from(&self, object: Option<&mut Value>) -> Result<(), ApplyError> {
+        let failed = |what: &str, expression: &str, why: String| {
+            ApplyError::IgnoreFields(format!("{what} error in '{expression}': {why}"))
+        };
+        match &self.selector {
+            FieldSelector::JsonPath(path) => {
+                let path = KubeJsonPath::parse(path, PathUse::IgnoreFields)
+                    .map_err(|e| failed("JSONPath", path, e.to_string()))?;
+                if let Some(object) = object {
+                    path.remove_fields(object);
+                }
+            }
+            FieldSelector::JsonPointer(pointer) => match object {
+                Some(object) => {
+                    jsonpath::remove_pointer(object, pointer)
+                        .map_err(|e| failed("JSON Pointer", pointer, e.to_string()))?;
+                }
+                None => jsonpath::validate_pointer(pointer)
+                    .map_err(|e| failed("JSON Pointer", pointer, e.to_string()))?,
+            },
+            FieldSelector::Jq(expression) => {
+                return Err(failed(
+                    "JQ expression",
+                    expression,
+                    validate::JQ_REFUSED.to_owned(),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl From<&str> for IgnoredField {
+    /// A JSONPath ignored OnSpokePresent (OCM's default).
+    fn from(path: &str) -> Self {
+        IgnoredField::json_path(path, IgnoreFieldsCondition::OnSpokePresent)
     }
 }
 
@@ -239,8 +294,14 @@ pub fn strategy_for(
                     .ignore_fields
                     .into_iter()
                     .flat_map(|f| {
-                        f.json_paths.into_iter().map(move |path| IgnoredField {
-                            path,
+                        let selectors = f
+                            .json_paths
+                            .into_iter()
+                            .map(FieldSelector::JsonPath)
+                            .chain(f.json_pointers.into_iter().map(FieldSelector::JsonPointer))
+                            .chain(f.jq_path_expressions.into_iter().map(FieldSelector::Jq));
+                        selectors.map(move |selector| IgnoredField {
+                            selector,
                             condition: f.condition,
                         })
                     })
@@ -259,35 +320,49 @@ impl ApplyStrategy {
     /// alone, so changes made on the cluster stay; otherwise the manifest is applied less its
     /// OnSpokePresent fields, so OnSpokeChange fields take the work's values again when the work
     /// changes, and OnSpokePresent fields are never applied after creation.
-    pub fn effective_manifest(&self, manifest: &Value, existing: Option<&Value>) -> Option<Value> {
+    ///
+    /// # Errors
+    /// [`ApplyError::IgnoreFields`] when an entry cannot be used (a JSONPath or
+    /// JSON Pointer that does not read, a jq expression), OnSpokeChange ones included: nothing
+    /// of the object is applied, as OCM's `AppliedManifestSSAIgnoreFieldError`.
+    pub fn effective_manifest(
+        &self,
+        manifest: &Value,
+        existing: Option<&Value>,
+    ) -> Result<Option<Value>, ApplyError> {
         let mut whole = manifest.clone();
         if let Some(map) = whole.as_object_mut() {
             map.remove("status");
         }
         let ApplyStrategy::ServerSideApply { ignore_fields, .. } = self else {
-            return Some(whole);
+            return Ok(Some(whole));
         };
         if ignore_fields.is_empty() {
-            return Some(whole);
+            return Ok(Some(whole));
+        }
+        // The hub refuses what cannot be used, OnSpokeChange entries too; so does the agent,
+        // whatever the hub let through.
+        for field in ignore_fields {
+            field.remove_from(None)?;
         }
         let mut required = whole.clone();
         for field in ignore_fields
             .iter()
             .filter(|f| f.condition == IgnoreFieldsCondition::OnSpokePresent)
         {
-            remove_path(&mut required, &field.path);
+            field.remove_from(Some(&mut required))?;
         }
         let hash = config_spec_hash(&required);
         for object in [&mut whole, &mut required] {
             set_annotation(object, CONFIG_SPEC_HASH_ANNOTATION, &hash);
         }
-        match existing {
+        Ok(match existing {
             None => Some(whole),
             Some(obj) if annotation(obj, CONFIG_SPEC_HASH_ANNOTATION) == Some(hash.as_str()) => {
                 None
             }
             Some(_) => Some(required),
-        }
+        })
     }
 
     /// Whether applying needs to know first if the object exists.
@@ -322,24 +397,6 @@ fn set_annotation(obj: &mut Value, key: &str, value: &str) {
         if let Some(annotations) = annotations.as_object_mut() {
             annotations.insert(key.to_owned(), Value::String(value.to_owned()));
         }
-    }
-}
-
-/// Removes the field at a simple JSON path (`.spec.replicas`); absent paths are fine.
-pub fn remove_path(value: &mut Value, path: &str) {
-    let fields: Vec<&str> = path.split('.').filter(|f| !f.is_empty()).collect();
-    let Some((last, parents)) = fields.split_last() else {
-        return;
-    };
-    let mut current = value;
-    for f in parents {
-        match current.get_mut(*f) {
-            Some(next) => current = next,
-            None => return,
-        }
-    }
-    if let Some(map) = current.as_object_mut() {
-        map.remove(*last);
     }
 }
 

@@ -11,9 +11,10 @@ use ocm_edge_schemas::api::meta::{
 use ocm_edge_schemas::api::work::{
     FeedbackType, FeedbackValue, FieldValue, MANIFEST_STATUS_FEEDBACK_SYNCED, ManifestBundle,
     ManifestCondition, ManifestResourceStatus, ManifestWorkStatus, REASON_MANIFESTS_DELETED,
-    ResourceMeta, StatusFeedbackResult, WORK_APPLIED, WORK_AVAILABLE, WORK_COMPLETE, WORK_DEGRADED,
-    WORK_DELETED, WORK_PROGRESSING,
+    REASON_WORK_DELETING, ResourceMeta, StatusFeedbackResult, WORK_APPLIED, WORK_AVAILABLE,
+    WORK_COMPLETE, WORK_DEGRADED, WORK_DELETED, WORK_DELETING, WORK_PROGRESSING,
 };
+use ocm_edge_schemas::jsonpath::{KubeJsonPath, PathUse};
 use serde_json::Value;
 
 use super::conditions;
@@ -29,7 +30,24 @@ pub struct ManifestOutcome {
     /// `None` when the manifest could not even be read.
     pub resource: Option<ResourceRef>,
     /// The object as observed on the cluster after applying, or why applying failed.
-    pub result: Result<Value, String>,
+    pub result: Result<Value, ManifestFailure>,
+}
+
+/// Why a manifest was not applied: OCM's reason for its `Applied` condition, and the message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManifestFailure {
+    pub reason: &'static str,
+    pub message: String,
+}
+
+impl ManifestFailure {
+    /// `AppliedManifestFailed` with `message`.
+    pub fn failed(message: impl Into<String>) -> Self {
+        ManifestFailure {
+            reason: "AppliedManifestFailed",
+            message: message.into(),
+        }
+    }
 }
 
 /// Inputs of [`work_status`] that are not per manifest.
@@ -139,17 +157,17 @@ pub fn work_status(
                                 MANIFEST_STATUS_FEEDBACK_SYNCED,
                                 false,
                                 "StatusFeedbackSyncFailed",
-                                &format!("no value at {}", missing.join(", ")),
+                                &missing.join("; "),
                             )
                         };
                         set_condition(&mut conditions, synced, ctx.now);
                     }
                 }
             }
-            Err(message) => {
+            Err(failure) => {
                 set_condition(
                     &mut conditions,
-                    cond(WORK_APPLIED, false, "AppliedManifestFailed", message),
+                    cond(WORK_APPLIED, false, failure.reason, &failure.message),
                     ctx.now,
                 );
                 set_condition(
@@ -269,6 +287,38 @@ pub fn work_status(
     }
 }
 
+/// The status of a deleted bundle whose objects are not all gone yet: the previous one plus
+/// OCM's `Deleting` ("ManifestWork is being deleted"), with the objects still there.
+pub fn deleting_status(
+    previous: Option<&ManifestWorkStatus>,
+    remaining: &[String],
+    generation: i64,
+    now: Time,
+) -> ManifestWorkStatus {
+    let mut status = previous.cloned().unwrap_or_default();
+    let mut message = String::from("ManifestWork is being deleted");
+    if !remaining.is_empty() {
+        const SHOWN: usize = 5;
+        message.push_str(": waiting for ");
+        message.push_str(&remaining[..remaining.len().min(SHOWN)].join(", "));
+        if remaining.len() > SHOWN {
+            message.push_str(&format!(" and {} more", remaining.len() - SHOWN));
+        }
+    }
+    set_condition(
+        &mut status.conditions,
+        Condition::new(
+            WORK_DELETING,
+            ConditionStatus::True,
+            REASON_WORK_DELETING,
+            message,
+        )
+        .with_observed_generation(generation),
+        now,
+    );
+    status
+}
+
 /// The last status of a deleted bundle: the previous one plus `Deleted`.
 pub fn deleted_status(
     previous: Option<&ManifestWorkStatus>,
@@ -276,6 +326,7 @@ pub fn deleted_status(
     now: Time,
 ) -> ManifestWorkStatus {
     let mut status = previous.cloned().unwrap_or_default();
+    remove_condition(&mut status.conditions, WORK_DELETING);
     set_condition(
         &mut status.conditions,
         Condition::new(
@@ -328,14 +379,16 @@ fn feedback_wanted(bundle: &ManifestBundle, r: &ResourceRef) -> bool {
         .any(|c| r.matches(&c.resource_identifier) && !c.feedback_rules.is_empty())
 }
 
-/// Feedback values for `r` from its manifestConfigs, and the paths that had no value.
+/// Feedback values for `r` from its manifestConfigs, and what kept a path from giving one: no
+/// value there, a path that does not read, or a `version` other than the manifest's (OCM's
+/// "version set in the path ... is not matched").
 pub fn feedback_values(
     bundle: &ManifestBundle,
     r: &ResourceRef,
     obj: &Value,
 ) -> (Vec<FeedbackValue>, Vec<String>) {
     let mut values = Vec::new();
-    let mut missing = Vec::new();
+    let mut problems = Vec::new();
     for config in bundle
         .manifest_configs
         .iter()
@@ -346,19 +399,27 @@ pub fn feedback_values(
                 FeedbackType::WellKnownStatus => values.extend(well_known_status(&r.kind, obj)),
                 FeedbackType::JsonPaths => {
                     for path in &rule.json_paths {
-                        match json_path(obj, &path.path).and_then(field_value) {
-                            Some(v) => values.push(FeedbackValue {
+                        if !path.version.is_empty() && path.version != r.version {
+                            problems.push(format!(
+                                "version {} set in the path {} is not the resource's version {}",
+                                path.version, path.name, r.version
+                            ));
+                            continue;
+                        }
+                        match json_path_value(obj, &path.path) {
+                            Ok(Some(v)) => values.push(FeedbackValue {
                                 name: path.name.clone(),
                                 field_value: v,
                             }),
-                            None => missing.push(path.path.clone()),
+                            Ok(None) => problems.push(format!("no value at {}", path.path)),
+                            Err(e) => problems.push(e),
                         }
                     }
                 }
             }
         }
     }
-    (values, missing)
+    (values, problems)
 }
 
 /// OCM's WellKnownStatus values of `kind`; values absent from the object are skipped, as OCM does.
@@ -404,21 +465,48 @@ pub fn well_known_status(kind: &str, obj: &Value) -> Vec<FeedbackValue> {
     found.into_iter().flatten().collect()
 }
 
-/// The value at a simple JSON path such as `.status.readyReplicas` (dot-separated fields; `.` alone
-/// is the whole object).
-pub fn json_path<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
-    let trimmed = path.trim().trim_start_matches('{').trim_end_matches('}');
-    let mut current = obj;
-    for field in trimmed.split('.').filter(|f| !f.is_empty()) {
-        current = current.get(field)?;
+/// The feedback value at a Kubernetes JSONPath (`.status.readyReplicas`,
+/// `.status.conditions[?(@.type=="Available")].status`): one value as itself, several as a
+/// list in jsonRaw (as OCM's `RawFeedbackJsonString`), none as `None`.
+///
+/// # Errors
+/// The path does not read, or its value is JSON longer than OCM's 1 KiB for jsonRaw (the
+/// message says which).
+pub fn json_path_value(obj: &Value, path: &str) -> Result<Option<FieldValue>, String> {
+    let found = KubeJsonPath::parse(path, PathUse::Feedback)
+        .map_err(|e| e.to_string())?
+        .query(obj);
+    let too_large = || {
+        format!(
+            "the value at {path} is over the {MAX_JSON_RAW_BYTES} bytes of JSON a jsonRaw \
+             feedback value may have"
+        )
+    };
+    match found.as_slice() {
+        [] => Ok(None),
+        [one] => field_value(one).ok_or_else(too_large),
+        many => {
+            // Written one match at a time, so a path matching much stops at the limit.
+            let mut raw = String::from("[");
+            for (i, v) in many.iter().enumerate() {
+                if i > 0 {
+                    raw.push(',');
+                }
+                raw.push_str(&v.to_string());
+                if raw.len() >= MAX_JSON_RAW_BYTES {
+                    return Err(too_large());
+                }
+            }
+            raw.push(']');
+            Ok(Some(FieldValue::json_raw(raw)))
+        }
     }
-    Some(current)
 }
 
 /// A JSON value as a feedback value: integers, strings and booleans as themselves, objects and
-/// lists as jsonRaw (at most 1 KiB), null as nothing.
-pub fn field_value(v: &Value) -> Option<FieldValue> {
-    match v {
+/// lists as jsonRaw, null as nothing (`Some(None)`); `None` when jsonRaw would be over 1 KiB.
+pub fn field_value(v: &Value) -> Option<Option<FieldValue>> {
+    Some(match v {
         Value::Null => None,
         Value::Bool(b) => Some(FieldValue::boolean(*b)),
         Value::Number(n) => n
@@ -428,7 +516,10 @@ pub fn field_value(v: &Value) -> Option<FieldValue> {
         Value::String(s) => Some(FieldValue::string(s.clone())),
         Value::Array(_) | Value::Object(_) => {
             let raw = v.to_string();
-            (raw.len() <= MAX_JSON_RAW_BYTES).then(|| FieldValue::json_raw(raw))
+            if raw.len() > MAX_JSON_RAW_BYTES {
+                return None;
+            }
+            Some(FieldValue::json_raw(raw))
         }
-    }
+    })
 }

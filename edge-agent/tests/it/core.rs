@@ -10,8 +10,8 @@ use ocm_edge_agent::work::plan::{
 };
 use ocm_edge_agent::work::resource::ResourceRef;
 use ocm_edge_agent::work::status::{
-    ManifestOutcome, StatusContext, deleted_status, feedback_values, json_path, well_known_status,
-    work_status,
+    ManifestFailure, ManifestOutcome, StatusContext, deleted_status, feedback_values,
+    json_path_value, well_known_status, work_status,
 };
 use ocm_edge_schemas::api::meta::{ConditionStatus, Time, find_condition};
 use ocm_edge_schemas::api::work::{
@@ -303,7 +303,9 @@ fn a_failed_manifest_makes_the_work_not_applied_and_degraded_with_the_error_on_t
     let outcomes = vec![ManifestOutcome {
         ordinal: 0,
         resource: Some(rref(&deployment("web", "nope"))),
-        result: Err("not found: namespaces \"nope\" not found".into()),
+        result: Err(ManifestFailure::failed(
+            "not found: namespaces \"nope\" not found",
+        )),
     }];
     let s = work_status(&b, &outcomes, ctx(None, at(0)));
     assert_eq!(
@@ -429,8 +431,12 @@ fn well_known_status_reports_ocm_names_for_each_kind() {
 
 #[test]
 fn json_paths_read_scalars_as_themselves_and_objects_as_json_raw() {
-    let obj = json!({"status":{"readyReplicas":2,"phase":"Ok","paused":false,"conditions":[{"type":"A"}]}});
-    assert_eq!(json_path(&obj, ".status.readyReplicas"), Some(&json!(2)));
+    let obj = json!({"status":{"readyReplicas":2,"phase":"Ok","paused":false,
+        "conditions":[{"type":"A","status":"True"},{"type":"B","status":"False"}]}});
+    assert_eq!(
+        json_path_value(&obj, ".status.readyReplicas").unwrap(),
+        Some(FieldValue::integer(2))
+    );
     let mut b = bundle(vec![deployment("web", "default")]);
     let path = |name: &str, p: &str| JsonPath {
         name: name.into(),
@@ -447,20 +453,39 @@ fn json_paths_read_scalars_as_themselves_and_objects_as_json_raw() {
                 path("paused", ".status.paused"),
                 path("all", ".status"),
                 path("none", ".status.missing"),
+                // kubectl's filters, as OCM's users write them.
+                path("b", r#".status.conditions[?(@.type=="B")].status"#),
+                // Several values: a list, as OCM's RawFeedbackJsonString.
+                path("types", "{.status.conditions[*].type}"),
+                JsonPath {
+                    version: "v1beta2".into(),
+                    ..path("old", ".status.readyReplicas")
+                },
+                path("broken", ".status.conditions[0"),
             ],
         }],
         ..Default::default()
     }];
-    let (values, missing) = feedback_values(&b, &rref(&deployment("web", "default")), &obj);
-    let types: Vec<ValueType> = values.iter().map(|v| v.field_value.type_).collect();
+    let (values, problems) = feedback_values(&b, &rref(&deployment("web", "default")), &obj);
+    let got: Vec<(&str, ValueType)> = values
+        .iter()
+        .map(|v| (v.name.as_str(), v.field_value.type_))
+        .collect();
     assert_eq!(
-        types,
+        got,
         vec![
-            ValueType::Integer,
-            ValueType::String,
-            ValueType::Boolean,
-            ValueType::JsonRaw
+            ("ready", ValueType::Integer),
+            ("phase", ValueType::String),
+            ("paused", ValueType::Boolean),
+            ("all", ValueType::JsonRaw),
+            ("b", ValueType::String),
+            ("types", ValueType::JsonRaw),
         ]
+    );
+    assert_eq!(values[4].field_value, FieldValue::string("False"));
+    assert_eq!(
+        values[5].field_value.json_raw.as_deref(),
+        Some(r#"["A","B"]"#)
     );
     assert_eq!(
         values[3]
@@ -470,7 +495,14 @@ fn json_paths_read_scalars_as_themselves_and_objects_as_json_raw() {
             .map(|s| s.starts_with('{')),
         Some(true)
     );
-    assert_eq!(missing, vec![".status.missing".to_owned()]);
+    assert_eq!(problems.len(), 3, "{problems:?}");
+    assert_eq!(problems[0], "no value at .status.missing");
+    assert!(
+        problems[1].contains("version v1beta2 set in the path old")
+            && problems[1].contains("version v1"),
+        "{problems:?}"
+    );
+    assert!(problems[2].contains("never closed"), "{problems:?}");
 }
 
 fn env(v: i64) -> Envelope {
@@ -728,7 +760,10 @@ fn ssa_ignore_fields_are_left_out_only_once_the_object_exists() {
     let strategy = &plan.applies[0].strategy;
     assert!(strategy.needs_existence_check());
     let manifest = &plan.applies[0].manifest;
-    let created = strategy.effective_manifest(manifest, None).unwrap();
+    let created = strategy
+        .effective_manifest(manifest, None)
+        .unwrap()
+        .unwrap();
     assert_eq!(created["spec"]["replicas"], 2, "set on create");
     let hash =
         created["metadata"]["annotations"]["open-cluster-management.io/config-spec-hash"].clone();
@@ -739,19 +774,124 @@ fn ssa_ignore_fields_are_left_out_only_once_the_object_exists() {
     on_cluster["spec"]["replicas"] = json!(7);
     assert_eq!(
         strategy.effective_manifest(manifest, Some(&on_cluster)),
-        None
+        Ok(None)
     );
     // The work changed: applied again, without the ignored field.
     let mut changed = manifest.clone();
     changed["spec"]["paused"] = json!(true);
     let patch = strategy
         .effective_manifest(&changed, Some(&on_cluster))
+        .unwrap()
         .unwrap();
     assert!(patch["spec"].get("replicas").is_none(), "{patch}");
     assert_eq!(patch["spec"]["paused"], true);
     assert_ne!(
         patch["metadata"]["annotations"]["open-cluster-management.io/config-spec-hash"],
         hash
+    );
+}
+
+/// OCM's three ways of naming an ignored field: a kubectl JSONPath (filters included), an RFC
+/// 6901 JSON Pointer, and jq, which ocm-edge refuses with OCM's reason instead of applying the
+/// object whole.
+#[test]
+fn ignore_fields_are_named_by_json_path_filters_and_json_pointers_and_jq_is_refused() {
+    use ocm_edge_agent::applier::ApplyError;
+    use ocm_edge_agent::work::plan::{FieldSelector, IgnoredField};
+    use ocm_edge_schemas::api::work::IgnoreFieldsCondition;
+    let manifest = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+    "metadata": {"name": "web", "namespace": "default"},
+    "spec": {"replicas": 2, "template": {"spec": {"containers": [
+        {"name": "app", "image": "app:2"}, {"name": "proxy", "image": "proxy:2"}
+    ]}}}});
+    let ignoring = |selectors: Vec<FieldSelector>| ApplyStrategy::ServerSideApply {
+        force: true,
+        field_manager: "fm".into(),
+        ignore_fields: selectors
+            .into_iter()
+            .map(|selector| IgnoredField {
+                selector,
+                condition: IgnoreFieldsCondition::OnSpokePresent,
+            })
+            .collect(),
+    };
+    let strategy = ignoring(vec![
+        FieldSelector::JsonPointer("/spec/replicas".into()),
+        FieldSelector::JsonPath(r#".spec.template.spec.containers[?(@.name=="app")].image"#.into()),
+    ]);
+    // The object exists (someone scaled it and pinned the app's image): neither is applied.
+    let on_cluster = json!({"metadata": {"name": "web"}});
+    let patch = strategy
+        .effective_manifest(&manifest, Some(&on_cluster))
+        .unwrap()
+        .unwrap();
+    assert!(patch["spec"].get("replicas").is_none(), "{patch}");
+    assert_eq!(
+        patch["spec"]["template"]["spec"]["containers"],
+        json!([{"name": "app"}, {"name": "proxy", "image": "proxy:2"}])
+    );
+
+    for (selector, says) in [
+        (
+            FieldSelector::Jq(".spec.replicas".into()),
+            "JQ expression error in '.spec.replicas': ocm-edge does not run jq",
+        ),
+        (
+            FieldSelector::JsonPointer("spec/replicas".into()),
+            "JSON Pointer error in 'spec/replicas'",
+        ),
+        (
+            FieldSelector::JsonPath(".spec[".into()),
+            "JSONPath error in '.spec['",
+        ),
+    ] {
+        let err = ignoring(vec![selector])
+            .effective_manifest(&manifest, Some(&on_cluster))
+            .unwrap_err();
+        assert!(matches!(err, ApplyError::IgnoreFields(_)), "{err:?}");
+        assert!(err.to_string().contains(says), "{err}");
+        assert_eq!(err.applied_reason(), "AppliedManifestSSAIgnoreFieldError");
+        assert!(!err.is_retryable());
+    }
+
+    // OCM's agent never reads an OnSpokeChange entry; this one refuses it all the same, as the
+    // hub does.
+    let on_change = ApplyStrategy::ServerSideApply {
+        force: true,
+        field_manager: "fm".into(),
+        ignore_fields: vec![IgnoredField {
+            selector: FieldSelector::Jq(".spec.replicas".into()),
+            condition: IgnoreFieldsCondition::OnSpokeChange,
+        }],
+    };
+    assert!(matches!(
+        on_change.effective_manifest(&manifest, Some(&on_cluster)),
+        Err(ApplyError::IgnoreFields(_))
+    ));
+
+    // The status says it with OCM's reason, and the other manifests are not affected.
+    let status = work_status(
+        &bundle(vec![manifest.clone()]),
+        &[ManifestOutcome {
+            ordinal: 0,
+            resource: Some(rref(&manifest)),
+            result: Err(ManifestFailure {
+                reason: "AppliedManifestSSAIgnoreFieldError",
+                message: "JQ expression error in '.x': refused".into(),
+            }),
+        }],
+        StatusContext {
+            generation: 1,
+            previous: None,
+            simulated: false,
+            now: at(0),
+        },
+    );
+    let applied =
+        find_condition(&status.resource_status.manifests[0].conditions, "Applied").unwrap();
+    assert_eq!(
+        (applied.status, applied.reason.as_str()),
+        (ConditionStatus::False, "AppliedManifestSSAIgnoreFieldError")
     );
 }
 

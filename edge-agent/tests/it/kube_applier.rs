@@ -704,10 +704,11 @@ async fn e2e_update_strategies_drift_and_conflicts_on_a_real_cluster() {
 
 /// End to end on a real cluster: OCM's ignoreFields. Another field manager edits an ignored
 /// field; while the work is unchanged the edit stays; once the work changes, OnSpokePresent
-/// still keeps it and OnSpokeChange puts the work's value back.
+/// still keeps it and OnSpokeChange puts the work's value back. The field is named by a
+/// JSONPath and a JSON Pointer in turn.
 #[tokio::test]
 async fn e2e_ignore_fields_keep_the_clusters_edits_as_ocm_s_conditions_say_on_a_real_cluster() {
-    use ocm_edge_agent::work::plan::IgnoredField;
+    use ocm_edge_agent::work::plan::{FieldSelector, IgnoredField};
     use ocm_edge_schemas::api::work::IgnoreFieldsCondition;
     let Some(path) = ocm_edge_tests::kube::kubeconfig(
         "e2e_ignore_fields_keep_the_clusters_edits_as_ocm_s_conditions_say_on_a_real_cluster",
@@ -715,12 +716,25 @@ async fn e2e_ignore_fields_keep_the_clusters_edits_as_ocm_s_conditions_say_on_a_
         return;
     };
     let applier = KubeApplier::connect(Some(&path)).await.unwrap();
-    for (condition, after_change) in [
-        (IgnoreFieldsCondition::OnSpokePresent, "edited"),
-        (IgnoreFieldsCondition::OnSpokeChange, "1"),
-    ] {
+    let path = |p: &str| FieldSelector::JsonPath(p.into());
+    for (n, (selector, condition, after_change)) in [
+        (
+            path(".data.a"),
+            IgnoreFieldsCondition::OnSpokePresent,
+            "edited",
+        ),
+        (path(".data.a"), IgnoreFieldsCondition::OnSpokeChange, "1"),
+        (
+            FieldSelector::JsonPointer("/data/a".into()),
+            IgnoreFieldsCondition::OnSpokePresent,
+            "edited",
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
         let name = format!(
-            "e2e-ignore-{}-{}",
+            "e2e-ignore-{n}-{}-{}",
             format!("{condition:?}").to_lowercase(),
             std::process::id()
         );
@@ -732,7 +746,7 @@ async fn e2e_ignore_fields_keep_the_clusters_edits_as_ocm_s_conditions_say_on_a_
             force: true,
             field_manager: "ocm-edge-agent".into(),
             ignore_fields: vec![IgnoredField {
-                path: ".data.a".into(),
+                selector: selector.clone(),
                 condition,
             }],
         };
@@ -862,7 +876,10 @@ async fn ssa_with_ignore_fields_leaves_an_object_the_work_has_not_changed_since(
     };
     // The object as the agent created it, then scaled on the cluster.
     let mut on_cluster = with_meta(
-        strategy.effective_manifest(&deployment(), None).unwrap(),
+        strategy
+            .effective_manifest(&deployment(), None)
+            .unwrap()
+            .unwrap(),
         "5",
     );
     on_cluster["spec"]["replicas"] = json!(9);

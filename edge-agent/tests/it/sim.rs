@@ -186,10 +186,7 @@ fn ssa_ignoring_replicas(condition: IgnoreFieldsCondition) -> ApplyStrategy {
     ApplyStrategy::ServerSideApply {
         force: true,
         field_manager: "m".into(),
-        ignore_fields: vec![IgnoredField {
-            path: ".spec.replicas".into(),
-            condition,
-        }],
+        ignore_fields: vec![IgnoredField::json_path(".spec.replicas", condition)],
     }
 }
 

@@ -341,7 +341,7 @@ mod tests {
         let placement = serde_json::json!({
             "apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
             "metadata": {"name": "p", "namespace": "default", "resourceVersion": "7"},
-            "spec": {"numberOfClusters": 2, "tolerations": [], "sortBy": {"field": "x"},
+            "spec": {"numberOfClusters": 2, "tolerations": [], "shuffle": {"seed": 1},
                      "predicates": [{"requiredClusterSelector": {"labelSelector": {},
                                      "fancy": true}}]},
             "status": {"numberOfSelectedClusters": 3}});
@@ -349,7 +349,7 @@ mod tests {
             ignored_in(&placement).unwrap(),
             [
                 "spec.predicates[0].requiredClusterSelector.fancy",
-                "spec.sortBy"
+                "spec.shuffle"
             ]
         );
     }

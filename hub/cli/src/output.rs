@@ -8,10 +8,9 @@ use std::io::Write;
 use chrono::{DateTime, Utc};
 use comfy_table::{ContentArrangement, Table, presets};
 use ocm_edge_schemas::api::cluster::Taint;
-use ocm_edge_schemas::api::meta::{Condition, ConditionStatus, Time, find_condition};
+use ocm_edge_schemas::api::meta::{Condition, Time, find_condition};
 use ocm_edge_schemas::api::work::{
-    FieldValue, ManifestCondition, ValueType, WORK_APPLIED, WORK_AVAILABLE, WORK_DEGRADED,
-    WORK_HELD, WORK_PROGRESSING,
+    FieldValue, ManifestCondition, ValueType, WORK_APPLIED, WORK_AVAILABLE, WORK_PROGRESSING,
 };
 use serde::Serialize;
 
@@ -273,29 +272,12 @@ pub fn conditions_table(conditions: &[Condition], now: DateTime<Utc>) -> String 
     table.to_string()
 }
 
-/// One word for a work's state: `Deleting`, `Updating` (the status is for an older version),
-/// `Held` (the cluster waits for a maintenance window or the end of a hold), `Degraded`,
-/// `Available`, `Applied`, `Progressing`, `Pending` (no status yet).
+/// One word for a work's state ([`ocm_edge_schemas::admin::WorkPhase`]): `Deleting`,
+/// `Updating` (the status is for an older version), `Held` (the cluster waits for a maintenance
+/// window or the end of a hold), `Degraded`, `Available`, `Applied`, `Progressing`, `Pending` (no
+/// status yet).
 pub fn work_phase(w: &WorkView) -> &'static str {
-    let is = |t: &str| find_condition(&w.conditions, t).map(|c| c.status);
-    if w.deleting {
-        "Deleting"
-    } else if w.status_version.is_some_and(|v| v < w.version) {
-        "Updating"
-    } else if is(WORK_HELD) == Some(ConditionStatus::True) {
-        // The cluster stores the new version and waits for its maintenance window.
-        "Held"
-    } else if is(WORK_DEGRADED) == Some(ConditionStatus::True) {
-        "Degraded"
-    } else if is(WORK_AVAILABLE) == Some(ConditionStatus::True) {
-        "Available"
-    } else if is(WORK_APPLIED) == Some(ConditionStatus::True) {
-        "Applied"
-    } else if w.conditions.is_empty() {
-        "Pending"
-    } else {
-        "Progressing"
-    }
+    w.phase().as_str()
 }
 
 /// `Name=value` pairs of every manifest's feedback, e.g. `ReadyReplicas=3`.
@@ -452,7 +434,9 @@ pub fn work_detail(w: &WorkView, now: DateTime<Utc>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ocm_edge_schemas::api::meta::ConditionStatus;
     use ocm_edge_schemas::api::work::{FeedbackValue, StatusFeedbackResult};
+    use ocm_edge_schemas::api::work::{WORK_DEGRADED, WORK_HELD};
 
     fn work(conditions: &[(&str, ConditionStatus)]) -> WorkView {
         WorkView {

@@ -306,8 +306,12 @@ pub fn lease_deadline(
     spec: &ManifestWorkSpec,
     status: Option<&ManifestResourceStatus>,
 ) -> Option<DateTime<Utc>> {
-    lease_of(spec, status).map(|(renewed, duration)| {
-        renewed + chrono::Duration::seconds(duration * LEASE_GRACE_DURATIONS)
+    // The duration comes from the agent's feedback: a forged one past the end of time is
+    // treated as a Lease that never goes stale rather than trusted into an overflow.
+    lease_of(spec, status).and_then(|(renewed, duration)| {
+        renewed.checked_add_signed(chrono::Duration::try_seconds(
+            duration.checked_mul(LEASE_GRACE_DURATIONS)?,
+        )?)
     })
 }
 

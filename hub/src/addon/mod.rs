@@ -917,6 +917,13 @@ impl HubCore {
                         ));
                     }
                 }
+                // Its manifest configs go to every agent that installs the add-on, as a work's:
+                // checked the same way (CEL, JSONPaths, JSON Pointers, no jq).
+                ocm_edge_schemas::validate::validate_manifest_configs(
+                    &t.spec.agent_spec.manifest_configs,
+                )
+                .map_err(|e| format!("spec.agentSpec: {e}"))
+                .or_else(invalid)?;
                 // The add-ons already using it must still render.
                 for addon in self.addons().filter(|a| {
                     a.spec

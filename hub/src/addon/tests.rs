@@ -1419,3 +1419,53 @@ fn an_identity_goes_when_its_addons_template_stops_registering() {
     assert!(certificate_of(mca).is_none());
     assert_eq!(core.revoked_certificates(t(4)).len(), 1);
 }
+
+/// An AddOnTemplate's manifest configs reach every agent that installs the add-on: checked at
+/// apply as a work's are (jq, paths that do not read, CEL that does not compile), and nothing
+/// is stored when refused.
+#[test]
+fn an_addon_templates_manifest_configs_are_checked_as_a_works_are() {
+    let mut core = accepted_core(&["edge-1"]);
+    let with_config = |config: Value| {
+        let mut t = template();
+        t["metadata"]["name"] = json!("checked");
+        t["spec"]["agentSpec"]["manifestConfigs"] = json!([config]);
+        t
+    };
+    let id = json!({"group": "apps", "resource": "deployments",
+                    "namespace": "{{INSTALL_NAMESPACE}}", "name": "hello-template-agent"});
+    for (config, says) in [
+        (
+            json!({"resourceIdentifier": id, "updateStrategy": {"type": "ServerSideApply",
+                   "serverSideApply": {"ignoreFields": [{"jqPathExpressions": [".spec.replicas"]}]}}}),
+            "ocm-edge does not run jq expressions",
+        ),
+        (
+            json!({"resourceIdentifier": id, "feedbackRules": [{"type": "JSONPaths",
+                   "jsonPaths": [{"name": "x", "path": ".status[?((("}]}]}),
+            "invalid JSONPath",
+        ),
+        (
+            json!({"resourceIdentifier": id, "conditionRules": [{"type": "CEL",
+                   "condition": "Ready", "celExpressions": ["object.status =="]}]}),
+            "celExpressions[0]: ERROR",
+        ),
+    ] {
+        let err = apply(&mut core, with_config(config))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("spec.agentSpec: spec.manifestConfigs[0]") && err.contains(says),
+            "{err}"
+        );
+        assert!(
+            core.objects()
+                .get(&ObjectKey::new(ObjectKind::AddOnTemplate, "", "checked"))
+                .is_none(),
+            "nothing stored"
+        );
+    }
+    let good = json!({"resourceIdentifier": id, "feedbackRules": [{"type": "JSONPaths",
+                      "jsonPaths": [{"name": "ready", "path": ".status.readyReplicas"}]}]});
+    apply(&mut core, with_config(good)).unwrap();
+}

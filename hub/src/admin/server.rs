@@ -22,8 +22,8 @@ use crate::core::{Change, ClusterRecord, HubCore, Record, WorkKey, WorkRecord};
 use crate::registration::{LabelEdit, RegistrationError};
 use crate::work::{WorkError, WorkInput};
 use ocm_edge_schemas::admin::{
-    AdminErrorKind, AdminPayload, AdminRequest, AdminResponse, ClusterCertificateView,
-    ClusterState, ClusterView, CreateWork, HubStats, ManifestSummary, WorkView, WorkWritten,
+    AdminErrorKind, AdminPayload, AdminRequest, AdminResponse, ClusterCertificateView, ClusterView,
+    CreateWork, HubStats, ManifestSummary, WorkView, WorkWritten,
 };
 
 /// Parses a request payload. A command this hub does not know parses as
@@ -620,34 +620,16 @@ pub fn work_view(w: &WorkRecord, with_spec: bool) -> WorkView {
     }
 }
 
-/// Hub counters.
+/// Hub counters (the same count as the fleet's metrics).
 pub fn stats(core: &HubCore) -> HubStats {
-    let mut s = HubStats {
-        counters: core.counters().0.clone(),
-        ..HubStats::default()
-    };
-    for c in core.clusters() {
-        match c.acceptance {
-            ClusterState::Pending => s.clusters_pending += 1,
-            ClusterState::Accepted => {
-                s.clusters_accepted += 1;
-                if find_condition(&c.conditions, MANAGED_CLUSTER_CONDITION_AVAILABLE)
-                    .is_some_and(|a| a.is_true())
-                {
-                    s.clusters_available += 1;
-                }
-            }
-            ClusterState::Denied => s.clusters_denied += 1,
-        }
-    }
-    s.works = core.works().count() as u64;
-    s
+    crate::metrics::fleet::FleetGauges::of(core).hub_stats()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::core::testkit::*;
+    use ocm_edge_schemas::admin::ClusterState;
     use ocm_edge_schemas::admin::WorkRef;
     use ocm_edge_schemas::admin::WriteOutcome;
     use serde_json::json;

@@ -498,6 +498,10 @@ impl HubCore {
         }
         if let StoredObject::Placement(p) = &object {
             check_cel_selectors(&key, &p.placement)?;
+            p.placement
+                .spec
+                .score_rate_limit()
+                .map_err(|e| ObjectError::Invalid(key.clone(), e))?;
         }
         let existing = self.objects().get(&key);
         let mut merged = match (object, existing) {

@@ -13,9 +13,13 @@
 //! - `signer.pem`, `signer-key.pem`: the key that signs every event the hub sends to agents
 //!   ([`signing`]).
 //!
+//! An operator may give the CA and the join-token key from outside the data directory instead
+//! (`ocm-edge hub --pki-from DIR`, a mounted Secret): [`seed`] copies them in at start.
+//!
 //! It also signs user credentials for the admin API ([`crate::admin::users::issue`]) and, through
 //! the cluster CA ([`crate::registration::cluster_ca`]), clusters' TLS client certificates.
 
+pub mod seed;
 pub mod signing;
 
 use std::io::Write;
@@ -81,6 +85,16 @@ pub enum PkiError {
     NoCa {
         /// The pki directory looked in.
         dir: PathBuf,
+    },
+    /// A file given with `--pki-from` is not the one the data directory holds.
+    #[error(
+        "{seed} differs from {target}: the data directory keeps the keys agents already trust (a new CA cuts every agent off); give the same file, or start on an empty data directory"
+    )]
+    SeedDiffers {
+        /// The data directory's file.
+        target: PathBuf,
+        /// The file given.
+        seed: PathBuf,
     },
     /// rcgen refused to build a certificate (e.g. a name that is not a DNS name or an IP).
     #[error("cannot issue a certificate: {0}")]

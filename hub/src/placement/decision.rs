@@ -12,12 +12,14 @@
 //!   `<placement>-decision-<k>` with k counting from 1 across groups, labelled with the
 //!   placement name, group index and group name, owned by the placement.
 
+use std::collections::BTreeMap;
+
 use ocm_edge_schemas::api::cluster::ManagedCluster;
 use ocm_edge_schemas::api::meta::{IntOrString, ObjectMeta, OwnerReference};
 use ocm_edge_schemas::api::placement::{
     ClusterDecision, DecisionGroupStatus, GroupStrategy, LABEL_DECISION_GROUP_INDEX,
     LABEL_DECISION_GROUP_NAME, LABEL_PLACEMENT, MAX_DECISIONS_PER_PLACEMENT_DECISION, Placement,
-    PlacementDecision, PlacementDecisionStatus,
+    PlacementDecision, PlacementDecisionStatus, PlacementSortBy,
 };
 
 use super::Misconfiguration;
@@ -124,17 +126,26 @@ pub fn placement_decision_name(placement: &str, index: usize) -> String {
 }
 
 /// The PlacementDecisions for `groups` and the placement's `status.decisionGroups`.
+///
+/// Each decision carries the cluster's score from `scores` (0 when absent); with
+/// `sortBy: Score` the clusters of a group are ordered by score, highest first, then by name
+/// (a group's members are the same either way).
 pub fn placement_decisions(
     placement: &Placement,
     groups: &[ClusterDecisionGroup],
+    scores: &BTreeMap<String, i64>,
 ) -> (Vec<PlacementDecision>, Vec<DecisionGroupStatus>) {
     let name = &placement.metadata.name;
+    let score = |cluster: &str| scores.get(cluster).copied().unwrap_or(0);
     let mut decisions = Vec::new();
     let mut statuses = Vec::new();
     let mut next_index = 1;
     for (group_index, group) in groups.iter().enumerate() {
-        let mut slices: Vec<&[String]> = group
-            .clusters
+        let mut ordered = group.clusters.clone();
+        if placement.spec.sort_by == Some(PlacementSortBy::Score) {
+            ordered.sort_by(|a, b| score(b).cmp(&score(a)).then_with(|| a.cmp(b)));
+        }
+        let mut slices: Vec<&[String]> = ordered
             .chunks(MAX_DECISIONS_PER_PLACEMENT_DECISION)
             .collect();
         if slices.is_empty() {
@@ -168,6 +179,7 @@ pub fn placement_decisions(
                         .map(|c| ClusterDecision {
                             cluster_name: c.clone(),
                             reason: String::new(),
+                            score: score(c),
                         })
                         .collect(),
                 },
@@ -267,7 +279,7 @@ mod tests {
         let placement = mk_placement("ns", "p").build();
         let groups =
             decision_groups(&placement.spec.decision_strategy.group_strategy, &refs).unwrap();
-        let (pds, status) = placement_decisions(&placement, &groups);
+        let (pds, status) = placement_decisions(&placement, &groups, &BTreeMap::new());
         let sizes: Vec<usize> = pds.iter().map(|pd| pd.status.decisions.len()).collect();
         assert_eq!(sizes, [100, 100, 50]);
         let names: Vec<&str> = pds.iter().map(|pd| pd.metadata.name.as_str()).collect();
@@ -333,7 +345,7 @@ mod tests {
                 ("", vec!["x"]),
             ]
         );
-        let (pds, status) = placement_decisions(&placement, &groups);
+        let (pds, status) = placement_decisions(&placement, &groups, &BTreeMap::new());
         assert_eq!(pds.len(), 4);
         assert_eq!(status[1].decision_group_index, 1);
         assert_eq!(status[1].decision_group_name, "canary");
@@ -346,7 +358,7 @@ mod tests {
         let placement = mk_placement("ns", "p").build();
         let groups =
             decision_groups(&placement.spec.decision_strategy.group_strategy, &[]).unwrap();
-        let (pds, status) = placement_decisions(&placement, &groups);
+        let (pds, status) = placement_decisions(&placement, &groups, &BTreeMap::new());
         assert_eq!(pds.len(), 1);
         assert_eq!(pds[0].metadata.name, "p-decision-1");
         assert!(pds[0].status.decisions.is_empty());

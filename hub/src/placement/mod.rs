@@ -40,8 +40,8 @@ use chrono::{DateTime, Utc};
 use ocm_edge_schemas::api::cluster::{ManagedCluster, ManagedClusterSet, ManagedClusterSetBinding};
 use ocm_edge_schemas::api::meta::{Condition, ConditionStatus, Time, set_condition};
 use ocm_edge_schemas::api::placement::{
-    AddOnPlacementScore, PLACEMENT_MISCONFIGURED, PLACEMENT_SATISFIED, Placement,
-    PlacementDecision, PlacementStatus,
+    AddOnPlacementScore, DEFAULT_SCORE_RATE_LIMIT, PLACEMENT_MISCONFIGURED, PLACEMENT_SATISFIED,
+    Placement, PlacementDecision, PlacementStatus,
 };
 use serde::{Deserialize, Serialize};
 
@@ -291,6 +291,19 @@ pub fn schedule(input: &SchedulingInput<'_>, now: DateTime<Utc>) -> ScheduleOutc
         }
     }
 
+    // The scores the decisions carry, held back by scoreRateLimit.
+    let computed: BTreeMap<String, i64> = selected
+        .iter()
+        .map(|&i| {
+            (
+                input.clusters[i].name().to_owned(),
+                drafts[i].score.unwrap_or(0),
+            )
+        })
+        .collect();
+    let recorded = recorded_scores(input, &computed, now);
+    requeue_at = earliest(requeue_at, recorded.requeue_at);
+
     // Decision groups and PlacementDecisions.
     let selected_refs: Vec<&ManagedCluster> =
         selected.iter().map(|&i| &input.clusters[i]).collect();
@@ -311,7 +324,7 @@ pub fn schedule(input: &SchedulingInput<'_>, now: DateTime<Utc>) -> ScheduleOutc
                         }
                     }
                 }
-                decision::placement_decisions(placement, &groups)
+                decision::placement_decisions(placement, &groups, &recorded.scores)
             }
             Err(m) => {
                 // OCM writes no PlacementDecision at all in this case.
@@ -352,6 +365,7 @@ pub fn schedule(input: &SchedulingInput<'_>, now: DateTime<Utc>) -> ScheduleOutc
         number_of_selected_clusters: i32::try_from(selected_count).unwrap_or(i32::MAX),
         decision_groups: group_statuses,
         conditions,
+        last_score_update_time: recorded.updated_at,
     };
 
     let explanation = explain(input, &eligible, &weights, drafts);
@@ -365,6 +379,68 @@ pub fn schedule(input: &SchedulingInput<'_>, now: DateTime<Utc>) -> ScheduleOutc
             requeue_at
         },
         misconfiguration,
+    }
+}
+
+/// The scores a scheduling pass writes into the decisions.
+struct RecordedScores {
+    scores: BTreeMap<String, i64>,
+    /// `status.lastScoreUpdateTime`.
+    updated_at: Option<Time>,
+    /// When held-back scores may be written.
+    requeue_at: Option<DateTime<Utc>>,
+}
+
+/// OCM's `scoreRateLimit`: a score change that leaves the selected clusters as they are is
+/// written at most once per limit (the scores of the decisions stay until then, and the
+/// scheduler comes back when it ends); a change of the selection writes the new scores at
+/// once. `lastScoreUpdateTime` moves whenever the written scores change.
+fn recorded_scores(
+    input: &SchedulingInput<'_>,
+    computed: &BTreeMap<String, i64>,
+    now: DateTime<Utc>,
+) -> RecordedScores {
+    let placement = input.placement;
+    let last = placement.status.last_score_update_time;
+    let previous: BTreeMap<String, i64> = input
+        .decisions
+        .iter()
+        .filter(|pd| decision::belongs_to(pd, placement))
+        .flat_map(|pd| &pd.status.decisions)
+        .map(|d| (d.cluster_name.clone(), d.score))
+        .collect();
+    // Nothing selected any more: no scores to write, and none were updated.
+    if &previous == computed || computed.is_empty() {
+        return RecordedScores {
+            scores: computed.clone(),
+            updated_at: last,
+            requeue_at: None,
+        };
+    }
+    let same_selection = previous.keys().eq(computed.keys());
+    // An invalid limit is refused at apply; one stored before that check counts as the default.
+    let limit = placement
+        .spec
+        .score_rate_limit()
+        .unwrap_or(DEFAULT_SCORE_RATE_LIMIT);
+    // A limit past the end of time never ends.
+    let next_write = last.map(|at| {
+        chrono::Duration::from_std(limit)
+            .ok()
+            .and_then(|limit| at.as_datetime().checked_add_signed(limit))
+            .unwrap_or(DateTime::<Utc>::MAX_UTC)
+    });
+    match next_write {
+        Some(next) if same_selection && now < next => RecordedScores {
+            scores: previous,
+            updated_at: last,
+            requeue_at: Some(next),
+        },
+        _ => RecordedScores {
+            scores: computed.clone(),
+            updated_at: Some(Time::new(now)),
+            requeue_at: None,
+        },
     }
 }
 

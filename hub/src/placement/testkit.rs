@@ -12,7 +12,7 @@ use ocm_edge_schemas::api::meta::{
 };
 use ocm_edge_schemas::api::placement::{
     AddOnPlacementScore, AddOnPlacementScoreItem, AddOnScore, ClusterDecision, ClusterPredicate,
-    ClusterSelector, DecisionGroup, LABEL_PLACEMENT, Placement, PlacementDecision,
+    ClusterSelector, DecisionGroup, LABEL_PLACEMENT, Placement, PlacementDecision, PlacementSortBy,
     PrioritizerConfig, PrioritizerPolicyMode, ScoreCoordinate, ScoreCoordinateType,
     SpreadConstraintsTerm, Toleration, TolerationOperator, TopologyKeyType,
     UnsatisfiableMaxSkewAction,
@@ -287,6 +287,18 @@ impl PlacementBuilder {
         self
     }
 
+    /// `sortBy: Score`.
+    pub fn sort_by_score(mut self) -> Self {
+        self.0.spec.sort_by = Some(PlacementSortBy::Score);
+        self
+    }
+
+    /// `scoreRateLimit`.
+    pub fn score_rate_limit(mut self, limit: &str) -> Self {
+        self.0.spec.score_rate_limit_text = Some(limit.into());
+        self
+    }
+
     /// A spread constraint.
     pub fn spread(
         mut self,
@@ -365,7 +377,7 @@ pub fn mk_decision(
         .iter()
         .map(|c| ClusterDecision {
             cluster_name: (*c).to_string(),
-            reason: String::new(),
+            ..Default::default()
         })
         .collect();
     pd

@@ -24,6 +24,7 @@ use super::{EmbeddedBroker, HubError, MAX_BATCH, MIN_TICK, RESCAN_EVERY, events}
 use crate::admin::auth::Authenticator;
 use crate::core::{AgentInput, Change, HubCore, Outbound, Presence, Record, counter};
 use crate::dashboard;
+use crate::metrics::{Commit, HubMetrics};
 use crate::pki::signing::EventSigner;
 use crate::registration::certificates::RevokedCertificate;
 use crate::registration::cluster_ca::ClusterCa;
@@ -75,6 +76,8 @@ pub(super) struct HubLoop {
     /// nothing changed, so the file never nears its end).
     pub(super) crl_written_at: chrono::DateTime<Utc>,
     pub(super) stopped: watch::Receiver<bool>,
+    /// The Prometheus instruments (`--metrics-listen`); kept whether or not anything scrapes.
+    pub(super) metrics: Arc<HubMetrics>,
 }
 
 #[derive(Default)]
@@ -90,6 +93,10 @@ pub(super) struct Batch {
     /// those reports, and the resync brings them back; what the hub decides is always on disk
     /// before anyone hears of it (a read may show a report not yet on disk, as between flushes).
     pub(super) deferrable: bool,
+    /// Spec resync requests in the batch, answered once it is published (their duration is
+    /// measured from when the batch was taken).
+    pub(super) spec_resyncs: u32,
+    pub(super) taken_at: Option<std::time::Instant>,
 }
 
 impl HubLoop {
@@ -171,10 +178,12 @@ impl HubLoop {
     /// Makes the deferred batches durable.
     fn flush(&mut self) -> Result<(), HubError> {
         if self.unflushed_since.take().is_some() {
+            let flushing = std::time::Instant::now();
             self.store.flush().map_err(|e| {
                 tracing::error!(error = %e, "hub store failed; stopping");
                 HubError::from(e)
             })?;
+            self.metrics.committed(Commit::Flush, flushing.elapsed());
         }
         Ok(())
     }
@@ -221,11 +230,15 @@ impl HubLoop {
 
     fn plan_batch(&mut self, items: impl Iterator<Item = Inbound>) -> Batch {
         let now = Utc::now();
-        let mut batch = Batch::default();
+        let mut batch = Batch {
+            taken_at: Some(std::time::Instant::now()),
+            ..Batch::default()
+        };
         let mut reports_only = true;
         for item in items {
-            // An admin request is judged by what it changes (below).
-            reports_only &= matches!(item, Inbound::Admin(_)) || is_report(&item);
+            // An admin request is judged by what it changes (below); a scrape changes nothing.
+            reports_only &=
+                matches!(item, Inbound::Admin(_) | Inbound::Scrape(_)) || is_report(&item);
             let change = match item {
                 Inbound::Subscribed { intake, refused } => {
                     if !refused.is_empty() {
@@ -245,6 +258,12 @@ impl HubLoop {
                 Inbound::Malformed => self.core.count(counter::MALFORMED),
                 Inbound::Refused => self.core.count(counter::AGENT_SIGNATURE_REFUSED),
                 Inbound::AddOnScoreRefused => self.core.count(counter::ADDON_SCORES_REFUSED),
+                Inbound::Scrape(reply) => {
+                    // The fleet as this batch has left it so far (staged, maybe not yet stored:
+                    // as a read between two flushes shows it).
+                    let _ = reply.send(crate::metrics::fleet::FleetGauges::of(&self.core));
+                    Change::default()
+                }
                 Inbound::Admin(received) => {
                     let change = self.plan_admin(*received, now, &mut batch);
                     // A read (or anything else that changes nothing) decides nothing: its answer
@@ -255,6 +274,11 @@ impl HubLoop {
                     change
                 }
                 Inbound::Agent(Some(mut input)) => {
+                    match &input {
+                        AgentInput::JoinRequest { .. } => self.metrics.join_request(),
+                        AgentInput::SpecResyncRequest { .. } => batch.spec_resyncs += 1,
+                        _ => {}
+                    }
                     // An agent offers chunked transfers in its birth (first thing on a new
                     // connection) and again, with the chunks it holds, in its spec resync.
                     if let AgentInput::SpecResyncRequest {
@@ -328,11 +352,18 @@ impl HubLoop {
         // A batch that changes nothing (reads, unchanged statuses) writes nothing: what it
         // answers is either durable already or an agent's report the resync gives again.
         if !batch.change.records.is_empty() {
+            let writing = std::time::Instant::now();
             let stored = if batch.deferrable {
                 self.store.write_deferred(&batch.change.records)
             } else {
                 self.store.write(&batch.change.records)
             };
+            let kind = if batch.deferrable {
+                Commit::Deferred
+            } else {
+                Commit::Durable
+            };
+            self.metrics.committed(kind, writing.elapsed());
             match stored {
                 Ok(()) if batch.deferrable => {
                     self.unflushed_since
@@ -401,6 +432,7 @@ impl HubLoop {
         for out in &batch.change.outbound {
             match events::encode_outbound(&source, out, now, &self.signer) {
                 Ok(msg) => {
+                    self.metrics.sent(&msg);
                     for piece in self.pieces(out, msg) {
                         if let Err(e) = self.publisher.publish(piece).await {
                             tracing::warn!(error = %e, "publish failed");
@@ -408,6 +440,12 @@ impl HubLoop {
                     }
                 }
                 Err(e) => tracing::warn!(error = %e, kind = outbound_kind(out), "cannot encode"),
+            }
+        }
+        if let Some(taken_at) = batch.taken_at.filter(|_| batch.spec_resyncs > 0) {
+            let took = taken_at.elapsed();
+            for _ in 0..batch.spec_resyncs {
+                self.metrics.spec_resynced(took);
             }
         }
         if !batch.change.outbound.is_empty() {
@@ -461,6 +499,7 @@ impl HubLoop {
         let bytes = msg.payload.len();
         let pieces = chunks::split(msg, offer.chunk_bytes, &held);
         let sending = pieces.len().saturating_sub(1);
+        self.metrics.chunked(sending as u64);
         if held.is_empty() {
             tracing::debug!(
                 cluster = %spec.cluster,
@@ -558,6 +597,7 @@ fn is_report(item: &Inbound) -> bool {
     matches!(
         item,
         Inbound::Malformed
+            | Inbound::Scrape(_)
             | Inbound::Refused
             | Inbound::AddOnScoreRefused
             | Inbound::Agent(

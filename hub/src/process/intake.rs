@@ -31,6 +31,8 @@ pub(super) enum Inbound {
     AddOnScoreRefused,
     /// Session `intake` had a SUBACK; `refused` lists the filters the broker refused.
     Subscribed { intake: usize, refused: Vec<String> },
+    /// Prometheus scrapes: the hub task answers with the fleet's figures.
+    Scrape(tokio::sync::oneshot::Sender<crate::metrics::fleet::FleetGauges>),
 }
 
 /// Reads one session's events, decodes agent messages (CloudEvent, payload, status hash) and
@@ -43,6 +45,9 @@ pub(super) struct Intake {
     pub(super) admin_topic: String,
     pub(super) to_hub: mpsc::UnboundedSender<Inbound>,
     pub(super) keys: Standings,
+    /// The session's MQTT client id (its reconnects are counted under it).
+    pub(super) client_id: String,
+    pub(super) metrics: std::sync::Arc<crate::metrics::HubMetrics>,
 }
 
 impl Intake {
@@ -99,8 +104,14 @@ impl Intake {
 
     pub(super) async fn run(self, mut events: mpsc::UnboundedReceiver<SessionEvent>) {
         let mut batch = Vec::with_capacity(MAX_BATCH);
+        let mut connected_before = false;
         while events.recv_many(&mut batch, MAX_BATCH).await > 0 {
             for event in batch.drain(..) {
+                if matches!(event, SessionEvent::Connected { .. })
+                    && std::mem::replace(&mut connected_before, true)
+                {
+                    self.metrics.reconnected(&self.client_id);
+                }
                 let Some(item) = self.decode(event) else {
                     continue;
                 };
@@ -133,6 +144,7 @@ impl Intake {
                 Some(self.addon_score(&received.message))
             }
             SessionEvent::Message(received) => {
+                self.metrics.received(&received.message);
                 match events::decode_agent_message(&self.source_id, &received.message) {
                     Ok(Some(input)) => {
                         let carried = match &input {

@@ -60,7 +60,9 @@ use std::time::Duration;
 use ocm_edge_mqtt::broker::BrokerError;
 #[cfg(feature = "embedded-broker")]
 use ocm_edge_mqtt::broker::EmbeddedBroker;
-use ocm_edge_mqtt::{BrokerUrl, CaPin, Session, SessionError, UrlError};
+use ocm_edge_mqtt::{
+    BrokerUrl, CaPin, MetricsEndpoint, MetricsError, Session, SessionError, UrlError,
+};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -114,6 +116,9 @@ pub enum HubError {
     /// The hub's CA or the broker's certificate cannot be created or used. Not retryable.
     #[error(transparent)]
     Pki(#[from] PkiError),
+    /// The metrics endpoint cannot listen where it was asked to. Not retryable.
+    #[error(transparent)]
+    Metrics(#[from] MetricsError),
     /// The hub task panicked or was cancelled.
     #[error("hub task failed: {0}")]
     Task(String),
@@ -151,6 +156,8 @@ pub struct HubHandle {
     session: Session,
     /// The intake sessions after the first (which is `session`).
     intakes: Vec<Session>,
+    /// The Prometheus endpoint, when [`HubConfig::metrics_listen`] asks for one.
+    metrics: Option<MetricsEndpoint>,
 }
 
 impl HubHandle {
@@ -187,6 +194,11 @@ impl HubHandle {
     /// The hub's CA certificate file, when the embedded broker uses TLS.
     pub fn ca_file(&self) -> Option<&Path> {
         self.ca.as_ref().map(|(_, file)| file.as_path())
+    }
+
+    /// Where the hub serves its Prometheus metrics (the real port when configured with 0).
+    pub fn metrics_addr(&self) -> Option<std::net::SocketAddr> {
+        self.metrics.as_ref().map(MetricsEndpoint::addr)
     }
 
     /// Whether the hub started an embedded broker (rather than using an external one).

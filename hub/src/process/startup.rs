@@ -12,7 +12,8 @@ use chrono::Utc;
 use ocm_edge_mqtt::acl::{DASHBOARD_USER, HUB_USER};
 #[cfg(feature = "embedded-broker")]
 use ocm_edge_mqtt::broker::{BrokerLogin, EmbeddedOptions, start_embedded_with};
-use ocm_edge_mqtt::{BrokerUrl, Credentials, Session, SessionConfig, TlsFiles};
+use ocm_edge_mqtt::metrics_endpoint::Render;
+use ocm_edge_mqtt::{BrokerUrl, Credentials, MetricsEndpoint, Session, SessionConfig, TlsFiles};
 use ocm_edge_schemas::admin::Role;
 use ocm_edge_schemas::wire::topic;
 use tokio::sync::{mpsc, watch};
@@ -27,6 +28,7 @@ use crate::admin::users::{ADMIN_CREDENTIALS, USER_VALIDITY};
 use crate::availability::AvailabilityConfig;
 use crate::config::{AdminAuth, BrokerConfig, EmbeddedSecurity, HubConfig};
 use crate::core::{CoreConfig, HubCore};
+use crate::metrics::HubMetrics;
 use crate::pki::signing::EventSigner;
 use crate::pki::{HubPki, default_serving_names};
 use crate::registration::certificates::{CertificatePolicy, RevokedCertificate};
@@ -57,7 +59,14 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
     let mut ca = None;
     // The CA signs the broker's certificate, admin credentials and the hub's signing key,
     // whatever the broker mode.
-    let pki = HubPki::load_or_create(&cfg.data_dir.join("pki"), Utc::now())?;
+    let pki_dir = cfg.data_dir.join("pki");
+    if let Some(from) = &cfg.pki_from {
+        let copied = crate::pki::seed::seed(&pki_dir, from)?;
+        if !copied.is_empty() {
+            tracing::info!(from = %from.display(), files = ?copied, "took the hub's keys given with --pki-from");
+        }
+    }
+    let pki = HubPki::load_or_create(&pki_dir, Utc::now())?;
     let signer = Arc::new(EventSigner::load_or_create(&pki, Utc::now())?);
     let admin_credentials = Some(cfg.data_dir.join(ADMIN_CREDENTIALS))
         .filter(|_| cfg.admin_auth == AdminAuth::Credentials);
@@ -269,22 +278,37 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
         ocm_edge_schemas::wire::addon_identity::SCORES_FILTER.to_owned(),
     ];
     let (inbound_tx, inbound_rx) = mpsc::unbounded_channel();
-    let (session, events) = Session::start(session_cfg, None)?;
+    let metrics = HubMetrics::new(&cfg.source_id);
+    // Bound before the sessions and the hub task start: a taken address fails the start.
+    let metrics_endpoint = match cfg.metrics_listen {
+        Some(listen) => Some(serve_metrics(
+            listen,
+            metrics.clone(),
+            inbound_tx.clone(),
+            broker.clone(),
+        )?),
+        None => None,
+    };
+    let (session, events) = Session::start(session_cfg.clone(), None)?;
     let intake = Intake {
         index: 0,
         source_id: cfg.source_id.clone(),
         admin_topic,
         to_hub: inbound_tx,
         keys: keys.clone(),
+        client_id: session_cfg.client_id.clone(),
+        metrics: metrics.clone(),
     };
     let mut intakes = Vec::with_capacity(cfg.intakes - 1);
     for index in 1..cfg.intakes {
         let mut c = intake_cfg.clone();
         c.client_id = format!("{}-intake-{index}", cfg.mqtt_client_id());
+        let client_id = c.client_id.clone();
         let (s, events) = Session::start(c, None)?;
         tokio::spawn(
             Intake {
                 index,
+                client_id,
                 ..intake.clone()
             }
             .run(events),
@@ -318,6 +342,7 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
         evictor,
         external_broker: matches!(cfg.broker, BrokerConfig::External { .. }),
         stopped,
+        metrics,
     };
     let task = tokio::spawn(hub.run());
     let admin_credentials = admin_credentials.filter(|p| p.is_file());
@@ -333,7 +358,59 @@ pub async fn start_hub(cfg: HubConfig) -> Result<HubHandle, HubError> {
         task,
         session,
         intakes,
+        metrics: metrics_endpoint,
     })
+}
+
+/// How long a scrape waits for the hub task's count of the fleet (it answers between two
+/// batches); after that the scrape goes without the fleet's figures.
+const SCRAPE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The metrics endpoint on `listen`: the instruments, the fleet as the hub task counts it, and
+/// the embedded broker's figures.
+fn serve_metrics(
+    listen: SocketAddr,
+    metrics: Arc<HubMetrics>,
+    to_hub: mpsc::UnboundedSender<super::intake::Inbound>,
+    broker: Option<super::EmbeddedBroker>,
+) -> Result<MetricsEndpoint, HubError> {
+    let render: Render = Arc::new(move || {
+        let metrics = metrics.clone();
+        let to_hub = to_hub.clone();
+        let broker = broker.clone();
+        Box::pin(async move {
+            let (reply, answer) = tokio::sync::oneshot::channel();
+            let fleet = match to_hub.send(super::intake::Inbound::Scrape(reply)) {
+                Ok(()) => match tokio::time::timeout(SCRAPE_WAIT, answer).await {
+                    Ok(Ok(fleet)) => Some(fleet),
+                    Ok(Err(_)) => None,
+                    Err(_) => {
+                        tracing::warn!(
+                            "the hub task did not count the fleet within {SCRAPE_WAIT:?}; this scrape has no fleet figures"
+                        );
+                        None
+                    }
+                },
+                Err(_) => None,
+            };
+            #[cfg(feature = "embedded-broker")]
+            let figures = broker.as_ref().map(crate::metrics::BrokerFigures::of);
+            #[cfg(not(feature = "embedded-broker"))]
+            let figures = broker.map(|b| match b {});
+            metrics.render(fleet.as_ref(), figures)
+        })
+    });
+    let endpoint = MetricsEndpoint::start(listen, render)?;
+    if listen.ip().is_loopback() {
+        tracing::info!(url = %endpoint.url(), "serving Prometheus metrics");
+    } else {
+        tracing::warn!(
+            url = %endpoint.url(),
+            "serving Prometheus metrics WITHOUT authentication on a non-loopback address: \
+             anyone who reaches it reads the fleet's size and health and its placements' and rollouts' names (--metrics-listen)"
+        );
+    }
+    Ok(endpoint)
 }
 
 /// The names the embedded broker's certificate is valid for: loopback, the host name, the listen

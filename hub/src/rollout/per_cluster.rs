@@ -123,7 +123,7 @@ pub fn render(
     let rendered: ManifestWorkSpec = serde_json::from_value(tree)
         .map_err(|e| format!("the rendered template is not a ManifestWork spec: {e}"))?;
     validate::validate_manifests(&rendered.workload.manifests)
-        .and_then(|()| validate::validate_condition_rules(&rendered.manifest_configs))
+        .and_then(|()| validate::validate_manifest_configs(&rendered.manifest_configs))
         .map_err(|e| format!("the rendered template is not valid: {e}"))?;
     Ok(rendered)
 }
@@ -226,7 +226,7 @@ fn describe(manifest: &Value) -> String {
 /// # Errors
 /// The first problem, naming the field.
 pub fn check(spec: &ManifestWorkReplicaSetSpec) -> Result<(), String> {
-    validate::validate_condition_rules(&spec.manifest_work_template.manifest_configs)
+    validate::validate_manifest_configs(&spec.manifest_work_template.manifest_configs)
         .map_err(|e| format!("spec.manifestWorkTemplate: {e}"))?;
     let Some(per_cluster) = &spec.per_cluster else {
         return validate::validate_manifests(&spec.manifest_work_template.workload.manifests)

@@ -361,7 +361,7 @@ fn validate_work(input: &WorkInput, clusters: &[String]) -> Result<(), WorkError
         }
     }
     validate::validate_manifests(&input.spec.workload.manifests)
-        .and_then(|()| validate::validate_condition_rules(&input.spec.manifest_configs))
+        .and_then(|()| validate::validate_manifest_configs(&input.spec.manifest_configs))
         .map_err(|e| WorkError::Invalid(format!("work {:?}: {e}", input.name)))
 }
 

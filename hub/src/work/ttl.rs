@@ -10,8 +10,9 @@ use ocm_edge_schemas::api::work::WORK_COMPLETE;
 
 use crate::core::{Change, HubCore, WorkRecord};
 
-/// When `work` is to be deleted for its TTL: `None` without a TTL, while it is not Complete, or
-/// once it is being deleted.
+/// When `work` is to be deleted for its TTL: `None` without a TTL, while it is not Complete,
+/// once it is being deleted, or when the TTL ends past the end of time (`i64::MAX` seconds is
+/// a valid TTL: it never ends).
 pub fn ttl_deadline(work: &WorkRecord) -> Option<DateTime<Utc>> {
     if work.deleting.is_some() {
         return None;
@@ -26,7 +27,7 @@ pub fn ttl_deadline(work: &WorkRecord) -> Option<DateTime<Utc>> {
         return None;
     }
     let since = complete.last_transition_time?.as_datetime();
-    Some(since + Duration::seconds(ttl.max(0)))
+    since.checked_add_signed(Duration::try_seconds(ttl.max(0))?)
 }
 
 impl HubCore {
@@ -144,6 +145,23 @@ mod tests {
         );
         assert!(plain.expire_finished_works(t(10_000)).is_empty());
         assert_eq!(plain.finished_works_requeue_at(), None);
+    }
+
+    /// A TTL past the end of time (a scoped operator may write any int64) never ends: the work
+    /// is kept and the hub's fleet pass neither panics nor wakes up for it.
+    #[test]
+    fn a_ttl_past_the_end_of_time_keeps_the_work() {
+        for ttl in [i64::MAX, 9_300_000_000_000_000, 8_300_000_000_000] {
+            let (mut core, id) = core_with_ttl_work(ttl);
+            step(
+                &mut core,
+                status_input("a", &id, 1, "1", complete_since(10, ConditionStatus::True)),
+                11,
+            );
+            assert_eq!(core.finished_works_requeue_at(), None, "{ttl}");
+            assert_eq!(core.fleet_requeue_at(), None, "{ttl}");
+            assert!(core.expire_finished_works(t(10_000)).is_empty(), "{ttl}");
+        }
     }
 
     #[test]

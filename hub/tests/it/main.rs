@@ -10,6 +10,7 @@ mod contracts_dashboard;
 mod hub_end_to_end;
 mod placement_explanation;
 mod placement_scheduling;
+mod placement_scores;
 mod placement_spread;
 mod placement_tolerations;
 mod rollout_cluster_status;

@@ -23,11 +23,14 @@
 //! - [`broker`]: the embedded broker the hub runs by default (its engine behind the feature
 //!   `embedded-broker`; its login rules and limits always).
 //! - [`acl`]: which identity may use which topic (the embedded broker's topic rules).
+//! - [`metrics_endpoint`]: the Prometheus endpoint hub and agent serve (`--metrics-listen`), and
+//!   its address flag's value ([`MetricsListen`]).
 
 pub mod acl;
 pub mod args;
 pub mod broker;
 pub mod link;
+pub mod metrics_endpoint;
 pub mod publication;
 pub mod request;
 pub mod session;
@@ -38,6 +41,7 @@ pub mod url;
 
 pub use args::BrokerArgs;
 pub use link::LinkError;
+pub use metrics_endpoint::{MetricsEndpoint, MetricsError, MetricsListen};
 pub use publication::Publication;
 pub use request::{RequestError, Requester, SignRequest};
 pub use session::{

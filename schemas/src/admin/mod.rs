@@ -70,8 +70,8 @@ pub use fleet_views::{
 pub use request::{AdminRequest, CreateWork, WorkRef};
 pub use response::{AdminErrorKind, AdminPayload, AdminResponse};
 pub use views::{
-    ClusterCertificateView, ClusterState, ClusterView, HubStats, ManifestSummary, WorkView,
-    WorkWritten, WriteOutcome,
+    ClusterCertificateView, ClusterState, ClusterView, HubStats, ManifestSummary, WorkPhase,
+    WorkView, WorkWritten, WriteOutcome,
 };
 
 /// Largest admin payload (request or response) either side must accept: a work may carry

@@ -173,6 +173,96 @@ pub struct WorkView {
     pub spec: Option<ManifestWorkSpec>,
 }
 
+/// One word for a work's state, as `ocm-edge work list` shows it and the hub's metrics count
+/// works (`ocm_edge_works{phase}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum WorkPhase {
+    /// No status yet.
+    Pending,
+    /// A status without Applied, Available, Degraded or Held True.
+    Progressing,
+    /// Applied True.
+    Applied,
+    /// Available True.
+    Available,
+    /// Degraded True.
+    Degraded,
+    /// The cluster stores the new version and waits for its maintenance window or the end of a
+    /// hold (Held True).
+    Held,
+    /// The status is for an older version than the work's.
+    Updating,
+    /// Deletion requested; waiting for the agent.
+    Deleting,
+}
+
+impl WorkPhase {
+    /// Every phase.
+    pub const ALL: [WorkPhase; 8] = [
+        WorkPhase::Pending,
+        WorkPhase::Progressing,
+        WorkPhase::Applied,
+        WorkPhase::Available,
+        WorkPhase::Degraded,
+        WorkPhase::Held,
+        WorkPhase::Updating,
+        WorkPhase::Deleting,
+    ];
+
+    /// The phase of a work at `version` (being deleted or not) whose latest status, on
+    /// `status_version`, has `conditions`.
+    pub fn of(
+        deleting: bool,
+        version: i64,
+        status_version: Option<i64>,
+        conditions: &[Condition],
+    ) -> Self {
+        let is_true = |t: &str| crate::api::meta::is_condition_true(conditions, t);
+        if deleting {
+            WorkPhase::Deleting
+        } else if status_version.is_some_and(|v| v < version) {
+            WorkPhase::Updating
+        } else if is_true(crate::api::work::WORK_HELD) {
+            WorkPhase::Held
+        } else if is_true(crate::api::work::WORK_DEGRADED) {
+            WorkPhase::Degraded
+        } else if is_true(crate::api::work::WORK_AVAILABLE) {
+            WorkPhase::Available
+        } else if is_true(crate::api::work::WORK_APPLIED) {
+            WorkPhase::Applied
+        } else if conditions.is_empty() {
+            WorkPhase::Pending
+        } else {
+            WorkPhase::Progressing
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkPhase::Pending => "Pending",
+            WorkPhase::Progressing => "Progressing",
+            WorkPhase::Applied => "Applied",
+            WorkPhase::Available => "Available",
+            WorkPhase::Degraded => "Degraded",
+            WorkPhase::Held => "Held",
+            WorkPhase::Updating => "Updating",
+            WorkPhase::Deleting => "Deleting",
+        }
+    }
+}
+
+impl WorkView {
+    /// The work's [`WorkPhase`].
+    pub fn phase(&self) -> WorkPhase {
+        WorkPhase::of(
+            self.deleting,
+            self.version,
+            self.status_version,
+            &self.conditions,
+        )
+    }
+}
+
 /// What a CreateWork or ApplyManifestWork did to one work.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -88,6 +88,61 @@ pub struct PlacementSpec {
     /// How decisions are grouped.
     #[serde(default, skip_serializing_if = "DecisionStrategy::is_empty")]
     pub decision_strategy: DecisionStrategy,
+    /// The order of the clusters in each PlacementDecision: by name (the default) or by score.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sort_by: Option<PlacementSortBy>,
+    /// How often a score change that does not change which clusters are selected is written
+    /// into the decisions: `^[0-9]+[hms]$`, default `1m` ([`PlacementSpec::score_rate_limit`]).
+    #[serde(
+        default,
+        rename = "scoreRateLimit",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub score_rate_limit_text: Option<String>,
+}
+
+/// [`PlacementSpec::sort_by`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+pub enum PlacementSortBy {
+    /// Alphanumerically by cluster name.
+    #[default]
+    ClusterName,
+    /// By score, highest first, then by cluster name.
+    Score,
+}
+
+/// OCM's default `scoreRateLimit`.
+pub const DEFAULT_SCORE_RATE_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+impl PlacementSpec {
+    /// `scoreRateLimit` as a duration ([`DEFAULT_SCORE_RATE_LIMIT`] when absent).
+    ///
+    /// # Errors
+    /// The value does not match OCM's pattern `^[0-9]+[hms]$`; the message says how to write it.
+    pub fn score_rate_limit(&self) -> Result<std::time::Duration, String> {
+        let Some(text) = self.score_rate_limit_text.as_deref() else {
+            return Ok(DEFAULT_SCORE_RATE_LIMIT);
+        };
+        let bad = || {
+            format!(
+                "spec.scoreRateLimit {text:?} is not a number followed by h, m or s (e.g. 30s, 5m, 1h)"
+            )
+        };
+        let unit = text.chars().last().ok_or_else(bad)?;
+        let digits = &text[..text.len() - unit.len_utf8()];
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(bad());
+        }
+        let n: u64 = digits.parse().map_err(|_| bad())?;
+        let seconds = match unit {
+            'h' => n.checked_mul(3600),
+            'm' => n.checked_mul(60),
+            's' => Some(n),
+            _ => None,
+        }
+        .ok_or_else(bad)?;
+        Ok(std::time::Duration::from_secs(seconds))
+    }
 }
 
 /// One filter of a placement.
@@ -369,6 +424,9 @@ pub struct PlacementStatus {
     /// PlacementSatisfied, PlacementMisconfigured; always written.
     #[serde(default)]
     pub conditions: Vec<Condition>,
+    /// When the scores in the decisions last changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_score_update_time: Option<Time>,
 }
 
 impl PlacementStatus {
@@ -439,6 +497,14 @@ pub struct ClusterDecision {
     /// Why (may be empty); always written.
     #[serde(default)]
     pub reason: String,
+    /// The cluster's total score from the placement's prioritizers (left out when 0, as OCM's
+    /// `omitzero`).
+    #[serde(default, skip_serializing_if = "is_zero_i64")]
+    pub score: i64,
+}
+
+fn is_zero_i64(n: &i64) -> bool {
+    *n == 0
 }
 
 /// Scores an add-on publishes for its cluster (v1alpha1, in the cluster namespace).

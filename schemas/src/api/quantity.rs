@@ -39,6 +39,39 @@ impl Amount {
         binary: false,
     };
 
+    /// `units` whole units (CEL's `quantity.add(int)`).
+    pub fn from_units(units: i64) -> Amount {
+        Amount {
+            nanos: i128::from(units) * NANOS,
+            binary: false,
+        }
+    }
+
+    /// `self - other`, binary when either was; `None` on overflow.
+    pub fn checked_sub(self, other: Amount) -> Option<Amount> {
+        Some(Amount {
+            nanos: self.nanos.checked_sub(other.nanos)?,
+            binary: self.binary || other.binary,
+        })
+    }
+
+    /// The amount as a whole number of units, when it is one and fits in 64 bits.
+    pub fn whole_units(self) -> Option<i64> {
+        (self.nanos % NANOS == 0)
+            .then(|| i64::try_from(self.nanos / NANOS).ok())
+            .flatten()
+    }
+
+    /// -1, 0 or 1.
+    pub fn signum(self) -> i64 {
+        self.nanos.signum() as i64
+    }
+
+    /// The two values compared (however each was written: `1Gi` > `1G`, `1000m` = `1`).
+    pub fn compare(self, other: Amount) -> std::cmp::Ordering {
+        self.nanos.cmp(&other.nanos)
+    }
+
     /// `self + other`, binary when either was; `None` on overflow.
     pub fn checked_add(self, other: Amount) -> Option<Amount> {
         Some(Amount {

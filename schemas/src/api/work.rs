@@ -35,6 +35,11 @@ pub const REASON_HELD_ON_SITE: &str = "HeldOnSite";
 pub const REASON_OUTSIDE_MAINTENANCE_WINDOW: &str = "OutsideMaintenanceWindow";
 /// Reason of `Held=False`: the version that waited is applied.
 pub const REASON_UPDATES_ALLOWED: &str = "UpdatesAllowed";
+/// Work condition, as OCM's work agent sets it: True while the agent removes a deleted work's
+/// objects and some are not gone yet (foreground deletion waits on their finalizers).
+pub const WORK_DELETING: &str = "Deleting";
+/// Reason of the [`WORK_DELETING`] condition (OCM's).
+pub const REASON_WORK_DELETING: &str = "WorkDeleting";
 /// Condition the agent adds to the last status of a deleted bundle.
 pub const WORK_DELETED: &str = "Deleted";
 /// Reason of the [`WORK_DELETED`] condition.
@@ -345,10 +350,28 @@ pub struct IgnoreField {
     /// When to ignore.
     #[serde(default)]
     pub condition: IgnoreFieldsCondition,
-    /// The paths, e.g. `.spec.replicas`.
+    /// Kubernetes JSONPaths, e.g. `.spec.replicas` or
+    /// `.spec.template.spec.containers[?(@.name=="app")].image`.
     #[serde(default, deserialize_with = "crate::api::meta::null_as_empty")]
     #[schemars(with = "Option<Vec<String>>")]
     pub json_paths: Vec<String>,
+    /// RFC 6901 JSON Pointers, e.g. `/spec/replicas`.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::api::meta::null_as_empty"
+    )]
+    #[schemars(with = "Option<Vec<String>>")]
+    pub json_pointers: Vec<String>,
+    /// jq path expressions: OCM's API has them; ocm-edge refuses them (they are programs with no
+    /// bound on their running time), so they are kept only to say so.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::api::meta::null_as_empty"
+    )]
+    #[schemars(with = "Option<Vec<String>>")]
+    pub jq_path_expressions: Vec<String>,
 }
 
 /// Feedback rule type.

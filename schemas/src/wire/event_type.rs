@@ -38,6 +38,16 @@ pub const MANAGED_CLUSTER_ADDONS: DataType = DataType::from_static(
     "managedclusteraddons",
 );
 
+/// Every data type ocm-edge speaks.
+pub const KNOWN_DATA_TYPES: [DataType; 6] = [
+    MANIFEST_BUNDLES,
+    MANAGED_CLUSTERS,
+    LEASES,
+    PRESENCES,
+    ADDON_PLACEMENT_SCORES,
+    MANAGED_CLUSTER_ADDONS,
+];
+
 /// Errors from parsing an event type string.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EventTypeError {
@@ -101,6 +111,11 @@ impl DataType {
     }
     pub fn resource(&self) -> &str {
         &self.resource
+    }
+
+    /// Whether ocm-edge speaks it ([`KNOWN_DATA_TYPES`]).
+    pub fn is_known(&self) -> bool {
+        KNOWN_DATA_TYPES.contains(self)
     }
 
     /// The full event type for this data type with a sub-resource and action.

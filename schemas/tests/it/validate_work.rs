@@ -196,3 +196,76 @@ fn a_cel_condition_rule_must_name_its_condition_as_ocm_requires() {
     ]));
     assert_eq!(validate_manifest_work(&ok), Ok(()));
 }
+
+fn work_with_config(config: serde_json::Value) -> ManifestWork {
+    let mut work = work_with(vec![deployment("web")]);
+    let mut config = config;
+    config["resourceIdentifier"] = json!({"group": "apps", "resource": "deployments",
+                                          "name": "web", "namespace": "default"});
+    work.spec.manifest_configs = serde_json::from_value(json!([config])).unwrap();
+    work
+}
+
+fn ignoring(field: serde_json::Value) -> ManifestWork {
+    work_with_config(json!({"updateStrategy": {"type": "ServerSideApply",
+        "serverSideApply": {"ignoreFields": [{"condition": "OnSpokePresent", "jsonPaths": [".spec.replicas"]}, field]}}}))
+}
+
+#[test]
+fn ignore_fields_and_feedback_paths_that_do_not_read_are_refused_with_their_place() {
+    let ok = ignoring(json!({"condition": "OnSpokeChange",
+        "jsonPaths": [".spec.template.spec.containers[?(@.name==\"app\")].image"],
+        "jsonPointers": ["/metadata/annotations/example.com~1owner"]}));
+    assert_eq!(validate_manifest_work(&ok), Ok(()));
+
+    let err = validate_manifest_work(&ignoring(
+        json!({"jsonPaths": [".spec", ".spec.containers[0"]}),
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.starts_with(
+            "spec.manifestConfigs[0].updateStrategy.serverSideApply.ignoreFields[1].jsonPaths[1]: \
+             invalid JSONPath \".spec.containers[0\": the [ at character 17 is never closed"
+        ),
+        "{err}"
+    );
+    let err = validate_manifest_work(&ignoring(json!({"jsonPointers": ["spec/replicas"]})))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "spec.manifestConfigs[0].updateStrategy.serverSideApply.ignoreFields[1].jsonPointers[0]: \
+         invalid JSON Pointer \"spec/replicas\": a JSON Pointer starts with /, e.g. /spec/replicas"
+    );
+    let err = validate_manifest_work(&ignoring(json!({"jqPathExpressions": [".spec.replicas"]})))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(
+            "spec.manifestConfigs[0].updateStrategy.serverSideApply.ignoreFields[1].jqPathExpressions: \
+             ocm-edge does not run jq expressions"
+        ) && err.contains("jsonPointers (/spec/replicas) instead"),
+        "{err}"
+    );
+
+    let feedback = |path: &str| {
+        work_with_config(json!({"feedbackRules": [{"type": "JSONPaths",
+            "jsonPaths": [{"name": "ready", "path": ".status.readyReplicas"}, {"name": "x", "path": path}]}]}))
+    };
+    assert_eq!(
+        validate_manifest_work(&feedback(
+            ".status.conditions[?(@.type==\"Available\")].status"
+        )),
+        Ok(())
+    );
+    let err = validate_manifest_work(&feedback("{.a}{.b}"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(
+            "spec.manifestConfigs[0].feedbackRules[0].jsonPaths[1].path: invalid JSONPath"
+        ),
+        "{err}"
+    );
+}

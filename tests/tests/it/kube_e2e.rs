@@ -1,19 +1,24 @@
 //! The whole path on a real Kubernetes control plane (`tests/kube/e2e.sh` starts one): the hub on
-//! its secure defaults, the real `ocm-edge-agent --applier kube` binary with the RBAC of
-//! `deploy/k3s/agent.yaml` and a service-account token (not the admin's), and a ManifestWork with a
-//! Namespace, a CRD, a custom resource of it, a ConfigMap and a Deployment. The resources appear in
-//! the API server, the hub sees the work Applied with the Deployment's WellKnownStatus and JSONPaths
-//! feedback, an update reaches the cluster and deletes the resource it dropped, a work deleted with
-//! the Orphan policy leaves its resource behind, and a delete removes what the work created.
+//! its secure defaults, the real `ocm-edge-agent --applier kube` binary with the ServiceAccount and
+//! RBAC of its Helm chart (the work rights narrowed to the kinds these tests' works contain,
+//! `tests/kube/agent-e2e-values.yaml`) and a service-account token (not the admin's), and a
+//! ManifestWork with a Namespace, a CRD, a custom resource of it, a ConfigMap and a Deployment. The
+//! resources appear in the API server, the hub sees the work Applied with the Deployment's
+//! WellKnownStatus and JSONPaths feedback, an update reaches the cluster and deletes the resource it
+//! dropped, a work deleted with the Orphan policy leaves its resource behind, and a delete removes
+//! what the work created.
 
 use std::time::Duration;
 
+use ocm_edge_agent::applier::Applier as _;
 use ocm_edge_agent::applier::kube::KubeApplier;
+use ocm_edge_agent::work::plan::{ApplyAction, ApplyStrategy};
+use ocm_edge_agent::work::resource::ResourceRef;
 use ocm_edge_schemas::api::cluster::{CLAIM_ID, CLAIM_KUBE_VERSION, CLAIM_PRODUCT};
 use ocm_edge_schemas::api::meta::ConditionStatus;
-use ocm_edge_schemas::api::work::ManifestWork;
+use ocm_edge_schemas::api::work::{Manifest, ManifestWork};
 use ocm_edge_tests::fleet::{Fleet, FleetOptions};
-use ocm_edge_tests::kube::{agent_binary, agent_kubeconfig, get};
+use ocm_edge_tests::kube::{agent_kubeconfig, get};
 use ocm_edge_tests::wait::wait_until;
 use serde_json::json;
 
@@ -86,7 +91,8 @@ fn orphaning_work() -> ManifestWork {
 }
 
 /// What an end-to-end test runs on: the real cluster's admin, a directory, a kubeconfig of the
-/// agent's service account (deploy/k3s/agent.yaml's RBAC), a fleet on the hub's own broker.
+/// agent's service account (its chart's RBAC, `tests/kube/agent-e2e.yaml`), a fleet on the hub's
+/// own broker.
 struct E2e {
     admin: KubeApplier,
     dir: tempfile::TempDir,
@@ -166,18 +172,11 @@ fn agent_command(
     kubeconfig: &std::path::Path,
     data_dir: &std::path::Path,
 ) -> tokio::process::Command {
-    let mut command = tokio::process::Command::new(agent_binary());
+    let mut command = fleet.agent_command(cluster, data_dir);
     command
-        .args(["--cluster-name", cluster, "--broker", fleet.broker_url()])
-        .arg("--broker-ca-file")
-        .arg(fleet.options().broker_ca_file.as_ref().unwrap())
-        .args(["--token", fleet.join_token().unwrap(), "--applier", "kube"])
+        .args(["--applier", "kube"])
         .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .arg("--data-dir")
-        .arg(data_dir)
-        .env_remove("OCM_EDGE_BROKER")
-        .kill_on_drop(true);
+        .arg(kubeconfig);
     command
 }
 
@@ -646,6 +645,15 @@ async fn e2e_a_lease_addon_is_available_while_its_lease_is_renewed_on_a_real_api
     else {
         return;
     };
+    // A Lease an earlier run left on the same control plane would count as renewed already.
+    let leftover = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                          "metadata": {"name": "pulse", "namespace": NS}});
+    let _ = admin
+        .delete(
+            &ResourceRef::from_manifest(&Manifest(leftover), 0).unwrap(),
+            ocm_edge_agent::work::plan::DeletePropagation::Background,
+        )
+        .await;
     // Reconciles often, so that a renewal is read back soon.
     let mut agent = agent_command(
         &fleet,
@@ -1073,5 +1081,97 @@ async fn e2e_a_watched_objects_change_reaches_the_hub_without_waiting_for_a_reco
     level_at_hub("1").await;
     ocm_edge_tests::kube::apply(&admin, config_map("2")).await;
     level_at_hub("2").await;
+    agent.kill().await.unwrap();
+}
+
+/// OCM's `Deleting` condition on a real API server: a work whose ConfigMap carries a finalizer
+/// someone else owns stays `Deleting` on the hub, naming what it waits for, until the
+/// finalizer is removed; then the object is gone and the hub forgets the work.
+#[tokio::test]
+async fn e2e_a_deleted_work_is_deleting_on_the_hub_until_its_objects_finalizers_let_go() {
+    const DELETING_CLUSTER: &str = "kube-deleting";
+    let Some(E2e {
+        admin,
+        dir,
+        kubeconfig,
+        fleet,
+    }) =
+        E2e::start("e2e_a_deleted_work_is_deleting_on_the_hub_until_its_objects_finalizers_let_go")
+            .await
+    else {
+        return;
+    };
+    let name = format!("held-{}", std::process::id());
+    let config_map = |finalizers: serde_json::Value| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": "default", "finalizers": finalizers},
+            "data": {"a": "1"}})
+    };
+    let mut agent = agent_command(
+        &fleet,
+        DELETING_CLUSTER,
+        &kubeconfig,
+        &dir.path().join("agent"),
+    )
+    .args(["--reconcile-seconds", "2"])
+    .spawn()
+    .unwrap();
+    fleet.accept(DELETING_CLUSTER).await;
+    let hub = fleet.admin().await;
+    let work: ManifestWork = serde_json::from_value(json!({
+        "apiVersion": "work.open-cluster-management.io/v1", "kind": "ManifestWork",
+        "metadata": {"name": "finalized", "namespace": DELETING_CLUSTER},
+        "spec": {"workload": {"manifests": [config_map(json!(["example.com/keep"]))]}}
+    }))
+    .unwrap();
+    hub.apply_manifest_work(work).await.unwrap();
+    wait_until("the ConfigMap on the API server", WAIT, || async {
+        get(&admin, &config_map(json!([]))).await.is_some()
+    })
+    .await
+    .unwrap();
+    hub.delete_work(DELETING_CLUSTER, "finalized")
+        .await
+        .unwrap();
+    wait_until("Deleting=True on the hub", WAIT, || async {
+        hub.get_work(DELETING_CLUSTER, "finalized")
+            .await
+            .is_ok_and(|w| {
+                w.conditions.iter().any(|c| {
+                    c.type_ == "Deleting"
+                        && c.status == ConditionStatus::True
+                        && c.reason == "WorkDeleting"
+                        && c.message.contains(&format!("ConfigMap default/{name}"))
+                })
+            })
+    })
+    .await
+    .unwrap();
+    // Still there while the finalizer holds it, and so is the work.
+    let held = get(&admin, &config_map(json!([]))).await.unwrap();
+    assert!(held["metadata"]["deletionTimestamp"].is_string(), "{held}");
+    assert!(hub.get_work(DELETING_CLUSTER, "finalized").await.is_ok());
+
+    // The finalizer's owner lets go (a replace: server-side apply would keep the items the
+    // agent's field manager owns).
+    let released = config_map(json!([]));
+    let release = ApplyAction {
+        ordinal: 0,
+        resource: ResourceRef::from_manifest(&Manifest(released.clone()), 0).unwrap(),
+        manifest: released,
+        strategy: ApplyStrategy::Update,
+        executor: None,
+    };
+    admin.apply(&release, chrono::Utc::now()).await.unwrap();
+    wait_until(
+        "the ConfigMap gone and the work forgotten",
+        WAIT,
+        || async {
+            get(&admin, &config_map(json!([]))).await.is_none()
+                && hub.get_work(DELETING_CLUSTER, "finalized").await.is_err()
+        },
+    )
+    .await
+    .unwrap();
     agent.kill().await.unwrap();
 }

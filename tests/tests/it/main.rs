@@ -2,7 +2,8 @@
 //! real hubs and agents (in process, or as processes killed with SIGKILL) on the embedded broker,
 //! Mosquitto and an rmqtt cluster; link faults in network namespaces and over an emulated 2G
 //! link; peers speaking the wire directly (maestro, OCM's work agent, rogue clients); the fleet
-//! benchmark run small; and, `e2e_` tests, a real Kubernetes API server. Each test starts what it
+//! benchmark run small; the Helm charts with the real `helm` and `kubectl`; and, `e2e_` tests, a
+//! real Kubernetes API server. Each test starts what it
 //! needs on free ports and in its own directories, so they run in parallel.
 //!
 //! Two tests run alone, each in a binary of its own: `fuzz_smoke` (it keeps a core busy for its
@@ -14,15 +15,19 @@ mod bad_requests;
 mod broker_cluster;
 mod broker_identities;
 mod chunked;
+mod cross_agent;
 mod embedded_acl;
 mod fleet_availability;
 mod fleet_bench;
 mod fleet_placement;
 mod harness;
+mod helm_charts;
+mod kube_bootstrap;
 mod kube_e2e;
 mod link_faults;
 mod maestro_interop;
 mod maintenance_hold;
+mod metrics;
 mod mosquitto_acl;
 mod mosquitto_certificates;
 mod mosquitto_credentials;

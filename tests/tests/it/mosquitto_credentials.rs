@@ -62,7 +62,7 @@ async fn hub_and_cli_log_in_to_a_mosquitto_with_passwords_and_a_wrong_password_i
         &url,
         "ocm-edge-hub",
         "ocm-edge-hub-secret",
-        &["hub", "--data-dir", data_dir],
+        &["hub", "--metrics-listen", "off", "--data-dir", data_dir],
     );
     let Command::Hub(hub_args) = &hub_cli.command else {
         panic!("`hub` parses as the hub command");

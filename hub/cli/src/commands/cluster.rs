@@ -1,4 +1,4 @@
-//! `ocm-edge cluster list|get|accept|deny|remove|label|taint|maintenance|add|broker-config`.
+//! `ocm-edge cluster list|get|accept|deny|remove|label|taint|maintenance|add|broker-config|bootstrap`.
 
 use clap::Subcommand;
 
@@ -119,6 +119,12 @@ pub enum ClusterCommand {
     /// certificate for the cluster and the topics. Run it on the hub's machine; the file holds
     /// secrets (written 0600).
     BrokerConfig(BrokerConfigArgs),
+    /// Print what installs the agent on the edge cluster NAME, for `kubectl apply -f -` there:
+    /// its Namespace, ServiceAccount and RBAC, a Secret with the broker's address, the hub's CA
+    /// pin and a NEW join token, its PersistentVolumeClaim and Deployment (the agent chart's
+    /// own manifests), or with `-o helm-values` the values of the agent's Helm chart. Run it on
+    /// the hub's machine; the output is a secret until the cluster is accepted.
+    Bootstrap(super::bootstrap::BootstrapArgs),
 }
 
 /// `cluster broker-config` options.
@@ -237,6 +243,9 @@ pub async fn run(global: &GlobalArgs, cmd: ClusterCommand) -> Result<(), CliErro
             args.name,
             args.out.display()
         ));
+    }
+    if let ClusterCommand::Bootstrap(args) = &cmd {
+        return print(&super::bootstrap::run(args, &global.source_id)?);
     }
     let client = global.connect().await?;
     let now = chrono::Utc::now();
@@ -379,7 +388,9 @@ pub async fn run(global: &GlobalArgs, cmd: ClusterCommand) -> Result<(), CliErro
                 name = cluster.name
             )
         }
-        ClusterCommand::BrokerConfig(_) => unreachable!("handled before connecting"),
+        ClusterCommand::BrokerConfig(_) | ClusterCommand::Bootstrap(_) => {
+            unreachable!("handled before connecting")
+        }
     };
     client.disconnect().await;
     print(&text)

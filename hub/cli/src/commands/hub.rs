@@ -4,6 +4,9 @@ use std::net::SocketAddr;
 
 use clap::Args;
 
+use ocm_edge_mqtt::MetricsListen;
+use ocm_edge_mqtt::metrics_endpoint::DEFAULT_HUB_METRICS_LISTEN;
+
 use crate::output::print;
 use crate::{CliError, GlobalArgs};
 use ocm_edge_hub::config::{
@@ -16,6 +19,13 @@ use ocm_edge_hub::config::{
 pub struct HubArgs {
     #[command(flatten)]
     pub data: crate::DataDirArg,
+    /// A directory holding the hub's CA (ca.pem and ca-key.pem, both or neither) and the
+    /// join-token key (join-token-key), e.g. a Kubernetes Secret mounted read-only: each is
+    /// copied into DATA_DIR/pki at start when the data directory has none, instead of the hub
+    /// creating its own. One that differs from the data directory's is refused (agents trust
+    /// the CA they were given).
+    #[arg(long, env = "OCM_EDGE_PKI_FROM", value_name = "DIR")]
+    pub pki_from: Option<std::path::PathBuf>,
     /// Listen address of the embedded MQTT broker (port 0 picks a free one) [default:
     /// 127.0.0.1:8883; with --insecure-plaintext 127.0.0.1:1883]. Not with --broker.
     #[arg(long, value_name = "ADDR")]
@@ -60,6 +70,12 @@ pub struct HubArgs {
     /// (--broker-ca-file, --broker-ca-pin).
     #[arg(long, env = "OCM_EDGE_BROKER_MTLS", value_name = "URL")]
     pub broker_mtls: Option<String>,
+    /// Where to serve Prometheus metrics (`GET /metrics`): IP:PORT, or `off` for none. No
+    /// authentication: the metrics show the fleet's size and health and name placements and
+    /// rollouts, so keep it on loopback or on a network only Prometheus reaches (another address
+    /// is logged as a warning).
+    #[arg(long, value_name = "IP:PORT|off", default_value = DEFAULT_HUB_METRICS_LISTEN)]
+    pub metrics_listen: MetricsListen,
 }
 
 /// The hub configuration for these arguments.
@@ -136,6 +152,7 @@ pub fn hub_config(global: &GlobalArgs, args: &HubArgs) -> Result<HubConfig, CliE
         }
     };
     let mut cfg = HubConfig::new(args.data.data_dir.clone());
+    cfg.pki_from = args.pki_from.clone();
     cfg.broker_mtls = broker_mtls;
     cfg.broker = broker;
     cfg.cluster_cert_validity = chrono::Duration::days(i64::from(args.cluster_cert_days));
@@ -156,6 +173,7 @@ pub fn hub_config(global: &GlobalArgs, args: &HubArgs) -> Result<HubConfig, CliE
     cfg.broker_username = global.broker.broker_username.clone();
     cfg.broker_password = global.broker.broker_password.clone();
     cfg.broker_tls = global.broker.tls();
+    cfg.metrics_listen = args.metrics_listen.addr();
     Ok(cfg)
 }
 
@@ -203,6 +221,9 @@ pub async fn run(global: &GlobalArgs, args: HubArgs) -> Result<(), CliError> {
              can publish on the broker can accept clusters and run anything on every cluster"
         );
     }
+    let metrics_line = handle.metrics_addr().map_or_else(String::new, |addr| {
+        format!("metrics: http://{addr}/metrics (Prometheus, no authentication)\n")
+    });
     let admin_line = handle.admin_credentials().map_or_else(String::new, |path| {
         format!(
             "admin credential: {} (the CLI on this machine finds it; copy it to ~/.config/ocm-edge/credentials.pem elsewhere)\n",
@@ -234,6 +255,7 @@ pub async fn run(global: &GlobalArgs, args: HubArgs) -> Result<(), CliError> {
          {ca_line}\
          {admin_line}\
          {token_line}\
+         {metrics_line}\
          agents: ocm-edge-agent --cluster-name NAME --broker {url}{trust}{token}\n\
          then: ocm-edge cluster accept NAME\n"
     ))?;

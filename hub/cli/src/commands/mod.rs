@@ -2,7 +2,8 @@
 //! code).
 //!
 //! - [`hub`]: `ocm-edge hub` runs the hub (embedded broker by default).
-//! - [`cluster`]: `ocm-edge cluster list|get|accept|deny|add|broker-config`.
+//! - [`cluster`]: `ocm-edge cluster list|get|accept|deny|add|broker-config`, and
+//!   [`bootstrap`]: `ocm-edge cluster bootstrap` (an edge cluster's whole agent install).
 //! - [`work`]: `ocm-edge work create|list|get|delete`.
 //! - [`apply`]: `ocm-edge apply -f` for OCM YAML (ManifestWork, ManagedClusterSet,
 //!   ManagedClusterSetBinding, Placement, AddOnPlacementScore, ManifestWorkReplicaSet).
@@ -16,6 +17,7 @@
 
 pub mod addon;
 pub mod apply;
+pub mod bootstrap;
 pub mod cluster;
 pub mod delete;
 pub mod hub;

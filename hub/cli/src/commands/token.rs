@@ -42,7 +42,8 @@ pub struct RevokeArgs {
     pub data: crate::DataDirArg,
 }
 
-fn parse_ttl(text: &str) -> Result<chrono::Duration, String> {
+/// A join token's lifetime: a number and a unit (m, h, d), 1 minute to 30 days.
+pub(crate) fn parse_ttl(text: &str) -> Result<chrono::Duration, String> {
     let (number, unit) = text.split_at(text.trim_end_matches(char::is_alphabetic).len());
     let n: i64 = number
         .parse()

@@ -67,7 +67,8 @@ pub struct CreateArgs {
     #[arg(long, default_value_t = 365, value_parser = clap::value_parser!(u32).range(1..=3650), value_name = "DAYS")]
     pub days: u32,
     /// Where to write the credential (mode 0600) [default: ./NAME-credentials.pem]. An existing
-    /// file is not overwritten.
+    /// file is not overwritten. `-` prints it on standard output instead (e.g. out of the hub's
+    /// pod: `kubectl exec deploy/ocm-edge-hub -- ocm-edge user create ... --out - > FILE`).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     #[command(flatten)]
@@ -108,7 +109,8 @@ fn create(args: &CreateArgs) -> Result<String, CliError> {
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("{name}-credentials.pem")));
-    if out.exists() {
+    let to_stdout = out.as_os_str() == "-";
+    if !to_stdout && out.exists() {
         return Err(CliError::Usage(format!(
             "{} exists: choose another --out, or remove it first",
             out.display()
@@ -132,8 +134,23 @@ fn create(args: &CreateArgs) -> Result<String, CliError> {
     let validity = chrono::Duration::days(i64::from(args.days));
     let (pem, record) = users::issue_scoped(&pki, name, args.role, scope.as_ref(), validity, now)
         .map_err(|e| CliError::Hub(e.to_string()))?;
-    ocm_edge_hub::pki::write_file(&out, &pem, true).map_err(|e| CliError::Hub(e.to_string()))?;
+    if !to_stdout {
+        ocm_edge_hub::pki::write_file(&out, &pem, true)
+            .map_err(|e| CliError::Hub(e.to_string()))?;
+    }
     users::record_issued(&args.data.data_dir, &record).map_err(|e| CliError::Hub(e.to_string()))?;
+    if to_stdout {
+        // The file's contents alone on standard output; what it is on standard error.
+        eprintln!(
+            "the credential of user {name} (role {role}, serial {serial}, valid until {until}): \
+             keep it 0600; use it with `ocm-edge --credentials FILE ...` or copy it to \
+             ~/.config/ocm-edge/credentials.pem",
+            role = args.role,
+            serial = record.serial,
+            until = (now + validity).format("%Y-%m-%d"),
+        );
+        return Ok(pem);
+    }
     Ok(format!(
         "wrote the credential of user {name} (role {role}{scope}, serial {serial}, valid until {until}) to {path}\n\
          give it to {name}, who uses it with `ocm-edge --credentials {path} ...` or copies it to \

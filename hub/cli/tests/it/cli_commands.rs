@@ -62,7 +62,7 @@ impl TestHub {
 
     /// Runs `ocm-edge ARGS --broker URL` to completion, with `OCM_EDGE_DATA_DIR` set to the
     /// hub's data directory: the CLI finds the hub's CA there, as next to `ocm-edge hub`.
-    async fn cli(&self, args: &[&str]) -> Output {
+    pub(crate) async fn cli(&self, args: &[&str]) -> Output {
         ocm_edge_with(&self.url, Some(&self.hub_dir()), args).await
     }
 
@@ -149,6 +149,12 @@ impl TestHub {
 
 async fn ocm_edge(url: &str, args: &[&str]) -> Output {
     ocm_edge_with(url, None, args).await
+}
+
+/// `ocm-edge ARGS` with `OCM_EDGE_DATA_DIR` set to `data_dir`, for the commands that run on the
+/// hub's machine and reach no broker.
+pub(crate) async fn cli_in(data_dir: &Path, args: &[&str]) -> Output {
+    ocm_edge_with("mqtts://127.0.0.1:1", Some(data_dir), args).await
 }
 
 /// `ocm-edge ARGS --broker URL` with `OCM_EDGE_DATA_DIR` set to `data_dir`, or unset.
@@ -1033,7 +1039,14 @@ async fn no_broker_gets_a_clear_cannot_connect_error() {
 async fn the_hub_command_serves_the_cli_and_stops_cleanly_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
     let mut child = tokio::process::Command::new(BIN)
-        .args(["hub", "--listen", "127.0.0.1:0", "--data-dir"])
+        .args([
+            "hub",
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics-listen",
+            "off",
+            "--data-dir",
+        ])
         .arg(dir.path().join("data"))
         .env_remove("OCM_EDGE_BROKER")
         .env_remove("OCM_EDGE_SOURCE_ID")

@@ -1074,20 +1074,33 @@ async fn work_render_and_rollout_status_show_each_clusters_values_and_what_is_mi
         "every field is known: {}",
         String::from_utf8_lossy(&applied.stderr)
     );
-    // A field of OCM's API ocm-edge does not implement is named, not silently dropped.
-    let sorted = dir.path().join("sorted.yaml");
+    // A field ocm-edge does not know is named, not silently dropped.
+    let unknown = dir.path().join("unknown.yaml");
     std::fs::write(
-        &sorted,
+        &unknown,
         "apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: Placement\n\
-         metadata: {name: sorted, namespace: default}\nspec: {sortBy: {field: score}}\n",
+         metadata: {name: sorted, namespace: default}\nspec: {sortBy: Score, shuffle: {seed: 1}}\n",
     )
     .unwrap();
-    let warned = ocm_edge(&fleet, &["apply", "-f", sorted.to_str().unwrap()]).await;
+    let warned = ocm_edge(&fleet, &["apply", "-f", unknown.to_str().unwrap()]).await;
     ok(&warned);
     let stderr = String::from_utf8_lossy(&warned.stderr);
     assert!(
-        stderr.contains("(document 1): ocm-edge does not know spec.sortBy and ignores it"),
+        stderr.contains("(document 1): ocm-edge does not know spec.shuffle and ignores it"),
         "{stderr}"
+    );
+    // A scoreRateLimit outside OCM's pattern is refused, saying how to write it.
+    let limited = dir.path().join("limited.yaml");
+    std::fs::write(
+        &limited,
+        "apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: Placement\n\
+         metadata: {name: limited, namespace: default}\nspec: {scoreRateLimit: 5 minutes}\n",
+    )
+    .unwrap();
+    let refused = ocm_edge(&fleet, &["apply", "-f", limited.to_str().unwrap()]).await;
+    fails_mentioning(
+        &refused,
+        &["spec.scoreRateLimit \"5 minutes\"", "e.g. 30s, 5m, 1h"],
     );
     for cluster in ["edge-1", "edge-2"] {
         fleet

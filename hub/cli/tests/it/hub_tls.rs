@@ -10,7 +10,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ocm_edge_agent::{AgentConfig, ApplierConfig, Registration, start_agent};
+use ocm_edge_agent::Registration;
 use ocm_edge_mqtt::{
     BrokerUrl, CaPin, ConnectError, Credentials, LinkError, Session, SessionConfig, TlsFiles,
 };
@@ -18,7 +18,7 @@ use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout};
 use tokio::time::timeout;
 
-use crate::join::wait_registration;
+use crate::join::{start_joining, wait_registration};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ocm-edge");
 const WAIT: Duration = Duration::from_secs(30);
@@ -41,6 +41,12 @@ impl HubProcess {
         let mut child = tokio::process::Command::new(BIN)
             .args(["hub", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(data_dir)
+            // Tests run side by side: not the default port (unless the test chooses).
+            .args(
+                ["--metrics-listen", "127.0.0.1:0"]
+                    .iter()
+                    .filter(|_| !extra.contains(&"--metrics-listen")),
+            )
             .args(extra)
             .env_remove("OCM_EDGE_BROKER")
             .env_remove("OCM_EDGE_SOURCE_ID")
@@ -157,6 +163,79 @@ async fn ocm_edge(args: &[&str]) -> std::process::Output {
     .unwrap()
 }
 
+/// The address in the hub's `metrics: http://ADDR/metrics ...` line, if it printed one.
+fn printed_metrics(hub: &HubProcess) -> Option<std::net::SocketAddr> {
+    hub.printed
+        .iter()
+        .find_map(|l| l.strip_prefix("metrics: http://"))
+        .and_then(|rest| rest.split('/').next())
+        .map(|addr| addr.parse().unwrap())
+}
+
+#[tokio::test]
+async fn the_hub_serves_its_metrics_where_it_says_and_off_turns_them_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = HubProcess::start(&dir.path().join("on"), &[]).await;
+    let addr = printed_metrics(&hub).unwrap_or_else(|| panic!("{:?}", hub.printed));
+    let scraped = ocm_edge_tests::metrics::scrape(addr).await.unwrap();
+    // The fleet counted by the hub task, and its own sessions on its embedded broker.
+    assert!(
+        scraped.has("ocm_edge_clusters", &[("state", "Pending")]),
+        "{}",
+        scraped.text
+    );
+    assert!(
+        scraped.sum("ocm_edge_broker_connections", &[]) >= 1.0,
+        "{}",
+        scraped.text
+    );
+    hub.stop().await;
+    let quiet = HubProcess::start(&dir.path().join("off"), &["--metrics-listen", "off"]).await;
+    assert_eq!(printed_metrics(&quiet), None, "{:?}", quiet.printed);
+    assert!(
+        !quiet.stderr.lock().unwrap().contains("Prometheus"),
+        "{}",
+        quiet.stderr.lock().unwrap()
+    );
+    quiet.stop().await;
+}
+
+/// `ocm-edge cluster accept NAME` as an operator on another machine runs it, with the hub's
+/// `pin` and the admin `credentials`; waits until `agent` hears it was accepted.
+async fn accept_elsewhere(
+    url: &str,
+    name: &str,
+    pin: CaPin,
+    credentials: &Path,
+    agent: &ocm_edge_agent::AgentHandle,
+) {
+    let pin = pin.to_string();
+    let out = ocm_edge(&[
+        "cluster",
+        "accept",
+        name,
+        "--broker",
+        url,
+        "--broker-ca-pin",
+        &pin,
+        "--credentials",
+        credentials.to_str().unwrap(),
+    ])
+    .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    wait_registration(
+        agent,
+        Registration::Accepted,
+        WAIT,
+        "the agent hears it was accepted",
+    )
+    .await;
+}
+
 #[tokio::test]
 async fn the_default_hub_takes_only_tls_and_clients_that_trust_its_ca() {
     let dir = tempfile::tempdir().unwrap();
@@ -233,43 +312,13 @@ async fn the_default_hub_takes_only_tls_and_clients_that_trust_its_ca() {
         printed.contains(&format!("--broker-ca-pin {pin}")) && printed.contains("--token oet1."),
         "the agent's command line is printed: {printed}"
     );
-    let mut cfg = AgentConfig::new("edge-1", &hub.url, dir.path().join("edge-1"));
-    cfg.tls = pinned(pin);
-    cfg.join_token = Some(token);
-    cfg.applier = ApplierConfig::Sim {
-        ready_delay: Duration::from_millis(100),
-    };
-    let agent = start_agent(cfg).await.unwrap();
-    wait_registration(
-        &agent,
-        Registration::Pending,
-        WAIT,
-        "the join request reaches the hub",
-    )
-    .await;
-    let pin_text = pin.to_string();
-    let out = ocm_edge(&[
-        "cluster",
-        "accept",
-        "edge-1",
-        "--broker",
+    let agent = start_joining(&hub.url, "edge-1", pin, &token, &dir.path().join("edge-1")).await;
+    accept_elsewhere(
         &hub.url,
-        "--broker-ca-pin",
-        &pin_text,
-        "--credentials",
-        data.join("admin-credentials.pem").to_str().unwrap(),
-    ])
-    .await;
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    wait_registration(
+        "edge-1",
+        pin,
+        &data.join("admin-credentials.pem"),
         &agent,
-        Registration::Accepted,
-        WAIT,
-        "the agent hears it was accepted",
     )
     .await;
     agent.shutdown().await.unwrap();
@@ -349,4 +398,97 @@ async fn a_plaintext_hub_needs_the_loud_flag_and_says_so() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(stderr.contains("about the embedded broker"), "{stderr}");
+}
+
+/// The hub chart's way in and out of the hub's keys: a CA and token key given in a directory (a
+/// mounted Secret, `--pki-from`) are the hub's from its first start, so agents know its pin
+/// before it runs and tokens made elsewhere with the key are taken; a different CA later is
+/// refused rather than cutting agents off; and an admin credential comes out on standard output
+/// (`user create --out -`, from inside the hub's pod) and signs admin requests.
+#[tokio::test]
+async fn a_hub_takes_its_ca_and_token_key_from_pki_from_and_hands_out_credentials_on_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    let given = dir.path().join("given");
+    let given_pki =
+        ocm_edge_hub::pki::HubPki::load_or_create(&given.join("pki"), chrono::Utc::now()).unwrap();
+    let tokens =
+        ocm_edge_hub::registration::join_token::JoinTokens::load_or_create(&given).unwrap();
+    let data = dir.path().join("data");
+    let from = given.join("pki");
+    let hub = HubProcess::start(&data, &["--pki-from", from.to_str().unwrap()]).await;
+    assert_eq!(
+        hub.pin,
+        Some(given_pki.pin()),
+        "the hub's CA is the one given"
+    );
+    // A token made with the given key, away from the hub, lets an agent ask to join.
+    let token = tokens
+        .create(chrono::Duration::hours(1), chrono::Utc::now())
+        .unwrap();
+    let agent = start_joining(
+        &hub.url,
+        "edge-given",
+        given_pki.pin(),
+        &token.token,
+        &dir.path().join("edge-given"),
+    )
+    .await;
+
+    // A credential printed on standard output, as `kubectl exec` hands it out of the pod, accepts
+    // the cluster from another machine.
+    let out = ocm_edge(&[
+        "user",
+        "create",
+        "ops",
+        "--role",
+        "admin",
+        "--out",
+        "-",
+        "--data-dir",
+        data.to_str().unwrap(),
+    ])
+    .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pem = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        pem.starts_with("-----BEGIN CERTIFICATE-----"),
+        "only the credential: {pem}"
+    );
+    assert!(!dir.path().join("-").exists() && !Path::new("-").exists());
+    let file = dir.path().join("ops.pem");
+    std::fs::write(&file, &pem).unwrap();
+    accept_elsewhere(&hub.url, "edge-given", given_pki.pin(), &file, &agent).await;
+    agent.shutdown().await.unwrap();
+    hub.stop().await;
+
+    // Another CA given to the same data directory is refused, naming both files.
+    let other = dir.path().join("other");
+    ocm_edge_hub::pki::HubPki::load_or_create(&other.join("pki"), chrono::Utc::now()).unwrap();
+    let out = ocm_edge(&[
+        "hub",
+        "--listen",
+        "127.0.0.1:0",
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--pki-from",
+        other.join("pki").to_str().unwrap(),
+    ])
+    .await;
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("differs from") && err.contains("agents already trust"),
+        "{err}"
+    );
+    let again = HubProcess::start(&data, &[]).await;
+    assert_eq!(
+        again.pin,
+        Some(given_pki.pin()),
+        "the data directory kept its CA"
+    );
+    again.stop().await;
 }

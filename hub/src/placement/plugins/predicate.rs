@@ -404,17 +404,71 @@ mod tests {
             ),
             "{err}"
         );
-        let mut semver = ClusterSelector::default();
-        semver
+        let mut strings = ClusterSelector::default();
+        strings
             .cel_selector
             .cel_expressions
-            .push("semver(managedCluster.status.version.kubernetes) > semver('1.30.0')".into());
-        let err = validate(&mk_placement("ns", "p").predicate(semver).build()).unwrap_err();
+            .push("managedCluster.metadata.name.lowerAscii() == 'c1'".into());
+        let err = validate(&mk_placement("ns", "p").predicate(strings).build()).unwrap_err();
         assert!(
             err.message
-                .contains("undeclared reference to function 'semver'"),
+                .contains("undeclared reference to function 'lowerAscii'"),
             "{err}"
         );
+    }
+
+    /// The functions OCM's placement environment has beyond CEL's standard library, as edge
+    /// fleets use them: the cluster's Kubernetes version (k3s writes `v1.31.2+k3s1`), its
+    /// allocatable memory, and a claim that holds JSON.
+    #[test]
+    fn cel_selectors_compare_versions_and_quantities_and_read_json_claims() {
+        let mut cluster = mk_cluster("c1")
+            .allocatable("memory", "7934Mi")
+            .claim(
+                "zones.example.com",
+                r#"{"zones": ["eu-west-1a", "eu-west-1b"]}"#,
+            )
+            .build();
+        cluster.status.version.kubernetes = "v1.31.2+k3s1".into();
+        for (expression, selected) in [
+            (
+                "semver(managedCluster.status.version.kubernetes, true).isGreaterThan(semver('1.30.0'))",
+                true,
+            ),
+            (
+                "semver(managedCluster.status.version.kubernetes, true).minor() >= 32",
+                false,
+            ),
+            (
+                "quantity(managedCluster.status.allocatable.memory).isGreaterThan(quantity('4Gi'))",
+                true,
+            ),
+            (
+                "quantity(managedCluster.status.allocatable.memory).compareTo(quantity('8Gi')) < 0",
+                true,
+            ),
+            (
+                "managedCluster.status.clusterClaims.exists(c, c.name == 'zones.example.com' \
+                 && parseJSON(c.value).zones.exists(z, z.startsWith('eu-')))",
+                true,
+            ),
+        ] {
+            assert_eq!(
+                selector_matches(&cel(&[expression]), &cluster),
+                selected,
+                "{expression}: {:?}",
+                first_unmet(&cel(&[expression]), &cluster)
+            );
+        }
+        // A version that is not one fails the expression: the cluster is not selected, and
+        // the explanation says why.
+        cluster.status.version.kubernetes = "unknown".into();
+        let why = first_unmet(
+            &cel(&["semver(managedCluster.status.version.kubernetes, true).major() == 1"]),
+            &cluster,
+        )
+        .unwrap();
+        assert!(why.contains("invalid semver"), "{why}");
     }
 
     fn cel(expressions: &[&str]) -> ClusterSelector {

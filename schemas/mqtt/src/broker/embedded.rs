@@ -108,6 +108,12 @@ impl EmbeddedBroker {
         &self.stats
     }
 
+    /// Client connections open now and sessions held (connected or kept for a client that is
+    /// away), the hub's own included; zeros for the rumqttd engine (benchmarks only).
+    pub fn connections(&self) -> (u64, u64) {
+        self.control.as_ref().map_or((0, 0), Control::connections)
+    }
+
     /// Drops the connection of `client_id` and its session (with what was queued for it), if
     /// there is one (a cluster denied); returns once it is gone, or after a few failed tries
     /// (logged).

@@ -65,6 +65,13 @@ impl std::fmt::Debug for Control {
 }
 
 impl Control {
+    /// Client connections open now, and sessions the broker holds (connected or kept for a
+    /// client that is away).
+    pub(super) fn connections(&self) -> (u64, u64) {
+        let count = |c: &rmqtt::utils::Counter| u64::try_from(c.count()).unwrap_or(0);
+        (count(&self.scx.connections), count(&self.scx.sessions))
+    }
+
     /// Drops the session of `client_id` (only when its login is no longer valid, with
     /// `keep_valid`), on the broker's runtime, and waits for it; a few tries, as a CONNECT with
     /// the same id may hold the session's lock for a moment.

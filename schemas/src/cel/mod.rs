@@ -11,19 +11,23 @@
 //! the number of nodes multiplied, per level of nested macros, by that length. An expression
 //! whose bound is over [`COST_LIMIT`] (Kubernetes' per-call limit) is not run and fails with
 //! `CEL evaluation budget exceeded`, as OCM's agent reports it, so no expression can hold the
-//! agent or the hub. The standard library alone is declared (no extension makes lists out of
-//! numbers, such as `lists.range`), which keeps that bound sound.
+//! agent or the hub. Besides the standard library, only the functions of [`library`] are
+//! declared, each costed there (none makes lists out of numbers, such as `lists.range`; the
+//! functions that read a string cost by its length, and `parseJSON`'s lists count as long as
+//! the string it reads), which keeps that bound sound.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::{Arc, OnceLock};
 
-use ::cel::common::ast::{EntryExpr, Expr};
+use ::cel::common::ast::{EntryExpr, Expr, LiteralValue};
 use ::cel::extractors::This;
 use ::cel::objects::{Key, Map, Value as CelValue};
 use ::cel::{Context, Env, IdedExpr, Program};
 use serde_json::Value;
+
+mod library;
 
 /// Longest expression accepted, in bytes.
 pub const MAX_EXPRESSION_BYTES: usize = 10 * 1024;
@@ -43,13 +47,6 @@ pub enum CelEnv {
 }
 
 impl CelEnv {
-    fn functions(self) -> &'static [&'static str] {
-        match self {
-            CelEnv::ConditionRule | CelEnv::ConditionMessage => &["hasConditions"],
-            CelEnv::ClusterSelector => &["scores"],
-        }
-    }
-
     fn variables(self) -> &'static [&'static str] {
         match self {
             CelEnv::ConditionRule => &["object"],
@@ -157,11 +154,8 @@ pub fn compile(source: &str, env: CelEnv) -> Result<CelExpression, CelError> {
             message: if let Some(function) = name.strip_suffix("()") {
                 format!(
                     "undeclared reference to function '{function}': ocm-edge has CEL's standard \
-                     library{}",
-                    match env.functions() {
-                        [] => String::new(),
-                        own => format!(" and {}", own.join(", ")),
-                    }
+                     library and {}",
+                    library::describe(env)
                 )
             } else {
                 format!(
@@ -257,7 +251,12 @@ impl CelExpression {
             .chain(scores.0.values().map(Vec::len))
             .max()
             .unwrap_or(0);
-        let bound = self.cost_bound(longest);
+        let longest_string = variables
+            .iter()
+            .map(|(_, v)| longest_string(v))
+            .max()
+            .unwrap_or(0);
+        let bound = self.cost_bound(longest, longest_string);
         if bound > COST_LIMIT {
             return Err(CelError::BudgetExceeded {
                 bound,
@@ -290,12 +289,8 @@ impl CelExpression {
                 )
                 .map_err(|e| CelError::Evaluation(e.to_string()))?;
         }
-        if matches!(self.env, CelEnv::ConditionRule | CelEnv::ConditionMessage) {
-            // OCM's ConditionsLib.
-            context
-                .add_function("hasConditions", has_conditions)
-                .map_err(|e| CelError::Evaluation(e.to_string()))?;
-        }
+        library::declare(&mut context, self.env)
+            .map_err(|e| CelError::Evaluation(e.to_string()))?;
         match self.program.execute(&context) {
             Ok(CelValue::Bool(b)) => Ok(CelOutput::Bool(b)),
             Ok(CelValue::String(s)) => Ok(CelOutput::String(s.to_string())),
@@ -304,15 +299,29 @@ impl CelExpression {
         }
     }
 
-    /// The cost bound over variables whose longest list or map has `longest` entries.
-    pub fn cost_bound(&self, longest: usize) -> u64 {
+    /// The cost bound over variables whose longest list or map has `longest` entries and whose
+    /// longest string (or map key) has `longest_string` bytes.
+    pub fn cost_bound(&self, longest: usize, longest_string: usize) -> u64 {
         let expr = self.program.expression();
-        let mut literal = 0;
-        let mut concatenations = 0;
-        collections(expr, &mut literal, &mut concatenations);
-        // A list a macro iterates over is a variable's, a literal, or grown from those by `+`.
-        let iterations = (longest.max(literal).max(1) as u64).saturating_mul(concatenations + 1);
-        cost(expr, iterations)
+        let mut reach = Reach::default();
+        collections(expr, &mut reach);
+        let Reach {
+            literal,
+            literal_string,
+            concatenations,
+            parses,
+        } = reach;
+        // A string the expression reads is a variable's, a literal, or made of those by `+`
+        // (each `+` adds at most one more of them).
+        let longest_string = longest_string
+            .max(literal_string)
+            .saturating_mul(concatenations as usize + 1);
+        // A list a macro iterates over is a variable's, a literal, made by parseJSON from a
+        // string (fewer entries than bytes), or grown from those by `+`.
+        let made = if parses { longest_string } else { 0 };
+        let iterations =
+            (longest.max(literal).max(made).max(1) as u64).saturating_mul(concatenations + 1);
+        cost(expr, iterations, (longest_string / 64) as u64)
     }
 }
 
@@ -430,7 +439,7 @@ fn undeclared_reference<'e>(
 /// Whether `name` is an operator, a standard function or one of `env`'s own (OCM's
 /// libraries, as far as ocm-edge has them).
 fn is_declared_function(name: &str, env: CelEnv) -> bool {
-    if name.starts_with(['_', '@', '!', '-']) || env.functions().contains(&name) {
+    if name.starts_with(['_', '@', '!', '-']) || library::declares(env, name) {
         return true;
     }
     // The crate has no public lookup by name; declaring a function of a standard name is
@@ -458,32 +467,57 @@ fn is_type_name(name: &str) -> bool {
     )
 }
 
-/// The longest list literal, and how many `+` calls could grow a list.
-fn collections(e: &IdedExpr, literal: &mut usize, concatenations: &mut u64) {
-    each_child(e, &mut |child| collections(child, literal, concatenations));
+/// What an expression can make of its own, for its cost bound.
+#[derive(Debug, Default)]
+struct Reach {
+    /// The longest list or map literal.
+    literal: usize,
+    /// The longest string literal, in bytes.
+    literal_string: usize,
+    /// How many `+` calls could grow a list or a string.
+    concatenations: u64,
+    /// Whether `parseJSON` could make a list.
+    parses: bool,
+}
+
+fn collections(e: &IdedExpr, reach: &mut Reach) {
+    each_child(e, &mut |child| collections(child, reach));
     match &e.expr {
-        Expr::List(list) => *literal = (*literal).max(list.elements.len()),
-        Expr::Map(map) => *literal = (*literal).max(map.entries.len()),
-        Expr::Call(call) if call.func_name == "_+_" => *concatenations += 1,
+        Expr::List(list) => reach.literal = reach.literal.max(list.elements.len()),
+        Expr::Map(map) => reach.literal = reach.literal.max(map.entries.len()),
+        Expr::Literal(LiteralValue::String(s)) => {
+            reach.literal_string = reach.literal_string.max(s.inner().len());
+        }
+        Expr::Call(call) if call.func_name == "_+_" => reach.concatenations += 1,
+        Expr::Call(call) if call.func_name == "parseJSON" => reach.parses = true,
         _ => {}
     }
 }
 
-/// Nodes, with a macro's condition and step counted once per possible iteration.
-fn cost(e: &IdedExpr, iterations: u64) -> u64 {
+/// Nodes, with a macro's condition and step counted once per possible iteration, and a
+/// function that reads a string ([`library::SCANS_STRING`]) `scan` more.
+fn cost(e: &IdedExpr, iterations: u64, scan: u64) -> u64 {
     match &e.expr {
         Expr::Comprehension(c) => {
-            let per_iteration =
-                cost(&c.loop_cond, iterations).saturating_add(cost(&c.loop_step, iterations));
-            1u64.saturating_add(cost(&c.iter_range, iterations))
-                .saturating_add(cost(&c.accu_init, iterations))
+            let per_iteration = cost(&c.loop_cond, iterations, scan).saturating_add(cost(
+                &c.loop_step,
+                iterations,
+                scan,
+            ));
+            1u64.saturating_add(cost(&c.iter_range, iterations, scan))
+                .saturating_add(cost(&c.accu_init, iterations, scan))
                 .saturating_add(iterations.saturating_mul(per_iteration))
-                .saturating_add(cost(&c.result, iterations))
+                .saturating_add(cost(&c.result, iterations, scan))
         }
         _ => {
-            let mut total = 1u64;
+            let mut total = match &e.expr {
+                Expr::Call(call) if library::SCANS_STRING.contains(&call.func_name.as_str()) => {
+                    1u64.saturating_add(scan)
+                }
+                _ => 1,
+            };
             each_child(e, &mut |child| {
-                total = total.saturating_add(cost(child, iterations));
+                total = total.saturating_add(cost(child, iterations, scan));
             });
             total
         }
@@ -534,6 +568,20 @@ fn each_child<'e>(e: &'e IdedExpr, f: &mut dyn FnMut(&'e IdedExpr)) {
 }
 
 /// The most entries of any list or map in `v` (a string is one value).
+/// The longest string or map key in `v`, in bytes.
+fn longest_string(v: &Value) -> usize {
+    match v {
+        Value::String(s) => s.len(),
+        Value::Array(items) => items.iter().map(longest_string).max().unwrap_or(0),
+        Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| k.len().max(longest_string(v)))
+            .max()
+            .unwrap_or(0),
+        _ => 0,
+    }
+}
+
 fn longest_collection(v: &Value) -> usize {
     match v {
         Value::Array(items) => items
@@ -573,17 +621,6 @@ fn cel_value(v: &Value) -> CelValue {
             ),
         }),
     }
-}
-
-/// OCM's `hasConditions(x)`: `x` is a map with a non-empty list `conditions`.
-fn has_conditions(status: CelValue) -> bool {
-    let CelValue::Map(map) = status else {
-        return false;
-    };
-    matches!(
-        map.map.get(&Key::String(Arc::new("conditions".to_owned()))),
-        Some(CelValue::List(items)) if !items.is_empty()
-    )
 }
 
 fn type_name(v: &CelValue) -> &'static str {
@@ -676,16 +713,14 @@ mod tests {
 
     #[test]
     fn a_function_neither_standard_nor_ocm_s_is_refused_by_name() {
-        let err = compile(
-            "semver(object.v).isGreaterThan(semver('1.0.0'))",
-            CelEnv::ConditionRule,
-        )
-        .unwrap_err();
+        let err = compile("object.v.lowerAscii() == 'a'", CelEnv::ConditionRule).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "ERROR: <input>:1:31: undeclared reference to function 'isGreaterThan': ocm-edge has \
-             CEL's standard library and hasConditions"
+            "ERROR: <input>:1:20: undeclared reference to function 'lowerAscii': ocm-edge has \
+             CEL's standard library and hasConditions, and Kubernetes' semver and quantity \
+             functions"
         );
+        assert!(compile("parseJSON(object.v).a == 1", CelEnv::ConditionRule).is_err());
         let ok = "size(object.a) > 0 && object.b.startsWith('x') && object.c.matches('^a') \
                   && int(object.d) == 1 && string(1) == '1' && !(1 in [2]) && -1 < 0 \
                   && has(object.e) && object.f[0] == 1";
