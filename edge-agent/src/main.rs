@@ -7,11 +7,13 @@ use ocm_edge_agent::applier::sim_control::{self, ObjectRef, SimRequest};
 use ocm_edge_agent::flags::{Cli, Command, SimAction};
 use ocm_edge_agent::run_agent;
 
-/// mimalloc, not the system allocator: measured side by side with fleet-bench at 5,000 clusters
-/// (one run each), the hub process used 30% less CPU per cluster (0.77 -> 0.54 ms) and 30% less
-/// memory (626 -> 443 MB after 5 rounds), with half the growth between rounds.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+// The system allocator (glibc's malloc; musl's in the static binaries), not the hub's mimalloc:
+// an agent serves one cluster, and its idle memory counts more than allocation speed. Measured
+// with tests/bench/agent-rss.sh (release, one applied work, idle): mimalloc advises its 1 GiB
+// arena for transparent huge pages, so the agent's few hundred KiB of heap sat in 8-12 MB of
+// them (RSS: sim 24.6-28.1 MB, kube 28.7-29.1 MB); the system allocator: sim 15.3-16.2 MB, kube
+// 18.0 MB, 0.6 MB under mimalloc with huge pages off (MIMALLOC_ALLOW_THP=0), and with no option
+// to set. The CPU from start to an applied work (20-40 ms) did not differ.
 
 fn object_ref(kind: &str, object: &str) -> ObjectRef {
     let (namespace, name) = object.split_once('/').unwrap_or(("", object));

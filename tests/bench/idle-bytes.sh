@@ -57,21 +57,7 @@ ip netns exec "$NS" "$BIN/ocm-edge-agent" --cluster-name idle-1 --applier sim --
   --data-dir "$D/agent" "$@" >"$D/agent.log" 2>&1 & AG=$!
 for _ in $(seq 100); do "$BIN/ocm-edge" --broker "$B" cluster list 2>/dev/null | grep -q idle-1 && break; sleep 0.2; done
 "$BIN/ocm-edge" --broker "$B" cluster accept idle-1 >/dev/null
-cat >"$D/web.yaml" <<'EOF'
-apiVersion: v1
-kind: Namespace
-metadata: {name: web}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web, namespace: web}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec: {containers: [{name: web, image: "nginx:1.27"}]}
-EOF
+"$ROOT/tests/bench/sample-work.sh" web >"$D/web.yaml"
 "$BIN/ocm-edge" --broker "$B" work create web -f "$D/web.yaml" --clusters idle-1 --feedback >/dev/null
 for _ in $(seq 150); do
   "$BIN/ocm-edge" --broker "$B" work list 2>/dev/null | grep -q Available && break; sleep 0.2
