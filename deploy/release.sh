@@ -4,11 +4,12 @@
 #   deploy/release.sh                    everything below, then a summary table
 #   deploy/release.sh --only agent:aarch64   one binary, built and checked (what .ci/run does)
 #
-# 1. The binaries, with cargo-zigbuild (deploy/cross-tools.sh) and the `dist` profile (fat LTO,
-#    one codegen unit, stripped): ocm-edge-agent for x86_64, aarch64 and armv7, the hub
-#    (`ocm-edge` without the demo, which would pull the agent in) for x86_64 and aarch64, in
-#    dist/<arch>/. A target whose standard library rustup cannot install is built with
-#    -Zbuild-std from rust-src (RUSTC_BOOTSTRAP=1), and says so.
+# 1. The binaries, with cargo-zigbuild (deploy/cross-tools.sh) and the `dist` profiles (fat LTO,
+#    one codegen unit, stripped; `dist` for the agent is optimised for size, `dist-hub` for
+#    speed): ocm-edge-agent for x86_64, aarch64 and armv7, the hub (`ocm-edge` without the demo,
+#    which would pull the agent in) for x86_64 and aarch64, in dist/<arch>/. A target whose
+#    standard library rustup cannot install is built with -Zbuild-std from rust-src
+#    (RUSTC_BOOTSTRAP=1), and says so.
 # 2. Each checked with `file` (statically linked, stripped, the right architecture) and its size
 #    (an agent at most 15 MB).
 # 3. The aarch64 and armv7 agents run under qemu-user against a real hub: the cross_agent test of
@@ -50,6 +51,8 @@ declare -A cargo_args=(
   [hub]="-p ocm-edge-cli --bin ocm-edge --no-default-features --features embedded-broker"
 )
 declare -A binary_name=([agent]=ocm-edge-agent [hub]=ocm-edge)
+# Cargo.toml says why the agent is optimised for size and the hub for speed.
+declare -A profile=([agent]=dist [hub]=dist-hub)
 agent_max_bytes=$((15 * 1000 * 1000))
 
 # build BINARY ARCH: builds, copies to $dist/ARCH/, checks; prints the file's path.
@@ -64,10 +67,10 @@ build() {
     env=(RUSTC_BOOTSTRAP=1 "CARGO_TARGET_$(tr 'a-z-' 'A-Z_' <<< "$target")_RUSTFLAGS=-C link-self-contained=no")
   fi
   # shellcheck disable=SC2086 # cargo_args holds several words on purpose
-  env "${env[@]}" cargo zigbuild --locked --quiet --profile dist --target "$target" --target-dir "$dist_target" \
+  env "${env[@]}" cargo zigbuild --locked --quiet --profile "${profile[$what]}" --target "$target" --target-dir "$dist_target" \
     "${std_args[@]}" ${cargo_args[$what]} >&2
   mkdir -p "$dist/$arch"
-  cp "$dist_target/$target/dist/$name" "$dist/$arch/$name.tmp"
+  cp "$dist_target/$target/${profile[$what]}/$name" "$dist/$arch/$name.tmp"
   mv "$dist/$arch/$name.tmp" "$dist/$arch/$name"
   check "$what" "$arch" "$dist/$arch/$name"
   echo "$dist/$arch/$name"
