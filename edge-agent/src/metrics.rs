@@ -162,7 +162,7 @@ impl AgentMetrics {
             "Objects watched for feedbackScrapeType Watch",
             gauge(c.objects_watched),
         );
-        let counters: [(&str, &str, u64); 18] = [
+        let counters: [(&str, &str, u64); 19] = [
             (
                 "ocm_edge_agent_specs_applied",
                 "Work versions applied (new or re-sent)",
@@ -202,6 +202,11 @@ impl AgentMetrics {
                 "ocm_edge_agent_objects_applied",
                 "Successful object applies (every reconcile re-applies)",
                 c.objects_applied,
+            ),
+            (
+                "ocm_edge_agent_drift_corrections",
+                "Applies that put back an object changed or deleted on the cluster since the last apply of the same work version",
+                c.drift_corrections,
             ),
             (
                 "ocm_edge_agent_objects_deleted",

@@ -96,6 +96,9 @@ pub struct AgentCounters {
     pub reconciles: u64,
     /// Object writes that changed nothing or something (every successful apply call).
     pub objects_applied: u64,
+    /// Applies that put back an object changed or deleted on the cluster since the last apply
+    /// of the same version ([`crate::work::drift`]).
+    pub drift_corrections: u64,
     /// Objects deleted (removed from a bundle or with a deleted bundle).
     pub objects_deleted: u64,
     /// Apply or delete calls that failed.
@@ -300,6 +303,7 @@ pub async fn start_agent(cfg: AgentConfig) -> Result<AgentHandle, AgentError> {
         last_chunk_at: None,
         hub_windows: Ok(Vec::new()),
         watches: Default::default(),
+        applied_marks: Default::default(),
         watch_tx,
         watch_stop: stop.child_token(),
     };
@@ -438,6 +442,8 @@ pub(crate) struct Agent {
         String,
         std::collections::HashMap<crate::work::resource::ResourceRef, tokio::task::AbortHandle>,
     >,
+    /// What the last reconcile of each bundle left on the cluster, to count drift corrections.
+    pub(crate) applied_marks: std::collections::HashMap<String, crate::work::drift::Marks>,
     /// Where the watches say which bundle changed.
     pub(crate) watch_tx: mpsc::UnboundedSender<String>,
     /// Ends every watch when the agent stops, however its task ends.

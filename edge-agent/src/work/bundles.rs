@@ -16,6 +16,7 @@ use crate::session::Agent;
 use crate::store::{DesiredBundle, Tombstone, Waiting};
 use crate::work::acceptance::{SpecDecision, decide_spec, is_replay};
 use crate::work::addon_identity;
+use crate::work::drift;
 use crate::work::outbox::Envelope;
 use crate::work::plan::{ApplyStrategy, RemoveAction, plan_apply, plan_delete, same_object};
 use crate::work::resource::ResourceRef;
@@ -462,13 +463,21 @@ impl Agent {
             })
             .collect();
         let mut new_inventory: Vec<ResourceRef> = Vec::new();
-        let (mut applied, mut errors) = (0u64, 0u64);
+        let (mut applied, mut errors, mut corrected) = (0u64, 0u64, 0u64);
+        let previous_marks = self.applied_marks.remove(&desired.resource_id);
+        let mut marks = drift::Marks::new(desired.resource_version);
         for action in &plan.applies {
             let result = self.applier.apply(action, t).await;
             let owned = action.strategy != ApplyStrategy::ReadOnly;
             match &result {
-                Ok(_) => {
+                Ok(live) => {
                     applied += 1;
+                    if drift::corrects(&action.strategy)
+                        && marks.record(previous_marks.as_ref(), &action.resource.key(), live)
+                    {
+                        corrected += 1;
+                        tracing::info!(resource = %action.resource.key(), "changed on the cluster; put back");
+                    }
                     if owned {
                         new_inventory.push(action.resource.clone());
                     }
@@ -520,8 +529,11 @@ impl Agent {
         {
             tracing::error!(error = %e, "cannot store the inventory");
         }
+        self.applied_marks
+            .insert(desired.resource_id.clone(), marks);
         self.bump(|c| {
             c.objects_applied += applied;
+            c.drift_corrections += corrected;
             c.objects_deleted += deleted;
             c.apply_errors += errors;
         });
@@ -653,6 +665,7 @@ impl Agent {
         inventory: Vec<ResourceRef>,
         t: DateTime<Utc>,
     ) {
+        self.applied_marks.remove(&desired.resource_id);
         let removals = plan_delete(&desired.bundle, &inventory);
         let mut remaining = Vec::new();
         let mut deleted = 0u64;

@@ -12,11 +12,13 @@
 //! - [`addon_identity`]: add-on agents' MQTT identities: ask the hub, then write their Secret.
 //! - [`outbox`]: the latest status per bundle, until the hub has it.
 //! - [`watched`]: the objects whose status is read on change (`feedbackScrapeType: Watch`).
+//! - [`drift`]: which applies put back an object changed on the cluster (counted).
 
 pub mod acceptance;
 pub mod addon_identity;
 pub(crate) mod bundles;
 pub mod conditions;
+pub mod drift;
 pub mod outbox;
 pub mod plan;
 pub mod resource;

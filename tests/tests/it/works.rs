@@ -226,6 +226,16 @@ async fn deleting_a_work_removes_its_resources_and_the_hub_forgets_it_after_the_
     fleet.shutdown().await;
 }
 
+/// Waits until `cluster`'s agent has reconciled its works twice more.
+async fn two_more_reconciles(fleet: &Fleet, cluster: &str) {
+    let reconciles = fleet.counters(cluster).reconciles;
+    wait_until("two more reconciles", WAIT, || async {
+        fleet.counters(cluster).reconciles >= reconciles + 2
+    })
+    .await
+    .unwrap();
+}
+
 #[tokio::test]
 async fn a_change_made_behind_the_agents_back_is_corrected() {
     let fleet = fleet_of(&["c1"]).await;
@@ -246,6 +256,9 @@ async fn a_change_made_behind_the_agents_back_is_corrected() {
         })
         .await
         .unwrap();
+    // Reconciles that find everything as it was applied correct nothing.
+    two_more_reconciles(&fleet, "c1").await;
+    assert_eq!(fleet.counters("c1").drift_corrections, 0);
     let sim = fleet.sim("c1");
     assert!(sim.modify("Deployment", "web", "web", |d| {
         d["spec"]["template"]["spec"]["containers"][0]["image"] = json!("evil:latest");
@@ -263,6 +276,14 @@ async fn a_change_made_behind_the_agents_back_is_corrected() {
         })
         .await
         .unwrap();
+    // Counted once (ocm_edge_agent_drift_corrections_total), not at every reconcile after it.
+    wait_until("the correction counted", WAIT, || async {
+        fleet.counters("c1").drift_corrections == 1
+    })
+    .await
+    .unwrap();
+    two_more_reconciles(&fleet, "c1").await;
+    assert_eq!(fleet.counters("c1").drift_corrections, 1);
     fleet.shutdown().await;
 }
 
