@@ -31,6 +31,8 @@ case "${1:-}" in
   *) echo "usage: $0 [--only agent|hub:x86_64|aarch64|armv7]" >&2; exit 2 ;;
 esac
 dist=${OCM_EDGE_DIST:-dist}
+# Absolute: the tests below run from the workspace's crates, not from here.
+case $dist in /*) ;; *) dist=$PWD/$dist ;; esac
 dist_target=${OCM_EDGE_DIST_TARGET:-${CARGO_TARGET_DIR:-target}}
 version=$(cargo metadata --no-deps --format-version 1 | jq -r '.packages[] | select(.name == "ocm-edge-agent") | .version')
 # Only the images take SOURCE_DATE_EPOCH (deploy/image.sh defaults it to the last commit's time):
@@ -110,7 +112,7 @@ say "binaries built and checked"
 # The cross_agent test, as CI runs it, once per ARM agent.
 cargo test --locked --quiet -p ocm-edge-tests --test it --no-run >&2
 for arch in aarch64 armv7; do
-  OCM_EDGE_CROSS_AGENT="$PWD/$dist/$arch/ocm-edge-agent" CI=true \
+  OCM_EDGE_CROSS_AGENT="$dist/$arch/ocm-edge-agent" CI=true \
     cargo test --locked --quiet -p ocm-edge-tests --test it cross_agent -- --nocapture >&2
 done
 say "the ARM agents joined, applied a work and reported its status under qemu-user"
