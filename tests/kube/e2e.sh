@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The kube applier's end-to-end tests against a real control plane: builds it once
-# (tests/kube/build.sh, cached) with Helm and kubectl for the chart tests (tests/helm/build.sh,
+# (tests/kube/build.sh, cached, with kubectl) and Helm for the chart tests (tests/helm/build.sh,
 # cached), starts it on loopback (up.sh), runs the tests that need a real cluster with
 # OCM_EDGE_E2E_KUBECONFIG pointing at it, and stops everything by pid (down.sh), also when a test
 # fails or the script is interrupted.
@@ -10,8 +10,8 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 bin=$("$here/build.sh")
-tools=$("$here/../helm/build.sh")
-export OCM_EDGE_HELM="$tools/helm" OCM_EDGE_KUBECTL="$tools/kubectl"
+helm=$("$here/../helm/build.sh")
+export OCM_EDGE_HELM="$helm/helm" OCM_EDGE_KUBECTL="$bin/kubectl"
 work=$(mktemp -d "${TMPDIR:-/tmp}/ocm-edge-kube.XXXXXX")
 cleanup() {
   "$here/down.sh" "$work"

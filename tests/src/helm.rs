@@ -2,8 +2,8 @@
 //! chart, and the plain manifests generated from the agent's chart, which are checked in
 //! ([`GENERATED`]) and must stay its rendering.
 //!
-//! `tests/helm/build.sh` builds both tools from their Go modules (kubectl from the same
-//! Kubernetes version as the e2e control plane); `.ci/run` names them in [`HELM_ENV`] and
+//! `tests/helm/build.sh` builds Helm from its Go module and `tests/kube/build.sh` kubectl with the
+//! e2e control plane, from the same Kubernetes version; `.ci/run` names them in [`HELM_ENV`] and
 //! [`KUBECTL_ENV`]. Without them (and without them on `PATH`) a test is skipped, or fails under
 //! `CI`.
 
@@ -40,6 +40,15 @@ pub fn kubectl(test: &str) -> Option<PathBuf> {
     tool(test, "kubectl", KUBECTL_ENV)
 }
 
+/// The script that builds a tool: Helm from its own module, kubectl with the control plane.
+fn build_script(name: &str) -> &'static str {
+    if name == "kubectl" {
+        "tests/kube/build.sh"
+    } else {
+        "tests/helm/build.sh"
+    }
+}
+
 fn tool(test: &str, name: &str, env: &str) -> Option<PathBuf> {
     let found = std::env::var_os(env)
         .map(PathBuf::from)
@@ -48,12 +57,14 @@ fn tool(test: &str, name: &str, env: &str) -> Option<PathBuf> {
         Some(path) => Some(path),
         None if std::env::var_os("CI").is_some() => panic!(
             "{test}: CI is set but there is no {name} ({env} unset, none on PATH); .ci/run builds \
-             it with tests/helm/build.sh"
+             it with {}",
+            build_script(name)
         ),
         None => {
             eprintln!(
-                "SKIPPED {test}: no {name}; run tests/helm/build.sh and set {env} to the {name} it \
-                 built (or put one on PATH); set CI=1 to make this a failure"
+                "SKIPPED {test}: no {name}; run {} and set {env} to the {name} it built (or put \
+                 one on PATH); set CI=1 to make this a failure",
+                build_script(name)
             );
             None
         }

@@ -1,5 +1,5 @@
 //! The Helm charts in `deploy/helm/`, with the real `helm` and `kubectl` (tests/helm/build.sh
-//! builds both; kubectl is the e2e control plane's own version): `helm lint`; the plain manifests
+//! builds Helm, tests/kube/build.sh kubectl with the e2e control plane, from its version): `helm lint`; the plain manifests
 //! generated from the agent's chart are its rendering (`deploy/k3s/agent.yaml`, and the e2e
 //! tests' RBAC in `tests/kube/agent-e2e.yaml`); an install without its join settings stops with
 //! what to set; and both charts, with their defaults and with every option on, pass the real API
