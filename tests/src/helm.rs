@@ -29,7 +29,7 @@ pub fn repo_root() -> PathBuf {
 /// # Panics
 /// When it is missing and `CI` is set: `.ci/run` builds it.
 pub fn helm(test: &str) -> Option<PathBuf> {
-    tool(test, "helm", HELM_ENV)
+    tool(test, "helm", HELM_ENV, "tests/helm/build.sh")
 }
 
 /// `kubectl`, or `None` after printing why `test` is skipped.
@@ -37,19 +37,12 @@ pub fn helm(test: &str) -> Option<PathBuf> {
 /// # Panics
 /// When it is missing and `CI` is set: `.ci/run` builds it.
 pub fn kubectl(test: &str) -> Option<PathBuf> {
-    tool(test, "kubectl", KUBECTL_ENV)
+    tool(test, "kubectl", KUBECTL_ENV, "tests/kube/build.sh")
 }
 
-/// The script that builds a tool: Helm from its own module, kubectl with the control plane.
-fn build_script(name: &str) -> &'static str {
-    if name == "kubectl" {
-        "tests/kube/build.sh"
-    } else {
-        "tests/helm/build.sh"
-    }
-}
-
-fn tool(test: &str, name: &str, env: &str) -> Option<PathBuf> {
+/// `name` from `env`, else `PATH`; `script` is what builds it (Helm from its own module, kubectl
+/// with the control plane).
+fn tool(test: &str, name: &str, env: &str, script: &str) -> Option<PathBuf> {
     let found = std::env::var_os(env)
         .map(PathBuf::from)
         .or_else(|| crate::mosquitto::find_program(name));
@@ -57,14 +50,12 @@ fn tool(test: &str, name: &str, env: &str) -> Option<PathBuf> {
         Some(path) => Some(path),
         None if std::env::var_os("CI").is_some() => panic!(
             "{test}: CI is set but there is no {name} ({env} unset, none on PATH); .ci/run builds \
-             it with {}",
-            build_script(name)
+             it with {script}"
         ),
         None => {
             eprintln!(
-                "SKIPPED {test}: no {name}; run {} and set {env} to the {name} it built (or put \
-                 one on PATH); set CI=1 to make this a failure",
-                build_script(name)
+                "SKIPPED {test}: no {name}; run {script} and set {env} to the {name} it built (or \
+                 put one on PATH); set CI=1 to make this a failure"
             );
             None
         }

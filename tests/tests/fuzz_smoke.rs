@@ -10,8 +10,9 @@
 //! slow the tests beside it that wait on deadlines (leases, keepalives) on a 2-core machine.
 //!
 //! The targets need a compiler with libFuzzer instrumentation (`fuzz/build.sh`, the flags of
-//! `cargo fuzz build -O`, with `RUSTC_BOOTSTRAP=1`), so `.ci/run` builds them and names their directory in `OCM_EDGE_FUZZ_BIN_DIR`; without it the
-//! test says SKIPPED, and under `CI` it fails.
+//! `cargo fuzz build -O`, with `RUSTC_BOOTSTRAP=1`), so `.ci/run` builds them and names their
+//! directory in `OCM_EDGE_FUZZ_BIN_DIR`; without it the test says SKIPPED, and under `CI` it
+//! fails.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -116,18 +117,18 @@ fn every_fuzz_target_survives_its_seeds_and_their_mutations() {
                         break;
                     };
                     let result = smoke_run(&bin_dir, &fuzz_dir, target);
-                    results.lock().unwrap().push((*target, result));
+                    results.lock().unwrap().push((i, result));
                 }
             });
         }
     });
     let mut results = results.into_inner().unwrap();
     assert_eq!(results.len(), TARGETS.len(), "not every target ran");
-    results.sort_by_key(|(target, _)| TARGETS.iter().position(|t| t == target));
+    results.sort_by_key(|(i, _)| *i);
     let mut failures = Vec::new();
-    for (target, result) in results {
+    for (i, result) in results {
         match result {
-            Ok(runs) => println!("{target}: {runs} executions, no crash"),
+            Ok(runs) => println!("{}: {runs} executions, no crash", TARGETS[i]),
             Err(why) => failures.push(why),
         }
     }

@@ -27,7 +27,15 @@ pub struct Marks {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Mark {
     uid: String,
-    written: String,
+    written: Written,
+}
+
+/// What the last write to an object changed, as far as the API server counts it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Written {
+    Generation(i64),
+    /// For an object without a generation.
+    ResourceVersion(String),
 }
 
 impl Mark {
@@ -35,8 +43,8 @@ impl Mark {
         let meta = live.get("metadata")?;
         let uid = meta.get("uid").and_then(Value::as_str)?.to_owned();
         let written = match meta.get("generation").and_then(Value::as_i64) {
-            Some(g) => format!("generation {g}"),
-            None => format!("resourceVersion {}", meta.get("resourceVersion")?.as_str()?),
+            Some(g) => Written::Generation(g),
+            None => Written::ResourceVersion(meta.get("resourceVersion")?.as_str()?.to_owned()),
         };
         Some(Self { uid, written })
     }
@@ -137,5 +145,12 @@ mod tests {
             ignore_fields,
         };
         assert!(corrects(&ssa(Vec::new())));
+        // A change to an ignored field is left on the cluster on purpose: no correction.
+        assert!(!corrects(&ssa(vec![
+            crate::work::plan::IgnoredField::json_path(
+                ".spec.replicas",
+                ocm_edge_schemas::api::work::IgnoreFieldsCondition::OnSpokeChange,
+            )
+        ])));
     }
 }
